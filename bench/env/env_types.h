@@ -1,0 +1,146 @@
+// Plain data describing the CUDA stack of one process on one machine: what
+// the driver, runtime, libraries, LibTorch and toolkit installs are, and the
+// verdicts drawn from them. Probes fill it (probe_*.cpp), rules judge it
+// (verdicts.cpp), printers show it (report.cpp). No CUDA types here, so the
+// rules and printers are tested on hand-made data without a GPU.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cudabench::env {
+
+struct Version {
+  int major = 0, minor = 0, patch = 0, build = 0;
+  bool known() const { return major > 0; }
+  std::string str() const;        // "13.0.88" (only the parts that were given)
+  std::string major_minor() const;  // "13.0"
+  int parts = 0;                  // how many numbers were given
+  // "13.0.88", "580.95.05", "V13.0.88", "12.9": leading 'V' and text after
+  // the numbers are ignored. Returns an unknown Version on failure.
+  static Version parse(std::string_view s);
+  // CUDA's integer encoding: 13000 -> 13.0, 12090 -> 12.9.
+  static Version from_cuda_int(int v);
+  int compare(const Version& o) const;  // <0, 0, >0 over the numbers given
+  bool operator<(const Version& o) const { return compare(o) < 0; }
+  bool operator==(const Version& o) const { return compare(o) == 0; }
+};
+
+struct DriverInfo {
+  std::string kernel_module_version;  // /proc/driver/nvidia/version, "" if none
+  bool libcuda_found = false;
+  std::string libcuda_path;          // the file really loaded
+  std::string libcuda_file_version;  // from its name, libcuda.so.580.95.05
+  std::string libcuda_error;         // dlerror() when not found
+  bool libcuda_is_stub = false;      // the toolkit's link-time stub
+  int cuda_version = 0;              // cuDriverGetVersion, e.g. 13000
+  int init_result = -1;              // cuInit(0); -1 = not called
+  std::string init_error;            // its name and text
+  int device_count = 0;              // cuDeviceGetCount after a good cuInit
+  bool nvml_found = false;
+  std::string nvml_driver_version;
+  int nvml_cuda_version = 0;
+  bool device_nodes_present = false;  // /dev/nvidiactl
+  bool visible_devices_set = false;
+  std::string visible_devices;  // CUDA_VISIBLE_DEVICES
+};
+
+struct GpuDevice {
+  int index = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sms = 0;
+  long long total_memory_bytes = 0;
+  int memory_clock_khz = 0;  // cudaDevAttrMemoryClockRate (gone from cudaDeviceProp in CUDA 13)
+  int bus_width_bits = 0;
+  int sm_clock_khz = 0;
+  long long l2_bytes = 0;
+  std::string pci_bus_id;
+  double peak_bandwidth_bytes_per_s = 0;
+};
+
+struct RuntimeInfo {
+  bool compiled_in = false;  // this binary was built with CUDA
+  int built_version = 0;     // CUDART_VERSION at build time
+  int loaded_version = 0;    // cudaRuntimeGetVersion
+  std::string loaded_path;   // libcudart really loaded ("" if static)
+};
+
+struct LoadedLibrary {
+  std::string name;  // "libcublas.so.13"
+  std::string path;  // resolved path of the loaded file
+};
+
+struct LibraryVersions {
+  int cublas_built = 0;   // CUBLAS_VERSION of the headers we built with
+  int cublas_loaded = 0;  // cublasGetProperty of the library loaded
+  long cudnn_loaded = 0;  // cudnnGetVersion of the library loaded, if any
+};
+
+struct TorchInfo {
+  bool compiled_in = false;  // this binary links LibTorch
+  std::string version;       // TORCH_VERSION
+  int cuda_version = 0;      // CUDA LibTorch was built with (13000)
+  long cudnn_built = 0;      // cuDNN LibTorch was built with (91900)
+  long cudnn_runtime = 0;    // cuDNN LibTorch loaded
+  bool cuda_available = false;
+  int device_count = 0;
+  std::string library_path;  // where libtorch_cpu.so was loaded from
+};
+
+struct ToolkitInstall {
+  std::string root;          // canonical path
+  std::string kind;          // system | conda | conda-cudatoolkit | pip | other
+  Version version;
+  std::string version_source;  // which file gave the version
+  bool has_nvcc = false;
+  bool has_runtime = false;  // libcudart present
+  bool has_headers = false;  // cuda_runtime_api.h present
+  std::vector<std::string> found_via;  // "/usr/local/cuda", "PATH", "CUDA_HOME", ...
+  std::string summary() const;  // "compiler + runtime", "runtime only", ...
+};
+
+struct BuildInfo {
+  std::string cuda_toolkit_version;  // CUDAToolkit_VERSION at configure
+  std::string cuda_toolkit_root;
+  std::string nvcc_path;
+  std::string cuda_architectures;  // CMAKE_CUDA_ARCHITECTURES
+  std::string cxx_compiler;
+  std::string build_type;
+  std::string torch_version;  // LibTorch found at configure ("" if none)
+  std::string git_revision;
+};
+
+struct Verdict {
+  enum class Level { Ok, Info, Warning, Error };
+  std::string id;  // "driver.runtime_compat", ...
+  Level level = Level::Info;
+  std::string message;
+  std::string fix;  // what to do; "" when nothing is needed
+};
+const char* level_name(Verdict::Level l);
+
+struct GpuStatus {
+  bool usable = false;
+  std::string reason;  // one line, why not (or "" when usable)
+};
+
+struct Report {
+  BuildInfo build;
+  DriverInfo driver;
+  RuntimeInfo runtime;
+  std::vector<GpuDevice> gpus;
+  std::vector<LoadedLibrary> loaded;
+  LibraryVersions libs;
+  TorchInfo torch;
+  std::vector<ToolkitInstall> toolkits;
+  std::string nvcc_on_path;  // first nvcc on PATH, "" if none
+  std::map<std::string, std::string> env_vars;  // the ones that matter, when set
+  std::vector<std::string> path_cuda_entries;   // PATH entries mentioning cuda
+  GpuStatus status;
+  std::vector<Verdict> verdicts;
+};
+
+}  // namespace cudabench::env

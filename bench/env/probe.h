@@ -1,0 +1,59 @@
+// Probes: each fills one part of env::Report from the running process and
+// the machine. collect() runs them all and applies the verdict rules; it is
+// the one place that decides whether a GPU is usable and why not.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "env_types.h"
+
+namespace cudabench::env {
+
+// Driver: /proc, /dev, libcuda.so.1 and libnvidia-ml.so.1 through dlopen
+// (never a link-time dependency, so this binary starts without a driver).
+DriverInfo probe_driver();
+// Runtime and GPUs through the CUDA runtime this binary links (empty when it
+// was built without CUDA). GPUs are queried only when `driver_usable`.
+RuntimeInfo probe_runtime();
+std::vector<GpuDevice> probe_gpus();
+LibraryVersions probe_library_versions();
+// LibTorch's view (probe_torch.cpp when LibTorch is linked, else "absent").
+TorchInfo probe_torch();
+// Shared objects mapped into this process whose names matter here.
+std::vector<LoadedLibrary> loaded_libraries();
+BuildInfo build_info();
+
+// Toolkit discovery over a described machine, so tests can point it at fake
+// trees. from_process() reads the real environment.
+struct DiscoveryInput {
+  std::map<std::string, std::string> env;  // PATH, CUDA_HOME, CUDA_PATH, CONDA_PREFIX, VIRTUAL_ENV
+  std::vector<std::string> system_roots{"/usr/local", "/opt"};  // scanned for cuda, cuda-X.Y
+  std::vector<std::string> site_packages;  // Python site-packages to scan for nvidia/* wheels
+  static DiscoveryInput from_process(const std::vector<LoadedLibrary>& loaded);
+};
+std::vector<ToolkitInstall> discover_toolkits(const DiscoveryInput& in);
+// One folder: is it a toolkit, which version, what does it hold. nullopt when
+// it holds none of nvcc, the runtime headers or libcudart.
+std::optional<ToolkitInstall> inspect_toolkit(const std::string& root);
+// The pip wheel layouts inside one site-packages folder (CUDA 13: nvidia/cu13;
+// CUDA 12: nvidia/cuda_runtime, nvidia/cuda_nvcc, ...).
+std::optional<ToolkitInstall> inspect_pip_site(const std::string& site_packages);
+// First `nvcc` on a PATH string, "" if none.
+std::string find_on_path(const std::string& path_var, const std::string& exe);
+
+// Peak DRAM bandwidth: memory clock (kHz) x bus width (bits) x 2 (double data
+// rate) / 8 bits per byte.
+double peak_bandwidth_bytes_per_s(int memory_clock_khz, int bus_width_bits);
+
+// Decide usability from the probes (pure: tested on hand-made data).
+GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt,
+                            size_t gpus_found);
+
+// Everything, with verdicts. Cached: the first call probes, later calls
+// return the same report.
+const Report& collect();
+
+}  // namespace cudabench::env

@@ -1,0 +1,6 @@
+// Built when LibTorch is absent: the report says so.
+#include "probe.h"
+
+namespace cudabench::env {
+TorchInfo probe_torch() { return TorchInfo{}; }
+}  // namespace cudabench::env

@@ -1,0 +1,232 @@
+#include "report.h"
+
+#include <iomanip>
+#include <sstream>
+
+namespace cudabench::env {
+namespace {
+
+std::string cuda_str(int v) {
+  return v ? Version::from_cuda_int(v).major_minor() : std::string("none");
+}
+// cuDNN's encoding: 9.19.0 = 91900 (since 9.0: major*10000 + minor*100 + patch).
+std::string cudnn_str(long v) {
+  if (v <= 0) return "none";
+  if (v >= 90000) return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + "." + std::to_string(v % 100);
+  return std::to_string(v / 1000) + "." + std::to_string((v / 100) % 10) + "." + std::to_string(v % 100);
+}
+std::string cublas_str(int v) {
+  if (v <= 0) return "none";
+  return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + "." + std::to_string(v % 100);
+}
+std::string gb(double bytes) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1) << bytes / 1e9;
+  return o.str();
+}
+std::string driver_line(const DriverInfo& d) {
+  if (!d.libcuda_found) return "none (" + (d.libcuda_error.empty() ? std::string("libcuda.so.1 not found") : d.libcuda_error) + ")";
+  std::string v = !d.nvml_driver_version.empty() ? d.nvml_driver_version : d.libcuda_file_version;
+  return v + ", supports CUDA " + cuda_str(d.cuda_version);
+}
+
+}  // namespace
+
+bool has_errors(const Report& r) {
+  for (const auto& v : r.verdicts)
+    if (v.level == Verdict::Level::Error) return true;
+  return false;
+}
+
+std::string to_text(const Report& r) {
+  std::ostringstream o;
+  const auto& d = r.driver;
+  o << "cudabench environment report\n\n";
+  o << "GPU usable:   " << (r.status.usable ? "yes" : "no: " + r.status.reason) << "\n\n";
+
+  o << "Driver\n";
+  o << "  kernel module      " << (d.kernel_module_version.empty() ? "none (/proc/driver/nvidia/version absent)" : d.kernel_module_version) << "\n";
+  o << "  libcuda            " << driver_line(d) << "\n";
+  if (!d.libcuda_path.empty()) o << "  libcuda path       " << d.libcuda_path << (d.libcuda_is_stub ? "  (toolkit STUB)" : "") << "\n";
+  if (d.nvml_found) o << "  NVML               " << d.nvml_driver_version << ", CUDA " << cuda_str(d.nvml_cuda_version) << "\n";
+  if (d.init_result > 0) o << "  cuInit             " << d.init_error << "\n";
+  o << "  device nodes       " << (d.device_nodes_present ? "/dev/nvidiactl present" : "/dev/nvidiactl absent") << "\n\n";
+
+  o << "CUDA runtime\n";
+  if (r.runtime.compiled_in) {
+    o << "  built with         " << cuda_str(r.runtime.built_version) << " (toolkit " << r.build.cuda_toolkit_version << " at " << r.build.cuda_toolkit_root << ")\n";
+    o << "  loaded             " << cuda_str(r.runtime.loaded_version) << (r.runtime.loaded_path.empty() ? " (static)" : " from " + r.runtime.loaded_path) << "\n";
+    o << "  compiler           " << r.build.nvcc_path << ", architectures " << r.build.cuda_architectures << "\n";
+    o << "  cuBLAS             built " << cublas_str(r.libs.cublas_built) << ", loaded " << cublas_str(r.libs.cublas_loaded) << "\n";
+  } else {
+    o << "  not in this build (no nvcc at configure time)\n";
+  }
+  o << "  cuDNN loaded       " << cudnn_str(r.libs.cudnn_loaded) << "\n";
+  o << "  host compiler      " << r.build.cxx_compiler << ", " << r.build.build_type << " build, git " << r.build.git_revision << "\n\n";
+
+  o << "LibTorch\n";
+  if (r.torch.compiled_in) {
+    o << "  version            " << r.torch.version << "\n";
+    o << "  built with CUDA    " << cuda_str(r.torch.cuda_version) << ", cuDNN " << cudnn_str(r.torch.cudnn_built) << " (loaded " << cudnn_str(r.torch.cudnn_runtime) << ")\n";
+    o << "  sees a GPU         " << (r.torch.cuda_available ? "yes, " + std::to_string(r.torch.device_count) : std::string("no")) << "\n";
+    o << "  library            " << r.torch.library_path << "\n\n";
+  } else {
+    o << "  absent from this build (see README: LibTorch)\n\n";
+  }
+
+  o << "GPUs\n";
+  if (r.gpus.empty()) o << "  none\n";
+  for (const auto& g : r.gpus) {
+    o << "  [" << g.index << "] " << g.name << "  sm_" << g.cc_major << g.cc_minor << ", " << g.sms << " SMs, "
+      << gb(static_cast<double>(g.total_memory_bytes)) << " GB, L2 " << g.l2_bytes / (1024 * 1024) << " MiB, PCI " << g.pci_bus_id << "\n";
+    o << "      SM clock " << g.sm_clock_khz / 1000 << " MHz, memory clock " << g.memory_clock_khz / 1000 << " MHz x "
+      << g.bus_width_bits << " bit = " << gb(g.peak_bandwidth_bytes_per_s) << " GB/s theoretical peak\n";
+  }
+  o << "\nLoaded libraries (at the time of this report)\n";
+  if (r.loaded.empty()) o << "  none of interest\n";
+  for (const auto& l : r.loaded) o << "  " << std::left << std::setw(22) << l.name << " " << l.path << "\n";
+
+  o << "\nToolkit installs found\n";
+  if (r.toolkits.empty()) o << "  none\n";
+  for (const auto& t : r.toolkits) {
+    o << "  " << std::left << std::setw(10) << t.version.str() << " " << t.root << "  [" << t.kind << "; " << t.summary() << "]\n";
+    o << "             version from " << (t.version_source.empty() ? "nowhere" : t.version_source) << "; found via ";
+    for (size_t i = 0; i < t.found_via.size(); ++i) o << (i ? ", " : "") << t.found_via[i];
+    o << "\n";
+  }
+  o << "  nvcc on PATH: " << (r.nvcc_on_path.empty() ? "none" : r.nvcc_on_path) << "\n";
+
+  o << "\nEnvironment\n";
+  if (r.env_vars.empty()) o << "  (none of the CUDA-related variables is set)\n";
+  for (const auto& [k, v] : r.env_vars) o << "  " << k << "=" << v << "\n";
+  for (const auto& p : r.path_cuda_entries) o << "  PATH has " << p << "\n";
+
+  o << "\nVerdicts\n";
+  for (const auto& v : r.verdicts) {
+    std::string tag = level_name(v.level);
+    for (auto& c : tag) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    o << "  " << std::left << std::setw(8) << tag << v.message << "\n";
+    if (!v.fix.empty()) o << "          fix: " << v.fix << "\n";
+  }
+  return o.str();
+}
+
+nlohmann::json to_json(const Report& r) {
+  using nlohmann::json;
+  const auto& d = r.driver;
+  json j;
+  j["gpu_usable"] = r.status.usable;
+  j["gpu_unusable_reason"] = r.status.reason;
+  j["build"] = {{"cuda_toolkit_version", r.build.cuda_toolkit_version},
+                {"cuda_toolkit_root", r.build.cuda_toolkit_root},
+                {"nvcc", r.build.nvcc_path},
+                {"cuda_architectures", r.build.cuda_architectures},
+                {"cxx_compiler", r.build.cxx_compiler},
+                {"build_type", r.build.build_type},
+                {"torch_version", r.build.torch_version},
+                {"git_revision", r.build.git_revision}};
+  j["driver"] = {{"kernel_module_version", d.kernel_module_version},
+                 {"libcuda_found", d.libcuda_found},
+                 {"libcuda_path", d.libcuda_path},
+                 {"libcuda_error", d.libcuda_error},
+                 {"libcuda_file_version", d.libcuda_file_version},
+                 {"libcuda_is_stub", d.libcuda_is_stub},
+                 {"cuda_version", cuda_str(d.cuda_version)},
+                 {"cuda_version_int", d.cuda_version},
+                 {"cu_init_result", d.init_result},
+                 {"cu_init_error", d.init_error},
+                 {"device_count", d.device_count},
+                 {"nvml_found", d.nvml_found},
+                 {"nvml_driver_version", d.nvml_driver_version},
+                 {"nvml_cuda_version", cuda_str(d.nvml_cuda_version)},
+                 {"device_nodes_present", d.device_nodes_present}};
+  j["runtime"] = {{"compiled_in", r.runtime.compiled_in},
+                  {"built_version", cuda_str(r.runtime.built_version)},
+                  {"loaded_version", cuda_str(r.runtime.loaded_version)},
+                  {"loaded_path", r.runtime.loaded_path}};
+  j["libraries"] = {{"cublas_built", cublas_str(r.libs.cublas_built)},
+                    {"cublas_loaded", cublas_str(r.libs.cublas_loaded)},
+                    {"cudnn_loaded", cudnn_str(r.libs.cudnn_loaded)}};
+  j["torch"] = {{"compiled_in", r.torch.compiled_in},
+                {"version", r.torch.version},
+                {"cuda_version", cuda_str(r.torch.cuda_version)},
+                {"cudnn_built", cudnn_str(r.torch.cudnn_built)},
+                {"cudnn_runtime", cudnn_str(r.torch.cudnn_runtime)},
+                {"cuda_available", r.torch.cuda_available},
+                {"device_count", r.torch.device_count},
+                {"library_path", r.torch.library_path}};
+  j["gpus"] = json::array();
+  for (const auto& g : r.gpus)
+    j["gpus"].push_back({{"index", g.index},
+                         {"name", g.name},
+                         {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)},
+                         {"sms", g.sms},
+                         {"total_memory_bytes", g.total_memory_bytes},
+                         {"memory_clock_khz", g.memory_clock_khz},
+                         {"bus_width_bits", g.bus_width_bits},
+                         {"sm_clock_khz", g.sm_clock_khz},
+                         {"l2_bytes", g.l2_bytes},
+                         {"pci_bus_id", g.pci_bus_id},
+                         {"peak_bandwidth_bytes_per_s", g.peak_bandwidth_bytes_per_s}});
+  j["loaded_libraries"] = json::array();
+  for (const auto& l : r.loaded) j["loaded_libraries"].push_back({{"name", l.name}, {"path", l.path}});
+  j["toolkits"] = json::array();
+  for (const auto& t : r.toolkits)
+    j["toolkits"].push_back({{"root", t.root},
+                             {"kind", t.kind},
+                             {"version", t.version.str()},
+                             {"version_source", t.version_source},
+                             {"has_nvcc", t.has_nvcc},
+                             {"has_runtime", t.has_runtime},
+                             {"has_headers", t.has_headers},
+                             {"summary", t.summary()},
+                             {"found_via", t.found_via}});
+  j["nvcc_on_path"] = r.nvcc_on_path;
+  j["environment"] = r.env_vars;
+  j["path_cuda_entries"] = r.path_cuda_entries;
+  j["verdicts"] = json::array();
+  for (const auto& v : r.verdicts)
+    j["verdicts"].push_back({{"id", v.id}, {"level", level_name(v.level)}, {"message", v.message}, {"fix", v.fix}});
+  j["has_errors"] = has_errors(r);
+  return j;
+}
+
+std::vector<std::pair<std::string, std::string>> context_entries(const Report& r) {
+  std::vector<std::pair<std::string, std::string>> c;
+  const auto& d = r.driver;
+  c.emplace_back("gpu_usable", r.status.usable ? "yes" : "no: " + r.status.reason);
+  c.emplace_back("cuda_driver", d.libcuda_found ? driver_line(d) : "none: " + r.status.reason);
+  c.emplace_back("cuda_driver_version", !d.nvml_driver_version.empty() ? d.nvml_driver_version : d.libcuda_file_version);
+  c.emplace_back("cuda_runtime_built", cuda_str(r.runtime.built_version));
+  c.emplace_back("cuda_runtime_loaded", cuda_str(r.runtime.loaded_version));
+  c.emplace_back("cuda_toolkit", r.build.cuda_toolkit_version.empty() ? "none" : r.build.cuda_toolkit_version);
+  c.emplace_back("cuda_toolkit_root", r.build.cuda_toolkit_root);
+  c.emplace_back("nvcc", r.build.nvcc_path);
+  c.emplace_back("cuda_architectures", r.build.cuda_architectures);
+  c.emplace_back("cxx_compiler", r.build.cxx_compiler);
+  c.emplace_back("cudabench_build_type", r.build.build_type);
+  c.emplace_back("cudabench_git", r.build.git_revision);
+  c.emplace_back("cublas", cublas_str(r.libs.cublas_loaded));
+  c.emplace_back("cudnn", cudnn_str(r.libs.cudnn_loaded));
+  c.emplace_back("libtorch", r.torch.compiled_in ? r.torch.version : "absent");
+  c.emplace_back("libtorch_cuda", cuda_str(r.torch.cuda_version));
+  c.emplace_back("libtorch_cudnn", cudnn_str(r.torch.cudnn_built));
+  if (!r.gpus.empty()) {
+    const auto& g = r.gpus.front();
+    c.emplace_back("gpu_name", g.name);
+    c.emplace_back("gpu_count", std::to_string(r.gpus.size()));
+    c.emplace_back("gpu_compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor));
+    c.emplace_back("gpu_sms", std::to_string(g.sms));
+    c.emplace_back("gpu_memory_clock_khz", std::to_string(g.memory_clock_khz));
+    c.emplace_back("gpu_bus_width_bits", std::to_string(g.bus_width_bits));
+    c.emplace_back("gpu_peak_bandwidth_GBps", gb(g.peak_bandwidth_bytes_per_s));
+    c.emplace_back("gpu_l2_bytes", std::to_string(g.l2_bytes));
+  } else {
+    c.emplace_back("gpu_name", "none");
+  }
+  // Everything, for tools that want the whole picture.
+  c.emplace_back("cudabench_env", to_json(r).dump());
+  return c;
+}
+
+}  // namespace cudabench::env

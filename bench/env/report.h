@@ -1,0 +1,20 @@
+// Printers for env::Report: a text page a person reads in ten seconds, the
+// same facts as JSON, and the flat key/value pairs that go into every
+// benchmark JSON's context.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "env_types.h"
+
+namespace cudabench::env {
+
+std::string to_text(const Report& r);
+nlohmann::json to_json(const Report& r);
+std::vector<std::pair<std::string, std::string>> context_entries(const Report& r);
+bool has_errors(const Report& r);
+
+}  // namespace cudabench::env

@@ -1,0 +1,312 @@
+#include "verdicts.h"
+
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "probe.h"
+
+namespace cudabench::env {
+namespace {
+using L = Verdict::Level;
+Verdict make(std::string id, L level, std::string message, std::string fix = "") {
+  return Verdict{std::move(id), level, std::move(message), std::move(fix)};
+}
+std::string cuda_str(int v) { return Version::from_cuda_int(v).major_minor(); }
+}  // namespace
+
+std::string min_driver_for_toolkit(const Version& t) {
+  static const std::map<std::pair<int, int>, std::string> table = {
+      {{11, 0}, "450.51.06"}, {{11, 1}, "455.32.00"}, {{11, 2}, "460.32.03"},
+      {{11, 3}, "465.19.01"}, {{11, 4}, "470.82.01"}, {{11, 5}, "495.29.05"},
+      {{11, 6}, "510.47.03"}, {{11, 7}, "515.65.01"}, {{11, 8}, "520.61.05"},
+      {{12, 0}, "525.60.13"}, {{12, 1}, "530.30.02"}, {{12, 2}, "535.54.03"},
+      {{12, 3}, "545.23.06"}, {{12, 4}, "550.54.14"}, {{12, 5}, "555.42.02"},
+      {{12, 6}, "560.28.03"}, {{12, 8}, "570.26"},    {{12, 9}, "575.51.03"},
+      {{13, 0}, "580.65.06"},
+  };
+  auto it = table.find({t.major, t.minor});
+  return it == table.end() ? "" : it->second;
+}
+
+std::string min_driver_for_major(int major) {
+  switch (major) {
+    case 11: return "450.80.02";
+    case 12: return "525.60.13";
+    case 13: return "580.65.06";
+    default: return "";
+  }
+}
+
+Verdict driver_runtime_verdict(int driver_cuda, const std::string& driver_version,
+                               int runtime_version) {
+  const std::string id = "driver.runtime_compat";
+  const Version rt = Version::from_cuda_int(runtime_version);
+  const Version dc = Version::from_cuda_int(driver_cuda);
+  const std::string drv = driver_version.empty() ? "" : " (driver " + driver_version + ")";
+  if (!rt.known()) return make(id, L::Info, "no CUDA runtime in this binary");
+  if (!dc.known())
+    return make(id, L::Info, "no driver, so the CUDA " + rt.major_minor() +
+                                 " runtime cannot be checked against one");
+  if (driver_cuda >= runtime_version)
+    return make(id, L::Ok, "the driver supports CUDA " + dc.major_minor() + drv +
+                               ", at least this binary's runtime CUDA " + rt.major_minor());
+  const std::string need = min_driver_for_toolkit(rt);
+  const std::string need_txt = need.empty() ? "a driver for CUDA " + rt.major_minor()
+                                            : "driver >= " + need;
+  if (dc.major == rt.major && rt.major >= 11) {
+    const std::string floor = min_driver_for_major(rt.major);
+    const Version dv = Version::parse(driver_version);
+    if (!floor.empty() && dv.known() && dv < Version::parse(floor))
+      return make(id, L::Error,
+                  "the driver supports CUDA " + dc.major_minor() + drv +
+                      ", older than this binary's runtime CUDA " + rt.major_minor() +
+                      ", and is below " + floor + ", the minimum for CUDA " +
+                      std::to_string(rt.major) + ".x minor-version compatibility",
+                  "install " + need_txt);
+    return make(id, L::Warning,
+                "the driver supports CUDA " + dc.major_minor() + drv +
+                    ", older than this binary's runtime CUDA " + rt.major_minor() +
+                    ": it runs by minor-version compatibility, but only code with SASS "
+                    "for the GPU (PTX from a newer toolkit cannot be JIT-compiled: "
+                    "cudaErrorUnsupportedPtxVersion) and without features of the newer driver",
+                "install " + need_txt + " for full support");
+  }
+  return make(id, L::Error,
+              "the driver supports only CUDA " + dc.major_minor() + drv +
+                  ", but this binary's runtime is CUDA " + rt.major_minor() +
+                  ": every CUDA call fails with cudaErrorInsufficientDriver (35)",
+              "install " + need_txt + ", or build with a CUDA " +
+                  std::to_string(dc.major) + ".x toolkit");
+}
+
+Verdict arch_verdict(const std::string& archs, int cc_major, int cc_minor,
+                     const std::string& gpu_name) {
+  const std::string id = "binary.arch";
+  const int cc = cc_major * 10 + cc_minor;
+  const std::string who = gpu_name + " (sm_" + std::to_string(cc) + ")";
+  if (archs.empty() || archs == "all" || archs == "all-major" || archs == "native")
+    return make(id, L::Info, "built for CUDA architectures '" + archs +
+                                 "': cannot tell from the build whether " + who +
+                                 " has SASS");
+  // Each entry: NN[a|f][-real|-virtual]; plain NN means SASS + PTX.
+  static const std::regex re(R"(([0-9]+)([af]?)(?:-(real|virtual))?)");
+  bool sass = false;
+  int best_ptx = 0;
+  std::stringstream ss(archs);
+  std::string item;
+  while (std::getline(ss, item, ';')) {
+    std::smatch m;
+    if (!std::regex_match(item, m, re)) continue;
+    const int a = std::stoi(m[1]);
+    const bool specific = !m[2].str().empty();  // 90a: only that exact chip
+    const std::string kind = m[3];
+    if (kind != "virtual") {
+      // SASS runs on the same major and any minor >= its own (not across
+      // majors); arch-specific 'a' SASS runs on that exact version only.
+      if (a / 10 == cc / 10 && (specific ? a == cc : a <= cc)) sass = true;
+    }
+    if (kind != "real" && !specific && a <= cc) best_ptx = std::max(best_ptx, a);
+  }
+  if (sass)
+    return make(id, L::Ok, "this binary carries SASS for " + who);
+  if (best_ptx)
+    return make(id, L::Warning,
+                "no SASS for " + who + ": the driver JIT-compiles the compute_" +
+                    std::to_string(best_ptx) +
+                    " PTX at first launch (slow start, and none of the chip's own instructions)",
+                "rebuild with -DCMAKE_CUDA_ARCHITECTURES=\"" + std::to_string(cc) +
+                    "-real;...\" (or add it to the list)");
+  return make(id, L::Error,
+              "this binary has neither SASS nor compatible PTX for " + who +
+                  " (built for " + archs + "): kernels fail with "
+                  "cudaErrorNoKernelImageForDevice (209)",
+              "rebuild with -DCMAKE_CUDA_ARCHITECTURES including " + std::to_string(cc));
+}
+
+Verdict module_library_verdict(const DriverInfo& d) {
+  const std::string id = "driver.module_matches_library";
+  const std::string lib = !d.libcuda_file_version.empty() ? d.libcuda_file_version
+                                                          : d.nvml_driver_version;
+  if (d.kernel_module_version.empty() || lib.empty())
+    return make(id, L::Info, "kernel module or libcuda version unknown; not compared");
+  if (Version::parse(d.kernel_module_version) == Version::parse(lib))
+    return make(id, L::Ok, "kernel module and libcuda are both " + lib);
+  return make(id, L::Error,
+              "the loaded kernel module is " + d.kernel_module_version +
+                  " but libcuda is " + lib +
+                  " (a driver upgrade without a reboot): CUDA fails with "
+                  "cudaErrorSystemDriverMismatch (803) and nvidia-smi with "
+                  "'Driver/library version mismatch'",
+              "reboot, or unload and reload the nvidia kernel modules");
+}
+
+std::vector<Verdict> evaluate(const Report& r) {
+  std::vector<Verdict> out;
+  const DriverInfo& d = r.driver;
+
+  // The driver.
+  if (!d.libcuda_found) {
+    if (d.libcuda_is_stub)
+      out.push_back(make("driver.stub", L::Error,
+                         "only the toolkit's link-time stub " + d.libcuda_path +
+                             " is on the library path; there is no real driver",
+                         "install the NVIDIA driver; keep .../lib64/stubs out of LD_LIBRARY_PATH"));
+    else
+      out.push_back(make("driver.missing", L::Warning,
+                         "no NVIDIA driver: libcuda.so.1 not found. GPU benchmarks and "
+                         "tests are skipped; the CPU benchmarks run as usual",
+                         "on a GPU machine install the NVIDIA driver (>= " +
+                             min_driver_for_major(Version::from_cuda_int(r.runtime.built_version).major > 0
+                                                      ? Version::from_cuda_int(r.runtime.built_version).major
+                                                      : 13) +
+                             " for this build)"));
+  } else {
+    if (d.libcuda_is_stub)
+      out.push_back(make("driver.stub", L::Error,
+                         "libcuda.so.1 resolved to the toolkit's stub " + d.libcuda_path,
+                         "remove the toolkit's lib64/stubs folder from LD_LIBRARY_PATH"));
+    if (!d.device_nodes_present)
+      out.push_back(make("driver.device_nodes", L::Warning,
+                         "libcuda is present but /dev/nvidiactl is not (a container started "
+                         "without GPU access?)",
+                         "start the container with --gpus all (or the runtime's equivalent)"));
+    out.push_back(module_library_verdict(d));
+    if (d.init_result > 0)
+      out.push_back(make("driver.init", L::Error, "cuInit failed: " + d.init_error,
+                         d.init_result == 100 ? "check nvidia-smi and CUDA_VISIBLE_DEVICES" : ""));
+  }
+  if (d.visible_devices_set && (d.visible_devices.empty() || d.visible_devices == "-1" ||
+                                d.visible_devices == "none"))
+    out.push_back(make("driver.visible_devices", L::Warning,
+                       "CUDA_VISIBLE_DEVICES='" + d.visible_devices + "' hides every GPU",
+                       "unset CUDA_VISIBLE_DEVICES or list the GPUs to use"));
+
+  // Driver vs runtime.
+  if (r.runtime.compiled_in && d.libcuda_found)
+    out.push_back(driver_runtime_verdict(d.cuda_version,
+                                         d.nvml_driver_version.empty() ? d.libcuda_file_version
+                                                                       : d.nvml_driver_version,
+                                         r.runtime.loaded_version ? r.runtime.loaded_version
+                                                                  : r.runtime.built_version));
+  if (r.runtime.compiled_in && r.runtime.loaded_version &&
+      r.runtime.loaded_version != r.runtime.built_version) {
+    const bool older = r.runtime.loaded_version < r.runtime.built_version;
+    out.push_back(make("runtime.loaded_differs", older ? L::Error : L::Info,
+                       "built with CUDA runtime " + cuda_str(r.runtime.built_version) +
+                           " but loaded " + cuda_str(r.runtime.loaded_version) + " from " +
+                           r.runtime.loaded_path,
+                       older ? "put the toolkit this binary was built with first on "
+                               "LD_LIBRARY_PATH"
+                             : ""));
+  }
+  if (!r.runtime.compiled_in)
+    out.push_back(make("runtime.absent", L::Info,
+                       "this build has no CUDA (nvcc was not found at configure time): "
+                       "only CPU benchmarks exist",
+                       "install the CUDA toolkit and reconfigure"));
+
+  // Architectures.
+  for (const auto& g : r.gpus)
+    out.push_back(arch_verdict(r.build.cuda_architectures, g.cc_major, g.cc_minor, g.name));
+
+  // LibTorch.
+  if (r.torch.compiled_in && r.runtime.compiled_in && r.torch.cuda_version) {
+    const Version tv = Version::from_cuda_int(r.torch.cuda_version);
+    const Version kv = Version::parse(r.build.cuda_toolkit_version);
+    if (kv.known() && (tv.major != kv.major || tv.minor != kv.minor))
+      out.push_back(make(
+          "torch.cuda_differs", tv.major != kv.major ? L::Warning : L::Info,
+          "LibTorch was built with CUDA " + tv.major_minor() + ", the kernels with toolkit " +
+              kv.major_minor() +
+              ": both runtimes can live in one process, but each library (libcudart, "
+              "cuBLAS) is loaded once by its soname, so LibTorch uses whichever copy "
+              "loaded first (see 'Loaded libraries')",
+          tv.major != kv.major ? "build the kernels with a CUDA " + std::to_string(tv.major) +
+                                     ".x toolkit, or use a LibTorch built for CUDA " +
+                                     std::to_string(kv.major)
+                               : ""));
+    else if (kv.known())
+      out.push_back(make("torch.cuda_differs", L::Ok,
+                         "LibTorch and the kernels both use CUDA " + tv.major_minor()));
+  } else if (r.torch.compiled_in && !r.torch.cuda_version && !r.gpus.empty()) {
+    out.push_back(make("torch.cpu_only", L::Warning,
+                       "LibTorch is a CPU-only build: training on the GPU is unavailable",
+                       "use a CUDA build of LibTorch (pip torch from the CUDA index)"));
+  }
+  // Which copy of cuBLAS LibTorch gets.
+  if (r.torch.compiled_in && !r.torch.library_path.empty()) {
+    const auto pos = r.torch.library_path.find("/site-packages/");
+    if (pos != std::string::npos) {
+      const std::string site = r.torch.library_path.substr(0, pos + 15);
+      for (const auto& lib : r.loaded)
+        if ((lib.name.rfind("libcublas.so", 0) == 0 || lib.name.rfind("libcudart.so", 0) == 0) &&
+            lib.path.rfind(site, 0) != 0)
+          out.push_back(make("torch.shared_libs", L::Info,
+                             lib.name + " comes from " + lib.path +
+                                 " (loaded first); LibTorch's own copy under " + site +
+                                 "nvidia is not used for it"));
+    }
+  }
+
+  // nvcc on PATH vs the toolkit this binary used.
+  if (r.runtime.compiled_in) {
+    if (r.nvcc_on_path.empty()) {
+      out.push_back(make("nvcc.path", L::Info,
+                         "no nvcc on PATH (this binary was built with " + r.build.nvcc_path + ")",
+                         ""));
+    } else {
+      const ToolkitInstall* on_path = nullptr;
+      for (const auto& t : r.toolkits)
+        for (const auto& via : t.found_via)
+          if (via == "PATH (first nvcc)") on_path = &t;
+      const Version built = Version::parse(r.build.cuda_toolkit_version);
+      if (on_path && built.known() && on_path->version.known() &&
+          (on_path->version.major != built.major || on_path->version.minor != built.minor))
+        out.push_back(make("nvcc.path", L::Warning,
+                           "nvcc on PATH (" + r.nvcc_on_path + ") is CUDA " +
+                               on_path->version.str() + ", but this binary was built with " +
+                               r.build.cuda_toolkit_version + " (" + r.build.nvcc_path + ")",
+                           "put " + r.build.cuda_toolkit_root +
+                               "/bin first on PATH, or rebuild with the one you mean"));
+      else
+        out.push_back(make("nvcc.path", L::Ok,
+                           "nvcc on PATH (" + r.nvcc_on_path + ") matches the build's toolkit " +
+                               r.build.cuda_toolkit_version));
+    }
+  }
+  if (r.toolkits.empty())
+    out.push_back(make("toolkits.none", L::Info, "no CUDA toolkit install found on this machine"));
+  return out;
+}
+
+GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt, size_t gpus_found) {
+  GpuStatus s;
+  if (!rt.compiled_in) {
+    s.reason = "this build has no CUDA (nvcc was not found at configure time)";
+  } else if (!d.libcuda_found) {
+    s.reason = d.libcuda_is_stub
+                   ? "no NVIDIA driver: libcuda.so.1 not found (only the toolkit's stub " +
+                         d.libcuda_path + " is on the library path)"
+                   : "no NVIDIA driver: libcuda.so.1 not found";
+  } else if (d.libcuda_is_stub) {
+    s.reason = "libcuda.so.1 is the toolkit's stub (" + d.libcuda_path + "), not a driver";
+  } else if (d.visible_devices_set &&
+             (d.visible_devices.empty() || d.visible_devices == "-1")) {
+    s.reason = "no GPU visible: CUDA_VISIBLE_DEVICES='" + d.visible_devices + "'";
+  } else if (d.init_result != 0) {
+    s.reason = "the NVIDIA driver failed to start: cuInit: " + d.init_error;
+  } else if (d.device_count == 0 || gpus_found == 0) {
+    s.reason = "the NVIDIA driver is loaded but sees no GPU";
+  } else if (d.cuda_version && rt.built_version &&
+             Version::from_cuda_int(d.cuda_version).major <
+                 Version::from_cuda_int(rt.built_version).major) {
+    s.reason = "the driver supports only CUDA " + cuda_str(d.cuda_version) +
+               ", this binary needs CUDA " + cuda_str(rt.built_version);
+  } else {
+    s.usable = true;
+  }
+  return s;
+}
+
+}  // namespace cudabench::env

@@ -1,0 +1,141 @@
+// bench: cudabench's entry point. Our own flags (--env, --check, ...) are
+// parsed here; everything else goes to Google Benchmark, so every
+// --benchmark_* flag works as documented there.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "bench_support.h"
+#include "env/probe.h"
+#include "env/report.h"
+#include "registry.h"
+
+namespace {
+
+// Write `text` to `path` whole or not at all: a temp file beside it, then rename.
+bool write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!(f << text) || !f.flush()) {
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+constexpr const char* kBenchmarkFlags = R"(
+Google Benchmark flags (all of them work; the common ones):
+  --benchmark_filter=REGEX        e.g. VectorAdd/cpu, VectorAdd/cuda_v4, Transfer, MnistTrain
+  --benchmark_list_tests          list the benchmarks and exit
+  --benchmark_min_time=SECONDS    minimum time per benchmark (e.g. 0.1)
+  --benchmark_repetitions=N       repeat, then report mean/median/stddev/cv
+  --benchmark_out=FILE            also write results (written whole: temp file, then renamed)
+  --benchmark_out_format=json|console|csv
+  --benchmark_format=console|json|csv
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace env = cudabench::env;
+  CLI::App app{"cudabench: CUDA vector-add, copy and LibTorch training benchmarks, and an "
+               "environment report of every CUDA version in play"};
+  app.allow_extras();
+  app.footer(kBenchmarkFlags);
+  std::string env_format;
+  std::string env_out;
+  bool check = false, require_gpu = false;
+  app.add_option("--env", env_format,
+                 "print the environment report and exit: text (default) or json")
+      ->expected(0, 1)
+      ->default_str("text")
+      ->check(CLI::IsMember({"", "text", "json"}));
+  app.add_option("--env-out", env_out, "with --env: write the report to FILE instead of stdout");
+  app.add_flag("--check", check, "with --env: exit 1 when any verdict is an error");
+  app.add_flag("--require-gpu", require_gpu,
+               "exit 1 when no GPU is usable (with --env, or before benchmarks)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  const bool want_env = app.count("--env") > 0;
+  if (!want_env && (check || !env_out.empty())) {
+    std::cerr << "bench: --check and --env-out go with --env\n";
+    return 2;
+  }
+
+  const env::Report& report = env::collect();
+  if (want_env) {
+    const std::string text = env_format == "json" ? env::to_json(report).dump(2) + "\n"
+                                                  : env::to_text(report);
+    if (env_out.empty()) {
+      std::cout << text;
+    } else if (!write_atomically(env_out, text)) {
+      std::cerr << "bench: cannot write " << env_out << "\n";
+      return 2;
+    }
+    if (check && env::has_errors(report)) return 1;
+    if (require_gpu && !report.status.usable) return 1;
+    return 0;
+  }
+  if (require_gpu && !report.status.usable) {
+    std::cerr << "bench: --require-gpu: " << report.status.reason << "\n";
+    return 1;
+  }
+
+  // Google Benchmark gets argv[0] and whatever we did not parse.
+  std::vector<std::string> rest = app.remaining();
+  std::string out_path, out_tmp;
+  for (auto& a : rest) {
+    if (a.rfind("--benchmark_out=", 0) == 0) {
+      out_path = a.substr(16);
+      out_tmp = out_path + ".tmp." + std::to_string(::getpid());
+      a = "--benchmark_out=" + out_tmp;
+    }
+  }
+  std::vector<char*> args{argv[0]};
+  for (auto& a : rest) args.push_back(a.data());
+  int bargc = static_cast<int>(args.size());
+  args.push_back(nullptr);
+  benchmark::Initialize(&bargc, args.data());
+  if (benchmark::ReportUnrecognizedArguments(bargc, args.data())) return 2;
+
+  // The whole report as one JSON string goes only into files (the console
+  // shows the flat facts; the blob would bury the table).
+  bool to_file = !out_tmp.empty();
+  for (const auto& a : rest)
+    if (a == "--benchmark_format=json") to_file = true;
+  for (const auto& [k, v] : env::context_entries(report))
+    if (k != "cudabench_env" || to_file) benchmark::AddCustomContext(k, v);
+
+  cudabench::bench::register_cpu_vector_add();
+  if (report.status.usable) {
+    cudabench::bench::register_gpu_vector_add();
+    cudabench::bench::register_transfers();
+  } else {
+    std::cerr << "cudabench: GPU benchmarks not run: " << report.status.reason << "\n";
+  }
+  cudabench::bench::register_torch(report.status.usable);
+
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  if (!out_tmp.empty() && std::filesystem::exists(out_tmp)) {
+    std::error_code ec;
+    std::filesystem::rename(out_tmp, out_path, ec);
+    if (ec) {
+      std::cerr << "bench: cannot move results to " << out_path << ": " << ec.message() << "\n";
+      return 2;
+    }
+  }
+  return cudabench::bench::any_failure() ? 1 : 0;
+}

@@ -1,0 +1,13 @@
+// Benchmark families register at run time, once main() knows whether a GPU
+// is usable (bench/env decides). Names are paths a regex can cut:
+//   VectorAdd/<impl>/n:<elements>, VectorAddFlow/<host memory>/n:<elements>,
+//   Transfer/<h2d|d2h>_<pinned|pageable>/bytes:<bytes>,
+//   MnistTrain/<device>[_variant]/batch:<size>, MnistEval/<device>/batch:<size>
+#pragma once
+
+namespace cudabench::bench {
+void register_cpu_vector_add();
+void register_gpu_vector_add();  // kernels v1..v4, cuBLAS, Thrust, the seed's flow
+void register_transfers();
+void register_torch(bool gpu_usable);  // no-op without LibTorch
+}  // namespace cudabench::bench

@@ -1,0 +1,11 @@
+// Built when LibTorch is absent: the Mnist and torch benchmarks say why once.
+#include <iostream>
+
+#include "registry.h"
+
+namespace cudabench::bench {
+void register_torch(bool) {
+  std::cerr << "cudabench: LibTorch benchmarks not built: LibTorch was not found at configure "
+               "time (see README: LibTorch)\n";
+}
+}  // namespace cudabench::bench

@@ -1,0 +1,152 @@
+// vector_add: c[i] = a[i] + b[i], float32.
+//
+// Bytes per element that must move through memory: read a (4), read b (4),
+// write c (4) = 12 bytes; one FLOP per element, so it is memory-bound on every
+// CPU and GPU (arithmetic intensity 1/12 FLOP/byte).
+//
+// CPU (kernels/vector_add_cpu.cpp; builds without CUDA):
+//   reference : plain scalar loop, auto-vectorisation switched off
+//   omp_simd  : OpenMP threads over `omp simd` chunks
+// GPU (kernels/vector_add.cu):
+//   v1: one thread per element, grid = ceil(n / block)
+//   v2: the seed's fixed <<<512, 512>>> launch, made correct for any n with a
+//       grid-stride loop (the seed covered only 512*512 elements)
+//   v3: grid-stride loop, grid = SMs x resident blocks per SM (occupancy API)
+//   v4: 16-byte float4 loads/stores, grid-stride, grid = SMs x resident
+//       blocks per SM, scalar tail of n % 4 elements; unaligned pointers fall
+//       back to the v3 body so any input is correct
+//
+// The per-thread bodies are __host__ __device__ so that host tests can drive
+// every thread index of a launch and check tails, n = 0 and alignment without
+// a GPU.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#if defined(__CUDACC__)
+#define CUDABENCH_HD __host__ __device__ __forceinline__
+#else
+#define CUDABENCH_HD inline
+#endif
+
+#ifdef CUDABENCH_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace cudabench::vector_add {
+
+// Byte accounting is data: arrays read and written per element.
+constexpr int kArraysRead = 2;
+constexpr int kArraysWritten = 1;
+constexpr std::size_t kBytesPerElement =
+    (kArraysRead + kArraysWritten) * sizeof(float);
+
+// The seed's launch: <<<512, 512>>>.
+constexpr unsigned kSeedGrid = 512;
+constexpr unsigned kSeedBlock = 512;
+
+CUDABENCH_HD std::size_t ceil_div(std::size_t a, std::size_t b) {
+  return (a + b - 1) / b;
+}
+
+// A 16-byte vector of four floats: CUDA's float4 on the device, an equivalent
+// aligned struct on a host compiler.
+#if defined(__CUDACC__)
+using Vec4 = float4;
+#else
+struct alignas(16) Vec4 {
+  float x, y, z, w;
+};
+#endif
+
+CUDABENCH_HD bool aligned16(const void* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
+
+// v1: thread `tid` owns element `tid`.
+CUDABENCH_HD void body_one_per_element(const float* a, const float* b, float* c,
+                                       std::size_t n, std::size_t tid) {
+  if (tid < n) c[tid] = a[tid] + b[tid];
+}
+
+// v2, v3: thread `tid` of `nthreads` visits tid, tid + nthreads, ...
+CUDABENCH_HD void body_grid_stride(const float* a, const float* b, float* c,
+                                   std::size_t n, std::size_t tid,
+                                   std::size_t nthreads) {
+  for (std::size_t i = tid; i < n; i += nthreads) c[i] = a[i] + b[i];
+}
+
+// v4: float4 grid-stride over the first (n / 4) * 4 elements; the last n % 4
+// are done one each by threads 0 .. n % 4 - 1. The branch on alignment is the
+// same for every thread, so it costs no divergence.
+CUDABENCH_HD void body_float4(const float* a, const float* b, float* c,
+                              std::size_t n, std::size_t tid,
+                              std::size_t nthreads) {
+  if (!(aligned16(a) && aligned16(b) && aligned16(c))) {
+    body_grid_stride(a, b, c, n, tid, nthreads);
+    return;
+  }
+  const std::size_t nvec = n / 4;
+  const Vec4* a4 = reinterpret_cast<const Vec4*>(a);
+  const Vec4* b4 = reinterpret_cast<const Vec4*>(b);
+  Vec4* c4 = reinterpret_cast<Vec4*>(c);
+  for (std::size_t i = tid; i < nvec; i += nthreads) {
+    const Vec4 x = a4[i];
+    const Vec4 y = b4[i];
+    Vec4 r;
+    r.x = x.x + y.x;
+    r.y = x.y + y.y;
+    r.z = x.z + y.z;
+    r.w = x.w + y.w;
+    c4[i] = r;
+  }
+  const std::size_t tail = nvec * 4 + tid;
+  if (tail < n) c[tail] = a[tail] + b[tail];
+}
+
+// Launch geometry, as plain functions so tests can check coverage.
+struct LaunchShape {
+  unsigned grid = 0;
+  unsigned block = 0;
+};
+// sms and blocks_per_sm come from the device (SM count, occupancy API).
+LaunchShape launch_shape(int variant, std::size_t n, unsigned block_size,
+                         int sms, int blocks_per_sm);
+
+// ---- CPU (vector_add_cpu.cpp) ----
+void cpu_reference(const float* a, const float* b, float* c, std::size_t n);
+void cpu_omp_simd(const float* a, const float* b, float* c, std::size_t n);
+int cpu_threads();  // threads cpu_omp_simd uses
+
+// Index of the first element where c != a + b (exact: float addition is
+// correctly rounded, so every correct implementation gives identical bits),
+// or n when all match. NaN (the poison) never matches.
+std::size_t first_mismatch(const float* a, const float* b, const float* c,
+                           std::size_t n);
+
+// ---- GPU (vector_add.cu) ----
+struct VariantInfo {
+  int id;
+  std::string name;         // "cuda_v1" ...
+  std::string description;  // one line
+};
+const std::vector<VariantInfo>& gpu_variants();
+
+#ifdef CUDABENCH_HAVE_CUDA
+void vector_add1(const float* a, const float* b, float* c, std::size_t n,
+                 unsigned block_size, cudaStream_t stream);
+void vector_add2(const float* a, const float* b, float* c, std::size_t n,
+                 unsigned block_size, cudaStream_t stream);
+void vector_add3(const float* a, const float* b, float* c, std::size_t n,
+                 unsigned block_size, cudaStream_t stream);
+void vector_add4(const float* a, const float* b, float* c, std::size_t n,
+                 unsigned block_size, cudaStream_t stream);
+// Dispatcher: variant 1..4; throws std::invalid_argument for others.
+void vector_add(int variant, const float* a, const float* b, float* c,
+                std::size_t n, unsigned block_size, cudaStream_t stream);
+#endif
+
+}  // namespace cudabench::vector_add

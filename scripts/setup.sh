@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Installs what cudabench needs, idempotently, and says nothing when all of it
+# is already there:
+#   1. Debian packages: compilers and build tools, GoogleTest, nlohmann_json,
+#      CLI11, Fashion-MNIST (dataset-fashion-mnist).
+#   2. Google Benchmark 1.7.1 built as Release from Debian's own source package
+#      (Debian's binary is a debug build: it warns on every run and reports
+#      library_build_type=debug), installed in $CUDABENCH_CACHE/benchmark-release.
+#   3. A virtual environment the project owns, $CUDABENCH_CACHE/venv, with the
+#      pinned torch==2.11.0 (LibTorch: C++ headers, libraries, CMake config; a
+#      CUDA 13.0 build) and the Python tools of scripts/requirements.txt.
+# Heavy downloads stay in $CUDABENCH_CACHE (default ~/.cache/cudabench), so
+# every clone on this machine shares them.
+# Environment: CUDABENCH_CACHE; Torch_DIR (your own LibTorch: no torch is
+# installed); CUDABENCH_NO_TORCH=1 (skip torch entirely).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CACHE="${CUDABENCH_CACHE:-$HOME/.cache/cudabench}"
+mkdir -p "$CACHE"
+say() { echo "setup: $*" >&2; }
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+# ---- 1. Debian packages ----
+pkgs=(build-essential cmake ninja-build git pkg-config libgtest-dev nlohmann-json3-dev
+      libcli11-dev dataset-fashion-mnist dpkg-dev)
+python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+apt_updated=0
+if [ "${#missing[@]}" -gt 0 ]; then
+  say "installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  apt_updated=1
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# ---- 2. Release Google Benchmark from Debian's source ----
+BM="$CACHE/benchmark-release"
+if [ ! -f "$BM/lib/cmake/benchmark/benchmarkConfig.cmake" ] && [ ! -f "$BM/lib64/cmake/benchmark/benchmarkConfig.cmake" ]; then
+  say "building Google Benchmark (Release) from Debian's source package into $BM"
+  if ! apt-get source --print-uris -qq benchmark >/dev/null 2>&1; then
+    # No deb-src entry yet: add one for the same archive and release.
+    codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")"
+    printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$codename" \
+      | $SUDO tee /etc/apt/sources.list.d/cudabench-deb-src.sources >/dev/null
+    apt_updated=0
+  fi
+  [ "$apt_updated" -eq 1 ] || $SUDO apt-get update -qq
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  (cd "$work" && apt-get source -qq benchmark >/dev/null 2>&1)
+  src="$(find "$work" -maxdepth 1 -type d -name 'benchmark-*' | head -n1)"
+  [ -n "$src" ] || { say "apt-get source benchmark gave no source tree"; exit 1; }
+  version="${src##*/benchmark-}"
+  # Debian builds with CMAKE_BUILD_TYPE=None, so NDEBUG is never defined and
+  # the library calls itself a debug build. Release fixes the cause.
+  cmake -S "$src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DGIT_VERSION="$version" -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+    -DBENCHMARK_ENABLE_TESTING=OFF -DBENCHMARK_ENABLE_WERROR=OFF \
+    -DCMAKE_INSTALL_PREFIX="$BM.partial" >/dev/null
+  cmake --build "$work/build" >/dev/null
+  rm -rf "$BM.partial"
+  cmake --install "$work/build" >/dev/null
+  mv "$BM.partial" "$BM"
+  rm -rf "$work"
+  trap - EXIT
+fi
+
+# ---- 3. The project's virtual environment ----
+VENV="${CUDABENCH_VENV:-$CACHE/venv}"
+want_torch=1
+{ [ -n "${Torch_DIR:-}" ] || [ "${CUDABENCH_NO_TORCH:-0}" = 1 ]; } && want_torch=0
+check='import scipy, matplotlib, numpy, pytest'
+[ "$want_torch" = 1 ] && check="$check; import torch; assert torch.__version__.startswith('2.11.0'), torch.__version__"
+if ! "$VENV/bin/python" -c "$check" >/dev/null 2>&1; then
+  say "preparing $VENV (pip cache in ~/.cache/pip)"
+  [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
+  req=("-r" "$here/requirements.txt")
+  [ "$want_torch" = 1 ] && req+=("torch==2.11.0")
+  "$VENV/bin/python" -m pip install -q "${req[@]}"
+fi

@@ -1,0 +1,230 @@
+// The environment rules on hand-made data: versions, peak bandwidth, GPU
+// usability and every verdict.
+#include <gtest/gtest.h>
+
+#include "env/probe.h"
+#include "env/report.h"
+#include "env/verdicts.h"
+
+using namespace cudabench::env;
+using L = Verdict::Level;
+
+TEST(Version, ParsesAndCompares) {
+  EXPECT_EQ(Version::parse("13.0.88").str(), "13.0.88");
+  EXPECT_EQ(Version::parse("V12.9.41").major_minor(), "12.9");
+  EXPECT_EQ(Version::parse("580.95.05").patch, 5);
+  EXPECT_FALSE(Version::parse("abc").known());
+  EXPECT_EQ(Version::from_cuda_int(13000).major_minor(), "13.0");
+  EXPECT_EQ(Version::from_cuda_int(12090).major_minor(), "12.9");
+  EXPECT_TRUE(Version::parse("525.60.13") < Version::parse("580.65.06"));
+  EXPECT_TRUE(Version::parse("580.65.06") == Version::parse("580.65.6"));
+}
+
+TEST(PeakBandwidth, ClockTimesBusTimesTwo) {
+  // H100 SXM: 2619 MHz x 5120 bit x 2 / 8 = 3.352 TB/s.
+  EXPECT_DOUBLE_EQ(peak_bandwidth_bytes_per_s(2'619'000, 5120), 2'619'000.0 * 1000 * 2 * 5120 / 8);
+  EXPECT_NEAR(peak_bandwidth_bytes_per_s(2'619'000, 5120) / 1e12, 3.352, 0.001);
+  EXPECT_EQ(peak_bandwidth_bytes_per_s(0, 5120), 0);
+  EXPECT_EQ(peak_bandwidth_bytes_per_s(1000, -1), 0);
+}
+
+namespace {
+RuntimeInfo cuda13() {
+  RuntimeInfo r;
+  r.compiled_in = true;
+  r.built_version = r.loaded_version = 13000;
+  return r;
+}
+DriverInfo good_driver() {
+  DriverInfo d;
+  d.libcuda_found = true;
+  d.libcuda_path = "/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05";
+  d.libcuda_file_version = "580.95.05";
+  d.kernel_module_version = "580.95.05";
+  d.cuda_version = 13000;
+  d.init_result = 0;
+  d.device_count = 1;
+  d.device_nodes_present = true;
+  return d;
+}
+}  // namespace
+
+TEST(GpuStatus, NoDriverSaysLibcudaNotFound) {
+  DriverInfo d;  // nothing found
+  const GpuStatus s = decide_gpu_status(d, cuda13(), 0);
+  EXPECT_FALSE(s.usable);
+  EXPECT_EQ(s.reason, "no NVIDIA driver: libcuda.so.1 not found");
+}
+
+TEST(GpuStatus, StubIsNamed) {
+  DriverInfo d;
+  d.libcuda_is_stub = true;
+  d.libcuda_path = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  const GpuStatus s = decide_gpu_status(d, cuda13(), 0);
+  EXPECT_FALSE(s.usable);
+  EXPECT_NE(s.reason.find("stub"), std::string::npos);
+  EXPECT_NE(s.reason.find("/usr/local/cuda/lib64/stubs/libcuda.so"), std::string::npos);
+}
+
+TEST(GpuStatus, HiddenByVisibleDevices) {
+  DriverInfo d = good_driver();
+  d.visible_devices_set = true;
+  d.visible_devices = "";
+  EXPECT_NE(decide_gpu_status(d, cuda13(), 1).reason.find("CUDA_VISIBLE_DEVICES"), std::string::npos);
+}
+
+TEST(GpuStatus, InitFailureAndOldDriverAndNoBuild) {
+  DriverInfo d = good_driver();
+  d.init_result = 100;
+  d.init_error = "CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected";
+  EXPECT_NE(decide_gpu_status(d, cuda13(), 0).reason.find("CUDA_ERROR_NO_DEVICE"), std::string::npos);
+  DriverInfo old = good_driver();
+  old.cuda_version = 12020;
+  const GpuStatus s = decide_gpu_status(old, cuda13(), 1);
+  EXPECT_FALSE(s.usable);
+  EXPECT_NE(s.reason.find("only CUDA 12.2"), std::string::npos);
+  EXPECT_FALSE(decide_gpu_status(good_driver(), RuntimeInfo{}, 1).usable);
+  EXPECT_TRUE(decide_gpu_status(good_driver(), cuda13(), 1).usable);
+}
+
+TEST(Verdicts, DriverRuntimeCompatibility) {
+  EXPECT_EQ(driver_runtime_verdict(13000, "580.95.05", 13000).level, L::Ok);
+  EXPECT_EQ(driver_runtime_verdict(13010, "590.1", 13000).level, L::Ok);
+  // Minor-version compatibility: 12.9 runtime on a 12.2 driver.
+  const Verdict minor = driver_runtime_verdict(12020, "535.104.05", 12090);
+  EXPECT_EQ(minor.level, L::Warning);
+  EXPECT_NE(minor.message.find("minor-version compatibility"), std::string::npos);
+  EXPECT_NE(minor.fix.find("575.51.03"), std::string::npos);
+  // Below the 12.x floor.
+  EXPECT_EQ(driver_runtime_verdict(12000, "520.00.00", 12040).level, L::Error);
+  // Across majors: 13.0 runtime, driver only knows 12.4.
+  const Verdict major = driver_runtime_verdict(12040, "550.54.14", 13000);
+  EXPECT_EQ(major.level, L::Error);
+  EXPECT_NE(major.message.find("cudaErrorInsufficientDriver"), std::string::npos);
+  EXPECT_NE(major.fix.find("580.65.06"), std::string::npos);
+  EXPECT_EQ(driver_runtime_verdict(0, "", 13000).level, L::Info);
+}
+
+TEST(Verdicts, MinimumDriverTable) {
+  EXPECT_EQ(min_driver_for_toolkit(Version::parse("13.0.88")), "580.65.06");
+  EXPECT_EQ(min_driver_for_toolkit(Version::parse("12.4")), "550.54.14");
+  EXPECT_EQ(min_driver_for_toolkit(Version::parse("99.0")), "");
+  EXPECT_EQ(min_driver_for_major(12), "525.60.13");
+}
+
+TEST(Verdicts, ArchitectureSassPtxOrNothing) {
+  const std::string ours = "80-real;86-real;89-real;90-real;100-real;120";
+  EXPECT_EQ(arch_verdict(ours, 9, 0, "NVIDIA H200").level, L::Ok);
+  EXPECT_EQ(arch_verdict(ours, 8, 7, "Orin").level, L::Ok);  // sm_86 SASS runs on 8.7
+  // Only PTX 120 is <= 12.1: JIT.
+  const Verdict jit = arch_verdict(ours, 12, 1, "GB10");
+  EXPECT_EQ(jit.level, L::Ok);  // 120-real SASS runs on 12.1
+  EXPECT_EQ(arch_verdict("80-real;90-virtual", 10, 0, "B200").level, L::Warning);
+  EXPECT_EQ(arch_verdict(ours, 7, 5, "T4").level, L::Error);
+  // Arch-specific SASS runs on that chip only.
+  EXPECT_EQ(arch_verdict("90a-real", 9, 0, "H100").level, L::Ok);
+  EXPECT_EQ(arch_verdict("90a-real", 10, 0, "B200").level, L::Error);
+  // SASS does not cross majors.
+  EXPECT_EQ(arch_verdict("90-real", 10, 0, "B200").level, L::Error);
+  EXPECT_EQ(arch_verdict("native", 9, 0, "H100").level, L::Info);
+}
+
+TEST(Verdicts, ModuleVersusLibraryMismatch) {
+  DriverInfo d = good_driver();
+  EXPECT_EQ(module_library_verdict(d).level, L::Ok);
+  d.kernel_module_version = "570.86.15";
+  const Verdict v = module_library_verdict(d);
+  EXPECT_EQ(v.level, L::Error);
+  EXPECT_NE(v.message.find("570.86.15"), std::string::npos);
+  EXPECT_NE(v.fix.find("reboot"), std::string::npos);
+}
+
+namespace {
+Report base_report() {
+  Report r;
+  r.runtime = cuda13();
+  r.build.cuda_toolkit_version = "13.0.88";
+  r.build.cuda_toolkit_root = "/usr/local/cuda";
+  r.build.nvcc_path = "/usr/local/cuda/bin/nvcc";
+  r.build.cuda_architectures = "80-real;90-real";
+  return r;
+}
+const Verdict* find(const std::vector<Verdict>& v, const std::string& id) {
+  for (const auto& x : v)
+    if (x.id == id) return &x;
+  return nullptr;
+}
+}  // namespace
+
+TEST(Verdicts, NoDriverIsAWarningThatCpuStillRuns) {
+  Report r = base_report();
+  const auto v = evaluate(r);
+  const Verdict* m = find(v, "driver.missing");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->level, L::Warning);
+  EXPECT_NE(m->message.find("CPU benchmarks run"), std::string::npos);
+  r.verdicts = v;
+  EXPECT_FALSE(has_errors(r));
+}
+
+TEST(Verdicts, TorchCudaDiffersAndNvccOnPathDiffers) {
+  Report r = base_report();
+  r.torch.compiled_in = true;
+  r.torch.cuda_version = 12080;
+  r.nvcc_on_path = "/opt/conda/bin/nvcc";
+  ToolkitInstall conda;
+  conda.root = "/opt/conda";
+  conda.version = Version::parse("12.4.131");
+  conda.found_via = {"PATH (first nvcc)"};
+  r.toolkits.push_back(conda);
+  const auto v = evaluate(r);
+  const Verdict* t = find(v, "torch.cuda_differs");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->level, L::Warning);
+  EXPECT_NE(t->message.find("12.8"), std::string::npos);
+  const Verdict* n = find(v, "nvcc.path");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->level, L::Warning);
+  EXPECT_NE(n->message.find("12.4.131"), std::string::npos);
+}
+
+TEST(Verdicts, GpuWithoutSassIsAnErrorAndFailsCheck) {
+  Report r = base_report();
+  r.driver = good_driver();
+  GpuDevice g;
+  g.name = "Tesla T4";
+  g.cc_major = 7;
+  g.cc_minor = 5;
+  r.gpus.push_back(g);
+  r.verdicts = evaluate(r);
+  const Verdict* a = find(r.verdicts, "binary.arch");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->level, L::Error);
+  EXPECT_TRUE(has_errors(r));
+  // And the JSON form carries it.
+  const auto j = to_json(r);
+  EXPECT_TRUE(j["has_errors"].get<bool>());
+  bool seen = false;
+  for (const auto& x : j["verdicts"]) seen |= x["id"] == "binary.arch" && x["level"] == "error";
+  EXPECT_TRUE(seen);
+}
+
+TEST(Verdicts, StubOnLibraryPathIsAnError) {
+  Report r = base_report();
+  r.driver.libcuda_is_stub = true;
+  r.driver.libcuda_path = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  const auto v = evaluate(r);
+  const Verdict* s = find(v, "driver.stub");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->level, L::Error);
+}
+
+TEST(Report, TextNamesEverySection) {
+  Report r = base_report();
+  r.status = decide_gpu_status(r.driver, r.runtime, 0);
+  r.verdicts = evaluate(r);
+  const std::string t = to_text(r);
+  for (const char* s : {"GPU usable:   no: no NVIDIA driver", "Driver", "CUDA runtime", "LibTorch",
+                        "GPUs", "Loaded libraries", "Toolkit installs found", "Environment", "Verdicts"})
+    EXPECT_NE(t.find(s), std::string::npos) << s;
+}

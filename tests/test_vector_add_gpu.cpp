@@ -1,0 +1,57 @@
+// The kernels on a real GPU: every variant against the CPU for awkward sizes
+// and offsets. Skipped, with the reason, where no GPU is usable.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "cuda_check.h"
+#include "env/probe.h"
+#include "vector_add.cuh"
+
+namespace va = cudabench::vector_add;
+
+class GpuVectorAdd : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    const auto& r = cudabench::env::collect();
+    if (!r.status.usable) GTEST_SKIP() << "no usable GPU: " << r.status.reason;
+  }
+};
+
+TEST_P(GpuVectorAdd, MatchesCpuForAwkwardSizesAndOffsets) {
+  const int variant = GetParam();
+  std::mt19937 g(variant);
+  std::uniform_real_distribution<float> d(-1000.f, 1000.f);
+  for (std::size_t n : {1u, 3u, 5u, 255u, 257u, 4099u, 1u << 20, (1u << 20) + 3}) {
+    for (std::size_t off : {0u, 1u}) {
+      std::vector<float> a(n), b(n), c(n);
+      for (std::size_t i = 0; i < n; ++i) { a[i] = d(g); b[i] = d(g); }
+      float *da, *db, *dc;
+      const std::size_t bytes = (n + off) * sizeof(float);
+      CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&da), bytes));
+      CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&db), bytes));
+      CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&dc), bytes + sizeof(float)));
+      CUDA_CHECK(cudaMemcpy(da + off, a.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+      CUDA_CHECK(cudaMemcpy(db + off, b.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+      CUDA_CHECK(cudaMemset(dc, 0xFF, bytes + sizeof(float)));
+      va::vector_add(variant, da + off, db + off, dc + off, n, 256, nullptr);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<float> back(n + 1);
+      CUDA_CHECK(cudaMemcpy(back.data(), dc + off, (n + 1) * sizeof(float), cudaMemcpyDeviceToHost));
+      cudaFree(da); cudaFree(db); cudaFree(dc);
+      EXPECT_EQ(va::first_mismatch(a.data(), b.data(), back.data(), n), n)
+          << "variant " << variant << " n=" << n << " offset=" << off;
+      EXPECT_TRUE(std::isnan(back[n])) << "wrote past the end";
+    }
+  }
+}
+
+TEST_P(GpuVectorAdd, ZeroElementsLaunchesNothing) {
+  EXPECT_NO_THROW(va::vector_add(GetParam(), nullptr, nullptr, nullptr, 0, 256, nullptr));
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, GpuVectorAdd, ::testing::Values(1, 2, 3, 4));

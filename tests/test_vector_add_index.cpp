@@ -1,0 +1,103 @@
+// The GPU kernels' per-thread bodies, driven on the host over every thread of
+// the launch shape the launcher would use: tails, n = 0, odd and unaligned
+// sizes, and the float4 path's alignment fallback.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "vector_add.cuh"
+
+namespace va = cudabench::vector_add;
+
+namespace {
+
+struct Arrays {
+  // 16-byte aligned storage with room to offset the start.
+  std::vector<va::Vec4> sa, sb, sc;
+  float *a, *b, *c;
+  Arrays(std::size_t n, std::size_t offset) {
+    const std::size_t words = (n + offset) / 4 + 2;
+    sa.resize(words); sb.resize(words); sc.resize(words);
+    a = reinterpret_cast<float*>(sa.data()) + offset;
+    b = reinterpret_cast<float*>(sb.data()) + offset;
+    c = reinterpret_cast<float*>(sc.data()) + offset;
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = static_cast<float>(i) * 0.5f + 1.25f;
+      b[i] = 1000.0f - static_cast<float>(i) * 0.25f;
+      c[i] = std::numeric_limits<float>::quiet_NaN();
+    }
+    // A sentinel just past the end must survive.
+    c[n] = -12345.0f;
+  }
+};
+
+// Run `variant`'s body for every thread of its launch shape.
+void run_on_host(int variant, Arrays& x, std::size_t n, unsigned block, int sms, int bps) {
+  const va::LaunchShape s = va::launch_shape(variant, n, block, sms, bps);
+  const std::size_t threads = static_cast<std::size_t>(s.grid) * s.block;
+  for (std::size_t t = 0; t < threads; ++t) {
+    switch (variant) {
+      case 1: va::body_one_per_element(x.a, x.b, x.c, n, t); break;
+      case 2:
+      case 3: va::body_grid_stride(x.a, x.b, x.c, n, t, threads); break;
+      case 4: va::body_float4(x.a, x.b, x.c, n, t, threads); break;
+    }
+  }
+}
+
+}  // namespace
+
+class VariantCoverage : public ::testing::TestWithParam<int> {};
+
+TEST_P(VariantCoverage, EveryElementWrittenOnceAndNothingPastTheEnd) {
+  const int variant = GetParam();
+  for (std::size_t n : {0u, 1u, 2u, 3u, 4u, 5u, 7u, 8u, 9u, 31u, 255u, 256u, 257u, 1000u,
+                        4099u, 70001u}) {
+    for (std::size_t offset : {0u, 1u, 2u, 3u}) {
+      Arrays x(n, offset);
+      // Small "devices" so the grid-stride loops really stride.
+      run_on_host(variant, x, n, 64, 2, 3);
+      EXPECT_EQ(va::first_mismatch(x.a, x.b, x.c, n), n)
+          << "variant " << variant << " n=" << n << " offset=" << offset;
+      EXPECT_EQ(x.c[n], -12345.0f) << "wrote past the end: variant " << variant << " n=" << n;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, VariantCoverage, ::testing::Values(1, 2, 3, 4));
+
+TEST(LaunchShape, GridsAreSizedAsDocumented) {
+  EXPECT_EQ(va::launch_shape(1, 1000, 256, 132, 8).grid, 4u);
+  EXPECT_EQ(va::launch_shape(1, 1024, 256, 132, 8).grid, 4u);
+  EXPECT_EQ(va::launch_shape(1, 1025, 256, 132, 8).grid, 5u);
+  // The seed's launch is fixed whatever n is.
+  EXPECT_EQ(va::launch_shape(2, 10'000'000, 256, 132, 8).grid, 512u);
+  EXPECT_EQ(va::launch_shape(2, 10'000'000, 256, 132, 8).block, 512u);
+  // Grid-stride: capped at SMs x resident blocks.
+  EXPECT_EQ(va::launch_shape(3, 10'000'000, 256, 132, 8).grid, 132u * 8);
+  EXPECT_EQ(va::launch_shape(3, 1000, 256, 132, 8).grid, 4u);
+  // float4: a quarter of the threads.
+  EXPECT_EQ(va::launch_shape(4, 4096, 256, 132, 8).grid, 4u);
+  EXPECT_EQ(va::launch_shape(4, 4097, 256, 132, 8).grid, 5u);
+  EXPECT_EQ(va::launch_shape(4, 1u << 27, 256, 132, 8).grid, 132u * 8);
+  for (int v = 1; v <= 4; ++v) EXPECT_EQ(va::launch_shape(v, 0, 256, 132, 8).grid, 0u) << v;
+}
+
+TEST(LaunchShape, RejectsBadArguments) {
+  EXPECT_THROW(va::launch_shape(5, 10, 256, 1, 1), std::invalid_argument);
+  EXPECT_THROW(va::launch_shape(0, 10, 256, 1, 1), std::invalid_argument);
+  EXPECT_THROW(va::launch_shape(1, 10, 0, 1, 1), std::invalid_argument);
+  EXPECT_THROW(va::launch_shape(1, 10, 2048, 1, 1), std::invalid_argument);
+}
+
+TEST(VariantTable, NumberedAndNamed) {
+  const auto& v = va::gpu_variants();
+  ASSERT_EQ(v.size(), 4u);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(v[i].id, static_cast<int>(i) + 1);
+    EXPECT_EQ(v[i].name, "cuda_v" + std::to_string(i + 1));
+    EXPECT_FALSE(v[i].description.empty());
+  }
+}
