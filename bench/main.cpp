@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; any misuse is 2
   }
   const bool want_env = app.count("--env") > 0;
   if (!want_env && (check || !env_out.empty())) {

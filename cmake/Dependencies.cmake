@@ -41,3 +41,6 @@ if(NOT CLI11_FOUND)
     message(FATAL_ERROR "CLI11 not found: run scripts/setup.sh (or scripts/vendor-deps.sh)")
   endif()
 endif()
+
+# zlib reads the .gz IDX files Debian ships; without it they must be gunzipped.
+find_package(ZLIB QUIET)

@@ -1,3 +1,14 @@
+# PyTorch's wheels export copies of libstdc++'s std::filesystem functions
+# (pytorch/pytorch#133437); when libtorch.so comes first in the load order,
+# calls such as std::filesystem::remove_all bind to its copy and crash.
+# Targets that link LibTorch call this first, so libstdc++ is loaded (and
+# searched) before any LibTorch library.
+function(cudabench_libstdcxx_first target)
+  if(CUDABENCH_HAVE_TORCH)
+    target_link_libraries(${target} PRIVATE "-Wl,--push-state,--no-as-needed" stdc++ "-Wl,--pop-state")
+  endif()
+endfunction()
+
 # LibTorch: a user's own (Torch_DIR, or an importable torch in the active
 # python3) takes precedence; else the pinned torch==2.11.0 that
 # scripts/setup.sh installs in CUDABENCH_CACHE_DIR/venv.
@@ -25,9 +36,20 @@ if(CUDABENCH_ENABLE_TORCH)
     endif()
   endif()
   if(Torch_DIR)
-    # Caffe2's CUDA setup wants these when CUDA is in the project.
+    # Caffe2's CUDA setup rewrites the project-wide CUDA flags with its own
+    # -gencode list (sm_50 included, which nvcc 13 rejects) and warns about
+    # CMAKE_CUDA_ARCHITECTURES. Our kernels keep our architectures: save the
+    # settings, let it run with an explicit arch list, restore them.
+    set(_cb_cuda_flags "${CMAKE_CUDA_FLAGS}")
+    set(_cb_cuda_archs "${CMAKE_CUDA_ARCHITECTURES}")
+    unset(CMAKE_CUDA_ARCHITECTURES)
+    if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
+      set(TORCH_CUDA_ARCH_LIST "8.0;9.0")
+    endif()
     set(CAFFE2_USE_CUDNN ON)
     find_package(Torch QUIET)
+    set(CMAKE_CUDA_FLAGS "${_cb_cuda_flags}")
+    set(CMAKE_CUDA_ARCHITECTURES "${_cb_cuda_archs}")
   endif()
   if(Torch_FOUND)
     set(CUDABENCH_HAVE_TORCH ON)

@@ -23,7 +23,7 @@ SUDO=""
 
 # ---- 1. Debian packages ----
 pkgs=(build-essential cmake ninja-build git pkg-config libgtest-dev nlohmann-json3-dev
-      libcli11-dev dataset-fashion-mnist dpkg-dev)
+      libcli11-dev zlib1g-dev dataset-fashion-mnist dpkg-dev)
 python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,276 @@
+// LibTorch benchmarks:
+//   VectorAdd/torch_cpu, VectorAdd/torch_cuda: LibTorch's add in the same
+//     table as the raw kernels, checked like them.
+//   MnistTrain/<variant>/batch:B: one training step (forward, backward, SGD)
+//     on real Fashion-MNIST batches cut on the device; items = images.
+//     Variants: cpu, cuda (LibTorch's defaults), cuda_graph (the whole step
+//     in a CUDA graph), cuda_bf16 (autocast), cuda_channels_last,
+//     cuda_tf32_on, cuda_tf32_off. Each is checked to learn before timing.
+//   MnistEval/<cpu|cuda>/batch:1000: inference throughput on the test set.
+#include <torch/torch.h>
+
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "bench_support.h"
+#include "idx_reader.h"
+#include "registry.h"
+#include "trainer.h"
+
+#if defined(CUDABENCH_HAVE_CUDA) && defined(CUDABENCH_TORCH_CUDA)
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "gpu_support.h"
+#define CUDABENCH_TORCH_GPU 1
+#endif
+
+namespace cudabench::bench {
+namespace {
+
+using models::Dataset;
+using models::TrainConfig;
+using models::Trainer;
+
+// ---- VectorAdd through LibTorch ----
+void BM_torch_add_cpu(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const HostInputs& in = host_inputs(n);
+  auto a = torch::from_blob(const_cast<float*>(in.a.data()), {static_cast<int64_t>(n)});
+  auto b = torch::from_blob(const_cast<float*>(in.b.data()), {static_cast<int64_t>(n)});
+  auto c = torch::empty({static_cast<int64_t>(n)});
+  poison(c.data_ptr<float>(), n);
+  torch::add_out(c, a, b);
+  if (!check_vector_add(state, "torch::add_out (CPU)", in.a.data(), in.b.data(), c.data_ptr<float>(), n)) return;
+  for (auto _ : state) {
+    torch::add_out(c, a, b);
+    benchmark::DoNotOptimize(c.data_ptr<float>());
+  }
+  set_vector_add_counters(state, n);
+}
+
+// ---- the dataset, loaded once ----
+struct Data {
+  data::MnistSplit train, test;
+  std::string dir;
+};
+const Data* dataset(std::string* why) {
+  static std::unique_ptr<Data> d;
+  static std::string error;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    try {
+      auto x = std::make_unique<Data>();
+      x->dir = data::find_dataset_dir();
+      x->train = data::load_mnist_split(x->dir, "train");
+      x->test = data::load_mnist_split(x->dir, "t10k");
+      d = std::move(x);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (why) *why = error;
+  return d.get();
+}
+
+const Dataset& device_dataset(bool train, torch::Device dev) {
+  static std::map<std::pair<bool, std::string>, Dataset> cache;
+  auto key = std::make_pair(train, dev.str());
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    const Data* d = dataset(nullptr);
+    it = cache.emplace(key, models::to_dataset(train ? d->train : d->test, dev)).first;
+  }
+  return it->second;
+}
+
+// Mean NLL of the model (eval mode) on a fixed probe batch.
+double probe_loss(Trainer& t, const Dataset& ds) {
+  torch::NoGradGuard ng;
+  t.model()->eval();
+  const auto x = ds.images.slice(0, 0, 512), y = ds.labels.slice(0, 0, 512);
+  const double l = torch::nll_loss(t.model()->forward(x).to(torch::kFloat32), y).item<double>();
+  t.model()->train();
+  return l;
+}
+
+// The check before timing: 40 steps on real data must cut the probe loss by
+// at least 10%; a variant that does not learn is a failed benchmark.
+bool check_learns(benchmark::State& state, const std::string& what, Trainer& t, const Dataset& ds) {
+  const double before = probe_loss(t, ds);
+  const int64_t bs = t.config().batch_size;
+  for (int64_t i = 0; i < 40; ++i) {
+    const int64_t s = (i * bs) % (ds.size() - bs);
+    t.step(ds.images.slice(0, s, s + bs), ds.labels.slice(0, s, s + bs));
+  }
+  const double after = probe_loss(t, ds);
+  if (!(after < 0.9 * before)) {
+    fail(state, what + " does not learn: probe loss " + std::to_string(before) + " -> " + std::to_string(after) +
+                    " after 40 steps");
+    return false;
+  }
+  return true;
+}
+
+void BM_train(benchmark::State& state, TrainConfig cfg, std::string what) {
+  try {
+    cfg.batch_size = state.range(0);
+    Trainer t(cfg);
+    const Dataset& ds = device_dataset(true, cfg.device);
+    if (!check_learns(state, what, t, ds)) return;
+    const int64_t bs = cfg.batch_size;
+    const auto perm = torch::randperm(ds.size(), torch::TensorOptions().dtype(torch::kInt64)).to(cfg.device);
+    int64_t cursor = 0;
+    auto next = [&] {
+      if (cursor + bs > ds.size()) cursor = 0;
+      auto idx = perm.slice(0, cursor, cursor + bs);
+      cursor += bs;
+      return t.step(ds.images.index_select(0, idx), ds.labels.index_select(0, idx));
+    };
+    for (int i = 0; i < 5; ++i) next();  // warm-up
+#ifdef CUDABENCH_TORCH_GPU
+    if (cfg.device.is_cuda()) {
+      torch::cuda::synchronize();
+      at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
+      for (auto _ : state) {
+        auto stream = c10::cuda::getCurrentCUDAStream();
+        start.record(stream);
+        next();
+        stop.record(stream);
+        stop.synchronize();
+        state.SetIterationTime(start.elapsed_time(stop) / 1e3);
+      }
+    } else
+#endif
+    {
+      for (auto _ : state) benchmark::DoNotOptimize(next());
+    }
+    state.SetItemsProcessed(state.iterations() * bs);
+  } catch (const std::exception& e) {
+    fail(state, what + ": " + e.what());
+  }
+}
+
+void BM_eval(benchmark::State& state, torch::Device dev) {
+  try {
+    TrainConfig cfg;
+    cfg.device = dev;
+    Trainer t(cfg);
+    const Dataset& train = device_dataset(true, dev);
+    const Dataset& test = device_dataset(false, dev);
+    // Check: a briefly trained model beats chance (10%) on the test set.
+    for (int64_t i = 0; i < 100; ++i) t.step(train.images.slice(0, i * 64, i * 64 + 64), train.labels.slice(0, i * 64, i * 64 + 64));
+    const auto acc = t.evaluate(test).accuracy;
+    if (!(acc > 0.5)) {
+      fail(state, "evaluation after 100 steps gives accuracy " + std::to_string(acc) + ", no better than guessing");
+      return;
+    }
+    const int64_t bs = state.range(0);
+    torch::NoGradGuard ng;
+    t.model()->eval();
+    int64_t cursor = 0;
+    auto next = [&] {
+      if (cursor + bs > test.size()) cursor = 0;
+      auto out = t.model()->forward(test.images.slice(0, cursor, cursor + bs)).argmax(1);
+      cursor += bs;
+      return out;
+    };
+    for (int i = 0; i < 3; ++i) next();
+#ifdef CUDABENCH_TORCH_GPU
+    if (dev.is_cuda()) {
+      torch::cuda::synchronize();
+      at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
+      for (auto _ : state) {
+        auto stream = c10::cuda::getCurrentCUDAStream();
+        start.record(stream);
+        next();
+        stop.record(stream);
+        stop.synchronize();
+        state.SetIterationTime(start.elapsed_time(stop) / 1e3);
+      }
+    } else
+#endif
+    {
+      for (auto _ : state) benchmark::DoNotOptimize(next());
+    }
+    state.SetItemsProcessed(state.iterations() * bs);
+  } catch (const std::exception& e) {
+    fail(state, std::string("MnistEval: ") + e.what());
+  }
+}
+
+}  // namespace
+
+void register_torch(bool gpu_usable) {
+  {
+    auto* b = benchmark::RegisterBenchmark("VectorAdd/torch_cpu", BM_torch_add_cpu);
+    b->ArgName("n")->Unit(benchmark::kMicrosecond)->UseRealTime();
+    for (auto n : vector_sizes()) b->Arg(n);
+  }
+  const bool gpu = gpu_usable && torch::cuda::is_available();
+#ifdef CUDABENCH_TORCH_GPU
+  if (gpu) {
+    auto* b = benchmark::RegisterBenchmark("VectorAdd/torch_cuda", [](benchmark::State& st) {
+      run_gpu_vector_add(st, "torch::add_out (CUDA)",
+                         [](const float* a, const float* b, float* c, std::size_t n, cudaStream_t s) {
+                           const auto opts = torch::TensorOptions().device(torch::kCUDA, 0);
+                           const int64_t m = static_cast<int64_t>(n);
+                           c10::cuda::CUDAStreamGuard g(c10::cuda::getStreamFromExternal(s, 0));
+                           auto tc = torch::from_blob(c, {m}, opts);
+                           torch::add_out(tc, torch::from_blob(const_cast<float*>(a), {m}, opts),
+                                          torch::from_blob(const_cast<float*>(b), {m}, opts));
+                         });
+    });
+    b->ArgName("n")->UseManualTime()->Unit(benchmark::kMicrosecond);
+    for (auto n : vector_sizes()) b->Arg(n);
+  }
+#endif
+  if (gpu_usable && !gpu) std::cerr << "cudabench: LibTorch GPU benchmarks not run: LibTorch sees no GPU\n";
+
+  std::string why;
+  if (!dataset(&why)) {
+    std::cerr << "cudabench: Mnist benchmarks not run: " << why << "\n";
+    return;
+  }
+  const std::vector<int64_t> batches{64, 128, 256, 512, 1024};
+  auto reg_train = [&](const std::string& name, TrainConfig cfg, bool manual) {
+    auto* b = benchmark::RegisterBenchmark(("MnistTrain/" + name).c_str(), BM_train, cfg, "MnistTrain/" + name);
+    b->ArgName("batch")->Unit(benchmark::kMillisecond);
+    if (manual) b->UseManualTime();
+    else b->UseRealTime();
+    for (auto bs : batches) b->Arg(bs);
+  };
+  reg_train("cpu", TrainConfig{}, false);
+  {
+    auto* b = benchmark::RegisterBenchmark("MnistEval/cpu", BM_eval, torch::Device(torch::kCPU));
+    b->ArgName("batch")->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+  }
+  if (!gpu) return;
+  TrainConfig cuda;
+  cuda.device = torch::Device(torch::kCUDA, 0);
+  reg_train("cuda", cuda, true);
+  auto graph = cuda;
+  graph.cuda_graph = true;
+  reg_train("cuda_graph", graph, true);
+  auto bf16 = cuda;
+  bf16.bf16 = true;
+  reg_train("cuda_bf16", bf16, true);
+  auto cl = cuda;
+  cl.channels_last = true;
+  reg_train("cuda_channels_last", cl, true);
+  auto on = cuda;
+  on.tf32 = true;
+  reg_train("cuda_tf32_on", on, true);
+  auto off = cuda;
+  off.tf32 = false;
+  reg_train("cuda_tf32_off", off, true);
+  {
+    auto* b = benchmark::RegisterBenchmark("MnistEval/cuda", BM_eval, torch::Device(torch::kCUDA, 0));
+    b->ArgName("batch")->Arg(1000)->Unit(benchmark::kMillisecond)->UseManualTime();
+  }
+}
+
+}  // namespace cudabench::bench

@@ -1,0 +1,220 @@
+#include "trainer.h"
+
+#include <ATen/autocast_mode.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#ifdef CUDABENCH_TORCH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/cuda.h>
+#endif
+
+namespace cudabench::models {
+namespace {
+
+void sync(const torch::Device& d) {
+#ifdef CUDABENCH_TORCH_CUDA
+  if (d.is_cuda()) torch::cuda::synchronize(d.index() < 0 ? 0 : d.index());
+#else
+  (void)d;
+#endif
+}
+
+// bf16 autocast for the forward pass, restored afterwards.
+class Autocast {
+ public:
+  Autocast(bool on, torch::DeviceType type) : on_(on), type_(type) {
+    if (!on_) return;
+    prev_ = at::autocast::is_autocast_enabled(type_);
+    prev_dtype_ = at::autocast::get_autocast_dtype(type_);
+    at::autocast::set_autocast_enabled(type_, true);
+    at::autocast::set_autocast_dtype(type_, at::kBFloat16);
+  }
+  ~Autocast() {
+    if (!on_) return;
+    at::autocast::set_autocast_enabled(type_, prev_);
+    at::autocast::set_autocast_dtype(type_, prev_dtype_);
+    at::autocast::clear_cache();
+  }
+
+ private:
+  bool on_, prev_ = false;
+  torch::DeviceType type_;
+  at::ScalarType prev_dtype_ = at::kFloat;
+};
+
+}  // namespace
+
+void set_tf32(bool on) {
+  at::globalContext().setAllowTF32CuBLAS(on);
+  at::globalContext().setAllowTF32CuDNN(on);
+}
+
+Dataset to_dataset(const data::MnistSplit& split, torch::Device device, int64_t limit) {
+  const auto& im = split.images;
+  if (im.rows != kImageSide || im.cols != kImageSide)
+    throw std::invalid_argument("images are " + std::to_string(im.rows) + "x" + std::to_string(im.cols) +
+                                ", the model takes 28x28");
+  const int64_t n = limit >= 0 ? std::min<int64_t>(limit, im.count) : im.count;
+  auto pixels = torch::from_blob(const_cast<uint8_t*>(im.pixels.data()), {n, 1, im.rows, im.cols}, torch::kUInt8);
+  auto labels = torch::from_blob(const_cast<uint8_t*>(split.labels.labels.data()), {n}, torch::kUInt8);
+  Dataset d;
+  d.images = pixels.to(device).to(torch::kFloat32).div_(255.0).sub_(kMean).div_(kStd);
+  d.labels = labels.to(device).to(torch::kInt64);
+  return d;
+}
+
+struct Trainer::Graph {
+#ifdef CUDABENCH_TORCH_CUDA
+  at::cuda::CUDAGraph graph;
+#endif
+  torch::Tensor x, y, loss;
+};
+
+Trainer::Trainer(const TrainConfig& cfg) : cfg_(cfg) {
+  if (cfg_.device.is_cuda()) {
+#ifndef CUDABENCH_TORCH_CUDA
+    throw std::runtime_error("this LibTorch has no CUDA");
+#endif
+  }
+  if ((cfg_.cuda_graph) && !cfg_.device.is_cuda())
+    throw std::invalid_argument("--cuda-graph needs --device cuda");
+  torch::manual_seed(cfg_.seed);
+  model_ = MnistCnn();  // initial weights follow the seed
+  if (cfg_.tf32) set_tf32(*cfg_.tf32);
+  model_->to(cfg_.device);
+  if (cfg_.channels_last)
+    for (auto& p : model_->parameters())
+      if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
+  opt_ = std::make_unique<torch::optim::SGD>(
+      model_->parameters(), torch::optim::SGDOptions(cfg_.lr).momentum(cfg_.momentum));
+}
+
+Trainer::~Trainer() = default;
+
+torch::Tensor Trainer::prepare(const torch::Tensor& x) const {
+  return cfg_.channels_last ? x.contiguous(at::MemoryFormat::ChannelsLast) : x;
+}
+
+torch::Tensor Trainer::eager_step(const torch::Tensor& x, const torch::Tensor& y) {
+  opt_->zero_grad(/*set_to_none=*/false);
+  torch::Tensor loss;
+  {
+    Autocast ac(cfg_.bf16, cfg_.device.type());
+    loss = torch::nll_loss(model_->forward(prepare(x)).to(torch::kFloat32), y);
+  }
+  loss.backward();
+  opt_->step();
+  return loss.detach();
+}
+
+torch::Tensor Trainer::graph_step(const torch::Tensor& x, const torch::Tensor& y) {
+#ifdef CUDABENCH_TORCH_CUDA
+  if (!graph_) {
+    graph_ = std::make_unique<Graph>();
+    graph_->x = prepare(x).clone();
+    graph_->y = y.clone();
+    // Warm up on a side stream (the LibTorch CUDA-graphs pattern), so that
+    // lazy initialisation (cuDNN plans, momentum buffers) is not captured.
+    auto main = c10::cuda::getCurrentCUDAStream();
+    auto side = c10::cuda::getStreamFromPool();
+    at::cuda::CUDAEvent ready;
+    ready.record(main);
+    ready.block(side);
+    {
+      c10::cuda::CUDAStreamGuard guard(side);
+      for (int i = 0; i < kGraphWarmup; ++i) eager_step(graph_->x, graph_->y);
+      // Gradients set to none: the captured backward then allocates them
+      // from the graph's pool and writes them fresh on every replay.
+      opt_->zero_grad(/*set_to_none=*/true);
+      graph_->graph.capture_begin();
+      {
+        Autocast ac(cfg_.bf16, cfg_.device.type());
+        graph_->loss = torch::nll_loss(model_->forward(graph_->x).to(torch::kFloat32), graph_->y);
+      }
+      graph_->loss.backward();
+      opt_->step();
+      graph_->graph.capture_end();
+    }
+    at::cuda::CUDAEvent captured;
+    captured.record(side);
+    captured.block(main);
+  }
+  graph_->x.copy_(prepare(x));
+  graph_->y.copy_(y);
+  graph_->graph.replay();
+  return graph_->loss;
+#else
+  (void)x;
+  (void)y;
+  throw std::runtime_error("CUDA graphs need a CUDA LibTorch");
+#endif
+}
+
+torch::Tensor Trainer::step(const torch::Tensor& x, const torch::Tensor& y) {
+  const bool full = x.size(0) == cfg_.batch_size;
+  if (cfg_.cuda_graph && full) return graph_step(x, y);
+  return eager_step(x, y);
+}
+
+EpochStats Trainer::train_epoch(const Dataset& train, int epoch,
+                                const std::function<void(int64_t, int64_t, double)>& progress,
+                                int64_t progress_every) {
+  model_->train();
+  const int64_t n = train.size();
+  const int64_t batches = (n + cfg_.batch_size - 1) / cfg_.batch_size;
+  // A seeded shuffle per epoch, drawn on the CPU so every device sees the
+  // same order, then moved to the device where the batches are cut.
+  auto gen = at::detail::createCPUGenerator(cfg_.seed * 1000003ull + static_cast<uint64_t>(epoch));
+  const auto perm = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kInt64)).to(cfg_.device);
+  sync(cfg_.device);
+  const auto t0 = std::chrono::steady_clock::now();
+  torch::Tensor total = torch::zeros({}, torch::TensorOptions().device(cfg_.device));
+  for (int64_t b = 0; b < batches; ++b) {
+    const auto idx = perm.slice(0, b * cfg_.batch_size, std::min(n, (b + 1) * cfg_.batch_size));
+    const auto loss = step(train.images.index_select(0, idx), train.labels.index_select(0, idx));
+    total.add_(loss);
+    if (progress && (b + 1) % progress_every == 0) progress(b + 1, batches, loss.item<double>());
+  }
+  sync(cfg_.device);
+  EpochStats s;
+  s.epoch = epoch;
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  s.train_loss = total.item<double>() / static_cast<double>(batches);
+  s.images_per_second = static_cast<double>(n) / s.seconds;
+  return s;
+}
+
+EvalStats Trainer::evaluate(const Dataset& test, int64_t batch_size) {
+  torch::NoGradGuard no_grad;
+  model_->eval();
+  sync(cfg_.device);
+  const auto t0 = std::chrono::steady_clock::now();
+  torch::Tensor loss = torch::zeros({}, torch::TensorOptions().device(cfg_.device).dtype(torch::kFloat64));
+  torch::Tensor correct = torch::zeros({}, torch::TensorOptions().device(cfg_.device).dtype(torch::kInt64));
+  const int64_t n = test.size();
+  for (int64_t s = 0; s < n; s += batch_size) {
+    const auto x = test.images.slice(0, s, std::min(n, s + batch_size));
+    const auto y = test.labels.slice(0, s, std::min(n, s + batch_size));
+    torch::Tensor out;
+    {
+      Autocast ac(cfg_.bf16, cfg_.device.type());
+      out = model_->forward(prepare(x)).to(torch::kFloat32);
+    }
+    loss.add_(torch::nll_loss(out, y, {}, at::Reduction::Sum).to(torch::kFloat64));
+    correct.add_(out.argmax(1).eq(y).sum());
+  }
+  sync(cfg_.device);
+  model_->train();
+  EvalStats e;
+  e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  e.loss = loss.item<double>() / static_cast<double>(n);
+  e.accuracy = static_cast<double>(correct.item<int64_t>()) / static_cast<double>(n);
+  return e;
+}
+
+}  // namespace cudabench::models
