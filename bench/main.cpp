@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -110,13 +111,10 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&bargc, args.data());
   if (benchmark::ReportUnrecognizedArguments(bargc, args.data())) return 2;
 
-  // The whole report as one JSON string goes only into files (the console
-  // shows the flat facts; the blob would bury the table).
-  bool to_file = !out_tmp.empty();
-  for (const auto& a : rest)
-    if (a == "--benchmark_format=json") to_file = true;
-  for (const auto& [k, v] : env::context_entries(report))
-    if (k != "cudabench_env" || to_file) benchmark::AddCustomContext(k, v);
+  // The flat facts go into the context here; the whole report is added to
+  // a JSON output file as an object after the run (on the console it would
+  // bury the table).
+  for (const auto& [k, v] : env::context_entries(report)) benchmark::AddCustomContext(k, v);
 
   cudabench::bench::register_cpu_vector_add();
   if (report.status.usable) {
@@ -130,6 +128,20 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   if (!out_tmp.empty() && std::filesystem::exists(out_tmp)) {
+    bool json_out = true;
+    for (const auto& a : rest)
+      if (a.rfind("--benchmark_out_format=", 0) == 0) json_out = a == "--benchmark_out_format=json";
+    if (json_out) {
+      // Add the environment report to the file's context, then write it whole.
+      try {
+        std::ifstream in(out_tmp);
+        nlohmann::json j = nlohmann::json::parse(in);
+        j["context"]["cudabench_env"] = env::to_json(report);
+        if (!write_atomically(out_tmp, j.dump(2) + "\n")) throw std::runtime_error("write failed");
+      } catch (const std::exception& e) {
+        std::cerr << "bench: cannot add the environment to " << out_path << ": " << e.what() << "\n";
+      }
+    }
     std::error_code ec;
     std::filesystem::rename(out_tmp, out_path, ec);
     if (ec) {

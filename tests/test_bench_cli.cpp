@@ -55,9 +55,9 @@ TEST(BenchCli, CpuRunWritesCheckedJsonWithContext) {
   for (const char* k : {"cuda_runtime_built", "cuda_driver", "cuda_toolkit", "nvcc",
                         "cuda_architectures", "cxx_compiler", "gpu_name", "libtorch", "cudabench_env"})
     EXPECT_TRUE(ctx.contains(k)) << "context lacks " << k;
-  // The whole report rides along as JSON.
-  const auto envj = nlohmann::json::parse(ctx["cudabench_env"].get<std::string>());
-  EXPECT_TRUE(envj.contains("verdicts"));
+  // The whole environment report rides along as an object.
+  EXPECT_TRUE(ctx["cudabench_env"].contains("verdicts"));
+  EXPECT_TRUE(ctx["cudabench_env"].contains("toolkits"));
   ASSERT_EQ(j["benchmarks"].size(), 2u);
   for (const auto& b : j["benchmarks"]) {
     EXPECT_FALSE(b.contains("error_occurred") && b["error_occurred"].get<bool>()) << b.dump();
@@ -69,6 +69,15 @@ TEST(BenchCli, CpuRunWritesCheckedJsonWithContext) {
   // No temp file left behind.
   for (const auto& e : fs::directory_iterator(out.parent_path()))
     EXPECT_EQ(e.path().filename().string().find(out.filename().string() + ".tmp"), std::string::npos);
+}
+
+TEST(BenchCli, ConsoleStaysReadable) {
+  // The console shows flat facts, never the whole report.
+  const Result r = run("--benchmark_filter='VectorAdd/cpu_scalar/n:4096/' --benchmark_min_time=0.01");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("cudabench_env"), std::string::npos);
+  EXPECT_NE(r.out.find("cuda_toolkit:"), std::string::npos);
+  EXPECT_EQ(r.out.find("Library was built as DEBUG"), std::string::npos);
 }
 
 TEST(BenchCli, SaysInOneLineWhyGpuBenchmarksAreAbsent) {

@@ -184,3 +184,17 @@ TEST(RealMachine, FindsTheSystemToolkit) {
     }
   EXPECT_TRUE(found);
 }
+
+TEST_F(FakeTree, PipRootNamedDirectlyKeepsTheWheelVersion) {
+  exe("tk/site-packages/nvidia/cu13/bin/nvcc");
+  file("tk/site-packages/nvidia/cu13/include/cuda_runtime_api.h", "#define CUDART_VERSION 13020\n");
+  file("tk/site-packages/nvidia/cu13/lib/libcudart.so.13");
+  file("tk/site-packages/nvidia_cuda_nvcc-13.2.86.dist-info/METADATA");
+  DiscoveryInput in = input();
+  in.env["CUDABENCH_EXTRA_TOOLKITS"] = (root / "tk/site-packages/nvidia/cu13").string();
+  const auto all = discover_toolkits(in);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].kind, "pip");
+  EXPECT_EQ(all[0].version.str(), "13.2.86");
+  EXPECT_EQ(all[0].found_via[0], "CUDABENCH_EXTRA_TOOLKITS");
+}

@@ -159,6 +159,12 @@ std::optional<ToolkitInstall> inspect_toolkit(const std::string& root_in) {
   const fs::path root = canonical_str(root_in);
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return std::nullopt;
+  // A root inside pip's layout (site-packages/nvidia/cu13) is a pip install:
+  // its version is in the wheels' dist-info beside it.
+  if (root.parent_path().filename() == "nvidia" &&
+      root.parent_path().parent_path().filename() == "site-packages")
+    if (auto t = inspect_pip_site(root.parent_path().parent_path().string()); t && t->root == root.string())
+      return t;
   ToolkitInstall t;
   t.root = root.string();
   t.has_nvcc = is_executable(root / "bin/nvcc");

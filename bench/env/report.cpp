@@ -224,8 +224,6 @@ std::vector<std::pair<std::string, std::string>> context_entries(const Report& r
   } else {
     c.emplace_back("gpu_name", "none");
   }
-  // Everything, for tools that want the whole picture.
-  c.emplace_back("cudabench_env", to_json(r).dump());
   return c;
 }
 

@@ -1,0 +1,321 @@
+#!/usr/bin/env python3
+"""Compare Google Benchmark JSON files: verdicts, tables, and an exit code.
+
+    compare.py BASELINE.json CONTENDER.json [MORE.json ...] [options]
+
+The first file is the baseline. Benchmarks are paired by name (the run name,
+without aggregate suffixes); every repetition is a sample. For each pair:
+
+  relative change of the medians  d = (median_new - median_base) / median_base
+  (for time; for --metric bytes_per_second or items_per_second, higher is
+  better and d is reported so that positive still means slower), and a
+  two-sided Mann-Whitney U test on the samples (scipy.stats.mannwhitneyu).
+
+  same     |d| <= threshold
+  faster / slower   |d| > threshold and p < alpha
+  noisy    |d| > threshold but p >= alpha, or too few repetitions to test
+           (a single sample, or fewer than the test needs to reach alpha)
+  error    a run failed (error_occurred) in either file
+
+Exit codes: 0 no regression; 1 some benchmark is slower beyond the threshold
+with significance (the CI gate; --report-only always exits 0 here); 2 bad input
+(unreadable JSON, not Google Benchmark output, no benchmarks in common,
+mismatched or unknown units). Works on any Google Benchmark program's JSON.
+
+Why Python: scipy's Mann-Whitney U and matplotlib (scripts/report.py) are the
+well-kept libraries for the statistics and the plots; the C++ side needs none.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+HIGHER_IS_BETTER = {"bytes_per_second", "items_per_second"}
+# Context keys worth showing when they differ between runs.
+CONTEXT_KEYS = ["host_name", "gpu_name", "gpu_compute_capability", "cuda_driver_version", "cuda_driver",
+                "cuda_toolkit", "cuda_runtime_built", "cuda_runtime_loaded", "cublas", "cudnn",
+                "libtorch", "libtorch_cuda", "cxx_compiler", "cuda_architectures", "num_cpus",
+                "mhz_per_cpu", "library_build_type", "cudabench_git", "executable"]
+
+
+class BadInput(Exception):
+    pass
+
+
+@dataclass
+class Run:
+    name: str
+    samples: list = field(default_factory=list)  # metric values, in seconds for time
+    error: str = ""
+
+
+@dataclass
+class ResultFile:
+    path: str
+    context: dict
+    runs: dict  # name -> Run
+    label: str = ""
+
+
+def load(path, metric="time"):
+    """Read one Google Benchmark JSON file into samples per benchmark."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read ({e.strerror})")
+    except json.JSONDecodeError as e:
+        raise BadInput(f"{path}: not valid JSON ({e.msg} at line {e.lineno})")
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise BadInput(f"{path}: not Google Benchmark JSON (no 'benchmarks' list)")
+    runs = {}
+    aggregates = {}
+    for b in doc["benchmarks"]:
+        if not isinstance(b, dict) or "name" not in b:
+            raise BadInput(f"{path}: a benchmark entry has no name")
+        name = b.get("run_name") or b["name"]
+        run = runs.setdefault(name, Run(name))
+        if b.get("error_occurred"):
+            run.error = b.get("error_message", "error")
+            continue
+        if b.get("run_type") == "aggregate":
+            aggregates.setdefault(name, []).append(b)
+            continue
+        run.samples.append(_value(b, metric, path))
+    # A file with only aggregates (--benchmark_report_aggregates_only): use the
+    # median as the one sample we have.
+    for name, aggs in aggregates.items():
+        if not runs[name].samples:
+            for a in aggs:
+                if a.get("aggregate_name") == "median":
+                    runs[name].samples.append(_value(a, metric, path))
+    return ResultFile(path, doc.get("context", {}), runs)
+
+
+def _value(b, metric, path):
+    if metric == "time":
+        unit = b.get("time_unit", "ns")
+        if unit not in TIME_UNITS:
+            raise BadInput(f"{path}: {b['name']}: unknown time unit '{unit}'")
+        if "real_time" not in b:
+            raise BadInput(f"{path}: {b['name']}: no real_time")
+        return float(b["real_time"]) * TIME_UNITS[unit]
+    if metric not in b:
+        raise BadInput(f"{path}: {b['name']}: has no '{metric}' counter")
+    return float(b[metric])
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def min_p_value(n1, n2):
+    """The smallest two-sided p a Mann-Whitney U test can give for n1, n2."""
+    return 2.0 / math.comb(n1 + n2, n1)
+
+
+@dataclass
+class Verdict:
+    name: str
+    verdict: str
+    base: float = float("nan")
+    new: float = float("nan")
+    change: float = float("nan")  # + means slower (worse)
+    p: float = float("nan")
+    n_base: int = 0
+    n_new: int = 0
+    note: str = ""
+
+
+def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05):
+    if a.error or b.error:
+        return Verdict(name, "error", note=(a.error or b.error))
+    if not a.samples or not b.samples:
+        return Verdict(name, "error", note="no samples")
+    ma, mb = median(a.samples), median(b.samples)
+    if ma == 0:
+        return Verdict(name, "error", note="baseline median is zero")
+    change = (mb - ma) / ma
+    if metric in HIGHER_IS_BETTER:
+        change = -change
+    v = Verdict(name, "", ma, mb, change, n_base=len(a.samples), n_new=len(b.samples))
+    if abs(change) <= threshold:
+        v.verdict = "same"
+        return v
+    if len(a.samples) < 2 or len(b.samples) < 2:
+        v.verdict, v.note = "noisy", "single repetition: rerun with --benchmark_repetitions"
+        return v
+    if min_p_value(len(a.samples), len(b.samples)) >= alpha:
+        v.verdict, v.note = "noisy", f"{len(a.samples)} vs {len(b.samples)} repetitions cannot reach p < {alpha}"
+        return v
+    from scipy.stats import mannwhitneyu
+    v.p = float(mannwhitneyu(a.samples, b.samples, alternative="two-sided").pvalue)
+    if v.p < alpha:
+        v.verdict = "slower" if change > 0 else "faster"
+    else:
+        v.verdict = "noisy"
+    return v
+
+
+def context_differences(files):
+    rows = []
+    keys = [k for k in CONTEXT_KEYS if any(k in f.context for f in files)]
+    for k in keys:
+        vals = [str(f.context.get(k, "-")) for f in files]
+        if len(set(vals)) > 1:
+            rows.append((k, vals))
+    return rows
+
+
+def default_label(f, i):
+    c = f.context
+    parts = [c.get("cuda_toolkit"), c.get("gpu_name") if c.get("gpu_name") not in (None, "none") else None]
+    parts = [p for p in parts if p]
+    if parts:
+        return " ".join(parts)
+    return os.path.basename(f.path) or f"file{i}"
+
+
+def fmt_value(x, metric):
+    if x != x:  # nan
+        return "-"
+    if metric == "time":
+        for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+            if x >= scale:
+                return f"{x / scale:.3g} {unit}"
+        return f"{x / 1e-9:.3g} ns"
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= scale:
+            return f"{x / scale:.3g}{unit}/s"
+    return f"{x:.3g}/s"
+
+
+def fmt_change(c):
+    return "-" if c != c else f"{100 * c:+.1f}%"
+
+
+def table(headers, rows, markdown):
+    if markdown:
+        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+        out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+        return "\n".join(out)
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def compare(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None):
+    """Verdicts of every later file against the first: {label: [Verdict]}."""
+    base = files[0]
+    names = [n for n in base.runs if all(n in f.runs for f in files[1:])]
+    if name_filter:
+        rx = re.compile(name_filter)
+        names = [n for n in names if rx.search(n)]
+    if not names:
+        raise BadInput("no benchmarks in common" + (f" matching '{name_filter}'" if name_filter else "") +
+                       " between " + ", ".join(f.path for f in files))
+    return names, {f.label: [judge(n, base.runs[n], f.runs[n], metric, threshold, alpha) for n in names]
+                   for f in files[1:]}
+
+
+def render(files, names, results, metric, threshold, alpha, markdown):
+    out = []
+    h = "### " if markdown else ""
+    diffs = context_differences(files)
+    out.append(f"{h}What differs between the runs")
+    if diffs:
+        out.append(table(["context"] + [f.label for f in files], [[k] + v for k, v in diffs], markdown))
+    else:
+        out.append("nothing in the recorded context")
+    out.append("")
+    what = "time (lower is better)" if metric == "time" else f"{metric} (higher is better)"
+    out.append(f"{h}Benchmarks: {what}; change > {100 * threshold:g}% with Mann-Whitney p < {alpha:g} is a verdict")
+    if len(files) == 2:
+        rows = []
+        for v in results[files[1].label]:
+            rows.append([v.name, fmt_value(v.base, metric), fmt_value(v.new, metric), fmt_change(v.change),
+                         "-" if v.p != v.p else f"{v.p:.3g}", f"{v.n_base}/{v.n_new}", v.verdict, v.note])
+        out.append(table(["benchmark", files[0].label, files[1].label, "change", "p", "reps", "verdict", "note"],
+                         rows, markdown))
+    else:
+        rows = []
+        for i, n in enumerate(names):
+            base = median(files[0].runs[n].samples) if files[0].runs[n].samples else float("nan")
+            row = [n, fmt_value(base, metric)]
+            for f in files[1:]:
+                v = results[f.label][i]
+                row.append(f"{fmt_value(v.new, metric)} ({fmt_change(v.change)}, {v.verdict})")
+            rows.append(row)
+        out.append(table(["benchmark"] + [f.label + (" (baseline)" if j == 0 else "") for j, f in enumerate(files)],
+                         rows, markdown))
+    counts = {}
+    for vs in results.values():
+        for v in vs:
+            counts[v.verdict] = counts.get(v.verdict, 0) + 1
+    out.append("")
+    out.append("Summary: " + ", ".join(f"{k} {counts[k]}" for k in ("faster", "slower", "same", "noisy", "error")
+                                      if k in counts))
+    return "\n".join(out)
+
+
+def write_whole(path, text):
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("files", nargs="+", help="Google Benchmark JSON files; the first is the baseline")
+    ap.add_argument("--metric", default="time", choices=["time", "bytes_per_second", "items_per_second"])
+    ap.add_argument("--threshold", type=float, default=0.05, help="relative change that counts (default 0.05)")
+    ap.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    ap.add_argument("--filter", help="only benchmarks whose name matches this regex")
+    ap.add_argument("--labels", help="comma-separated column labels, one per file")
+    ap.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown (e.g. $GITHUB_STEP_SUMMARY)")
+    ap.add_argument("--format", choices=["text", "markdown"], default="text", help="what to print")
+    ap.add_argument("--report-only", action="store_true", help="never exit 1 for a regression")
+    a = ap.parse_args(argv)
+    try:
+        if len(a.files) < 2:
+            raise BadInput("need at least two files (baseline first)")
+        files = [load(p, a.metric) for p in a.files]
+        labels = a.labels.split(",") if a.labels else None
+        if labels and len(labels) != len(files):
+            raise BadInput(f"--labels has {len(labels)} names for {len(files)} files")
+        for i, f in enumerate(files):
+            f.label = labels[i] if labels else default_label(f, i)
+        # Labels must be unique to index the columns.
+        seen = {}
+        for f in files:
+            if f.label in seen:
+                seen[f.label] += 1
+                f.label = f"{f.label} #{seen[f.label]}"
+            else:
+                seen[f.label] = 1
+        names, results = compare(files, a.metric, a.threshold, a.alpha, a.filter)
+    except BadInput as e:
+        print(f"compare: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(render(files, names, results, a.metric, a.threshold, a.alpha, a.format == "markdown"))
+    if a.markdown:
+        write_whole(a.markdown, render(files, names, results, a.metric, a.threshold, a.alpha, True) + "\n")
+    slower = [v.name for vs in results.values() for v in vs if v.verdict == "slower"]
+    if slower and not a.report_only:
+        print(f"compare: {len(slower)} benchmark(s) slower beyond {100 * a.threshold:g}% (p < {a.alpha:g}): "
+              + ", ".join(slower[:10]), file=sys.stderr)
+        return EXIT_REGRESSION
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

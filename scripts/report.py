@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Plots and a Markdown report from Google Benchmark JSON files.
+
+    report.py RUN.json [RUN.json ...] --out DIR [--labels a,b,...] [--title T]
+
+Writes into DIR (each file whole: temp file, then renamed):
+  vector_add.png   GB/s against elements, one panel per implementation,
+                   one line per file (toolkit or machine)
+  transfer.png     GB/s against bytes for each copy kind
+  mnist.png        images/s per training variant and batch size
+  report.md        the context of each run, the plots, a table of the headline
+                   sizes (1e7 and 2^27), and with two or more files the
+                   compare.py verdicts against the first
+Plots that have no data in the files are left out.
+"""
+import argparse
+import os
+import re
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402
+
+NAME_RX = re.compile(r"^(?P<family>[^/]+)/(?P<impl>[^/]+)/(?P<arg>[a-z]+):(?P<value>\d+)")
+
+
+def rows(path):
+    """(family, impl, arg value, GB/s, items/s) per benchmark, medians over repetitions."""
+    doc = compare.load(path, "time")
+    import json
+    with open(path) as f:
+        raw = json.load(f)["benchmarks"]
+    per = defaultdict(lambda: {"bps": [], "ips": []})
+    for b in raw:
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        m = NAME_RX.match(b.get("run_name") or b["name"])
+        if not m:
+            continue
+        key = (m["family"], m["impl"], int(m["value"]))
+        if "bytes_per_second" in b:
+            per[key]["bps"].append(b["bytes_per_second"])
+        if "items_per_second" in b:
+            per[key]["ips"].append(b["items_per_second"])
+    out = {}
+    for k, v in per.items():
+        out[k] = (compare.median(v["bps"]) / 1e9 if v["bps"] else None,
+                  compare.median(v["ips"]) if v["ips"] else None)
+    return doc, out
+
+
+def save(fig, path):
+    tmp = f"{path}.tmp.{os.getpid()}.png"
+    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+def plot_lines(datasets, labels, family, title, xlabel, path):
+    impls = sorted({k[1] for d in datasets for k in d if k[0] == family and d[k][0]})
+    if not impls:
+        return False
+    cols = min(3, len(impls))
+    nrows = (len(impls) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 3.4 * nrows), squeeze=False, sharey=True)
+    for ax, impl in zip(axes.flat, impls):
+        for d, label in zip(datasets, labels):
+            pts = sorted((k[2], v[0]) for k, v in d.items() if k[0] == family and k[1] == impl and v[0])
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_title(impl, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.grid(True, alpha=0.3)
+    for ax in axes.flat[len(impls):]:
+        ax.axis("off")
+    axes[0][0].set_ylabel("GB/s")
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(title)
+    save(fig, path)
+    return True
+
+
+def plot_mnist(datasets, labels, path):
+    keys = sorted({(k[1], k[2]) for d in datasets for k in d if k[0] == "MnistTrain" and d[k][1]})
+    if not keys:
+        return False
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(keys) * len(datasets)), 4))
+    width = 0.8 / len(datasets)
+    for i, (d, label) in enumerate(zip(datasets, labels)):
+        ys = [d.get(("MnistTrain", v, b), (None, 0))[1] or 0 for v, b in keys]
+        ax.bar([j + i * width for j in range(len(keys))], ys, width, label=label)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(keys))])
+    ax.set_xticklabels([f"{v}\nbatch {b}" for v, b in keys], fontsize=8)
+    ax.set_ylabel("images/s")
+    ax.set_yscale("log")
+    ax.set_title("MnistTrain: one training step, images/s")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    save(fig, path)
+    return True
+
+
+def headline_table(datasets, labels):
+    sizes = {10_000_000: "1e7", 1 << 27: "2^27"}
+    lines = ["| benchmark | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+    keys = sorted({k for d in datasets for k in d if k[0] in ("VectorAdd", "VectorAddFlow") and k[2] in sizes})
+    for k in keys:
+        cells = []
+        for d in datasets:
+            v = d.get(k)
+            cells.append(f"{v[0]:.1f} GB/s" if v and v[0] else "-")
+        lines.append(f"| {k[0]}/{k[1]} n={sizes[k[2]]} | " + " | ".join(cells) + " |")
+    for k in sorted({k for d in datasets for k in d if k[0] in ("MnistTrain", "MnistEval")}):
+        cells = [f"{d[k][1]:.0f} img/s" if k in d and d[k][1] else "-" for d in datasets]
+        lines.append(f"| {k[0]}/{k[1]} batch={k[2]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) if keys or len(lines) > 2 else ""
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--out", required=True, help="folder for the PNGs and report.md")
+    ap.add_argument("--labels")
+    ap.add_argument("--title", default="cudabench report")
+    a = ap.parse_args(argv)
+    try:
+        loaded = [rows(p) for p in a.files]
+    except compare.BadInput as e:
+        print(f"report: {e}", file=sys.stderr)
+        return compare.EXIT_BAD_INPUT
+    labels = a.labels.split(",") if a.labels else [compare.default_label(doc, i) for i, (doc, _) in enumerate(loaded)]
+    if len(labels) != len(loaded):
+        print(f"report: --labels has {len(labels)} names for {len(loaded)} files", file=sys.stderr)
+        return compare.EXIT_BAD_INPUT
+    os.makedirs(a.out, exist_ok=True)
+    datasets = [d for _, d in loaded]
+    md = [f"# {a.title}", ""]
+    md.append("| run | file | toolkit | GPU | driver | LibTorch | host | CPUs |")
+    md.append("|---|---|---|---|---|---|---|---|")
+    for label, (doc, _) in zip(labels, loaded):
+        c = doc.context
+        md.append(f"| {label} | `{os.path.relpath(doc.path, a.out)}` | {c.get('cuda_toolkit', '-')} | "
+                  f"{c.get('gpu_name', '-')} | {c.get('cuda_driver_version') or 'none'} | {c.get('libtorch', '-')} | "
+                  f"{c.get('host_name', '-')} | {c.get('num_cpus', '-')} |")
+    md.append("")
+    for fname, ok, caption in (
+            ("vector_add.png", plot_lines(datasets, labels, "VectorAdd", "VectorAdd: c = a + b, GB/s (12 bytes/element)",
+                                          "elements", os.path.join(a.out, "vector_add.png")), "Vector add throughput"),
+            ("transfer.png", plot_lines(datasets, labels, "Transfer", "Host<->device copies, GB/s", "bytes",
+                                        os.path.join(a.out, "transfer.png")), "Copies"),
+            ("mnist.png", plot_mnist(datasets, labels, os.path.join(a.out, "mnist.png")), "Training throughput")):
+        if ok:
+            md += [f"## {caption}", "", f"![{caption}]({fname})", ""]
+    table = headline_table(datasets, labels)
+    if table:
+        md += ["## Headline numbers (medians)", "", table, ""]
+    if len(loaded) >= 2:
+        docs = [doc for doc, _ in loaded]
+        for doc, label in zip(docs, labels):
+            doc.label = label
+        try:
+            names, results = compare.compare(docs)
+            md += ["## Compared with the first run", "",
+                   compare.render(docs, names, results, "time", 0.05, 0.05, True), ""]
+        except compare.BadInput as e:
+            md += ["## Compared with the first run", "", f"not compared: {e}", ""]
+    compare.write_whole(os.path.join(a.out, "report.md"), "\n".join(md) + "\n")
+    print(f"report: wrote {os.path.join(a.out, 'report.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Copies what a machine without a package registry needs into .deps/ (ignored
+# by git), for scripts/gpu-check.sh there: the sources of Google Benchmark
+# (Debian's source package) and GoogleTest, the nlohmann_json and CLI11
+# headers, and Fashion-MNIST. CMake uses .deps/ only when find_package finds
+# nothing. About 40 MB. Run scripts/setup.sh first.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+deps="$root/.deps"
+mkdir -p "$deps"
+if [ ! -f "$deps/benchmark/CMakeLists.txt" ]; then
+  work="$(mktemp -d)"
+  (cd "$work" && apt-get source -qq benchmark >/dev/null 2>&1) || { echo "vendor-deps: apt-get source benchmark failed (run scripts/setup.sh first)" >&2; exit 1; }
+  src="$(find "$work" -maxdepth 1 -type d -name 'benchmark-*' | head -n1)"
+  rm -rf "$deps/benchmark" && mv "$src" "$deps/benchmark" && rm -rf "$work"
+fi
+[ -d "$deps/googletest" ] || cp -r /usr/src/googletest "$deps/googletest"
+[ -d "$deps/nlohmann" ] || cp -r /usr/include/nlohmann "$deps/nlohmann"
+[ -d "$deps/CLI" ] || cp -r /usr/include/CLI "$deps/CLI"
+[ -d "$deps/fashion-mnist" ] || cp -r /usr/share/datasets/fashion-mnist "$deps/fashion-mnist"
+du -sh "$deps" | sed 's/^/vendor-deps: /' >&2

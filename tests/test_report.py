@@ -1,0 +1,34 @@
+"""report.py: plots and a Markdown report from benchmark JSON."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIX = os.path.join(ROOT, "tests", "fixtures", "compare")
+
+
+def run(*args):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "report.py"), *args],
+                          capture_output=True, text=True)
+
+
+def test_report_writes_plots_and_markdown(tmp_path):
+    r = run(os.path.join(FIX, "base.json"), os.path.join(FIX, "regression.json"), "--out", str(tmp_path),
+            "--labels", "13.0,13.2")
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "report.md").read_text()
+    assert "![Vector add throughput](vector_add.png)" in md
+    assert "![Copies](transfer.png)" in md
+    assert "mnist.png" not in md  # no training data in these files: no empty plot
+    assert "## Compared with the first run" in md
+    assert "slower" in md
+    png = (tmp_path / "vector_add.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    assert not [p for p in os.listdir(tmp_path) if ".tmp." in p]
+
+
+def test_report_refuses_bad_input(tmp_path):
+    r = run(os.path.join(FIX, "truncated.json"), "--out", str(tmp_path))
+    assert r.returncode == 2
+    assert "not valid JSON" in r.stderr
+    assert not (tmp_path / "report.md").exists()
