@@ -118,8 +118,10 @@ int main(int argc, char** argv) {
 
   cudabench::bench::register_cpu_vector_add();
   if (report.status.usable) {
+#ifdef CUDABENCH_HAVE_CUDA  // usable implies it; without CUDA these do not exist
     cudabench::bench::register_gpu_vector_add();
     cudabench::bench::register_transfers();
+#endif
   } else {
     std::cerr << "cudabench: GPU benchmarks not run: " << report.status.reason << "\n";
   }

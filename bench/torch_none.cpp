@@ -5,7 +5,7 @@
 
 namespace cudabench::bench {
 void register_torch(bool) {
-  std::cerr << "cudabench: LibTorch benchmarks not built: LibTorch was not found at configure "
-               "time (see README: LibTorch)\n";
+  std::cerr << "cudabench: LibTorch benchmarks not built: this build has no LibTorch (see the "
+               "configure messages and README: LibTorch)\n";
 }
 }  // namespace cudabench::bench

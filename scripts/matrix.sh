@@ -14,9 +14,12 @@
 # in ~/.cache/pip). CUDABENCH_MATRIX_PIP=none skips it. --toolkit ROOT names
 # the toolkits instead (repeatable).
 #
-# Each toolkit gets build-matrix/cuda-<version> (no LibTorch, no tests: the
+# The builds run in interleaved rounds (CUDABENCH_MATRIX_ROUNDS, default 5:
+# each build once per round, in turn), merged into one file per toolkit with
+# the rounds as repetitions. Each toolkit gets build-matrix/<name> (scripts/matrix_toolkits.py names it:
+# cuda-<version>, or cuda-<version>-pip / -conda; no LibTorch, no tests: the
 # kernels and libraries are what differ). Results go to
-# results/matrix/<machine>/<gpu or cpu>/cuda-<version>.json with the build's
+# results/matrix/<machine>/<gpu or cpu>/<name>.json with the build's
 # environment report beside it (.env.txt), then compare.py prints the
 # side-by-side table and report.py writes plots and report.md there.
 # Without a GPU the CPU benchmarks run; with one, the GPU ones.
@@ -63,12 +66,12 @@ if [ "${#roots[@]}" -eq 0 ] && [ "$pipver" != none ]; then
 fi
 
 # ---- discovery: the environment report of the default build ----
-if [ "${#roots[@]}" -eq 0 ]; then
-  configure_and_build build >/dev/null
-  mapfile -t roots < <(CUDABENCH_EXTRA_TOOLKITS="$pip_root" build/bench --env=json \
-    | "$py" "$CUDABENCH_ROOT/scripts/matrix_toolkits.py")
-fi
-[ "${#roots[@]}" -gt 0 ] || { echo "matrix: no CUDA toolkit with nvcc found" >&2; exit 1; }
+# Named roots are added to the discovery, so the report describes them too.
+configure_and_build build >/dev/null
+extra="$(IFS=:; echo "${roots[*]:-}")${pip_root:+:$pip_root}"
+mapfile -t plan < <(CUDABENCH_EXTRA_TOOLKITS="$extra" build/bench --env=json \
+  | "$py" "$CUDABENCH_ROOT/scripts/matrix_toolkits.py" --plan "${roots[@]}")
+[ "${#plan[@]}" -gt 0 ] || exit 1
 
 machine="$(machine_label)"
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then device="gpu"; else device="cpu"; fi
@@ -80,13 +83,10 @@ else
   filter='^VectorAdd/cpu_(scalar|omp_simd)/n:(1048576|10000000)/'
 fi
 
-files=()
-labels=()
-for root in "${roots[@]}"; do
-  ver="$("$py" -c 'import json,sys; print(json.load(sys.stdin)["version"])' < <(
-        CUDABENCH_EXTRA_TOOLKITS="$root" build/bench --env=json 2>/dev/null \
-        | "$py" "$CUDABENCH_ROOT/scripts/matrix_toolkits.py" --describe "$root"))"
-  name="cuda-$ver"
+names=()
+for entry in "${plan[@]}"; do
+  root="${entry%%$'\t'*}"
+  name="${entry#*$'\t'}"
   dir="build-matrix/$name"
   echo "matrix: $name at $root -> $dir" >&2
   configure_and_build "$dir" -DCUDABENCH_ENABLE_TORCH=OFF -DCUDABENCH_BUILD_TESTS=OFF \
@@ -97,10 +97,27 @@ for root in "${roots[@]}"; do
     *) echo "matrix: $dir linked libcudart from $cudart, not from $root; refusing to mix toolkits" >&2; exit 1 ;;
   esac
   CUDABENCH_EXTRA_TOOLKITS="$root" "$dir/bench" --env > "$out/$name.env.txt"
-  echo "matrix: $name: $(grep -E '^  (built with|loaded) ' "$out/$name.env.txt" | sed 's/^ *//' | paste -sd';' -)" >&2
-  "$dir/bench" --benchmark_filter="$filter" --benchmark_repetitions="${CUDABENCH_MATRIX_REPS:-5}" \
-    --benchmark_min_time="${CUDABENCH_MIN_TIME:-0.1}" --benchmark_out="$out/$name.json" \
-    --benchmark_out_format=json "${bench_args[@]}" >/dev/null
+  echo "matrix: $name: $(grep -E '^  (built with|loaded) ' "$out/$name.env.txt" | sed 's/^ *//; s/  */ /g' | paste -sd';' -)" >&2
+  names+=("$name")
+done
+
+# Interleaved rounds: every build runs once per round, in turn, so slow drift
+# of a shared machine falls on all toolkits alike.
+rounds="${CUDABENCH_MATRIX_ROUNDS:-5}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+for r in $(seq 1 "$rounds"); do
+  echo "matrix: round $r/$rounds" >&2
+  for name in "${names[@]}"; do
+    "build-matrix/$name/bench" --benchmark_filter="$filter" --benchmark_min_time="${CUDABENCH_MIN_TIME:-0.1}" \
+      --benchmark_out="$tmp/$name.$r.json" --benchmark_out_format=json "${bench_args[@]}" \
+      >/dev/null 2>>"$tmp/$name.log" || { cat "$tmp/$name.log" >&2; exit 1; }
+  done
+done
+files=()
+labels=()
+for name in "${names[@]}"; do
+  "$py" scripts/matrix_toolkits.py --merge "$out/$name.json" $(seq -f "$tmp/$name.%g.json" 1 "$rounds")
   files+=("$out/$name.json")
   labels+=("$name")
 done

@@ -1,18 +1,85 @@
 #!/usr/bin/env python3
-"""Reads `bench --env=json` on stdin. Prints the roots of the toolkit installs
-that have nvcc, one per line; with --describe ROOT, that install's JSON."""
+"""The toolkit matrix's plan, from `bench --env=json` on stdin, and the merge
+of its interleaved rounds.
+
+    matrix_toolkits.py --plan [ROOT ...]
+    matrix_toolkits.py --merge OUT.json ROUND1.json ROUND2.json ...
+
+Prints one line per toolkit to build: its root, a tab, and its build name
+(cuda-<version> for a system install, cuda-<version>-<kind> for pip or conda
+ones, with -2, -3 ... when two would share a name). Without ROOTs: every
+install the environment report found that has nvcc, in its order; with ROOTs:
+those, in the order given, each of which must be a toolkit the report knows.
+
+--merge joins the one-repetition files of several rounds of one build into
+one Google Benchmark JSON whose repetitions are the rounds (the matrix runs
+the builds in turn, round after round, so that drift in a noisy machine
+falls on every toolkit alike instead of on whichever ran last).
+"""
 import json
 import os
 import sys
 
-env = json.load(sys.stdin)
-tks = [t for t in env.get("toolkits", []) if t.get("has_nvcc")]
-if len(sys.argv) == 3 and sys.argv[1] == "--describe":
-    want = os.path.realpath(sys.argv[2])
-    for t in env.get("toolkits", []):
-        if os.path.realpath(t["root"]) == want:
-            print(json.dumps(t))
-            sys.exit(0)
-    sys.exit(f"matrix: {sys.argv[2]} is not a toolkit the environment report recognises")
-for t in tks:
-    print(t["root"])
+
+def name_for(t, taken):
+    base = "cuda-" + (t.get("version") or "unknown")
+    if t.get("kind") not in (None, "system"):
+        base += "-" + t["kind"].replace("conda-cudatoolkit", "conda")
+    name, i = base, 1
+    while name in taken:
+        i += 1
+        name = f"{base}-{i}"
+    taken.add(name)
+    return name
+
+
+def merge(out, rounds):
+    docs = []
+    for p in rounds:
+        with open(p) as f:
+            docs.append(json.load(f))
+    merged = {"context": docs[0]["context"], "benchmarks": []}
+    for i, d in enumerate(docs):
+        for b in d["benchmarks"]:
+            if b.get("run_type") == "aggregate":
+                continue
+            b = dict(b, repetition_index=i, repetitions=len(docs))
+            merged["benchmarks"].append(b)
+    merged["benchmarks"].sort(key=lambda b: (b.get("family_index", 0), b.get("per_family_instance_index", 0),
+                                             b["repetition_index"]))
+    tmp = f"{out}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(merged, f, indent=1)
+    os.replace(tmp, out)
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) >= 3 and args[0] == "--merge":
+        merge(args[1], args[2:])
+        return
+    if not args or args[0] != "--plan":
+        sys.exit(__doc__)
+    env = json.load(sys.stdin)
+    known = env.get("toolkits", [])
+    if len(args) > 1:
+        chosen = []
+        for root in args[1:]:
+            want = os.path.realpath(root)
+            match = [t for t in known if os.path.realpath(t["root"]) == want]
+            if not match:
+                sys.exit(f"matrix: {root} is not a toolkit the environment report recognises")
+            if not match[0].get("has_nvcc"):
+                sys.exit(f"matrix: {root} has no nvcc ({match[0].get('summary', 'runtime only')})")
+            chosen.append(match[0])
+    else:
+        chosen = [t for t in known if t.get("has_nvcc")]
+    if not chosen:
+        sys.exit("matrix: no CUDA toolkit with nvcc found")
+    taken = set()
+    for t in chosen:
+        print(f"{t['root']}\t{name_for(t, taken)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -228,3 +228,32 @@ TEST(Report, TextNamesEverySection) {
                         "GPUs", "Loaded libraries", "Toolkit installs found", "Environment", "Verdicts"})
     EXPECT_NE(t.find(s), std::string::npos) << s;
 }
+
+TEST(Verdicts, OlderRuntimeLoadedThanBuiltIsAnError) {
+  Report r = base_report();
+  r.runtime.built_version = 13020;
+  r.runtime.loaded_version = 13000;
+  r.runtime.loaded_path = "/usr/local/cuda-13.0/lib/libcudart.so.13";
+  const auto v = evaluate(r);
+  const Verdict* x = find(v, "runtime.loaded_differs");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->level, L::Error);
+  EXPECT_NE(x->message.find("built with CUDA runtime 13.2 but loaded 13.0"), std::string::npos) << x->message;
+}
+
+TEST(Verdicts, SaysWhichCopyOfCublasLibTorchGets) {
+  Report r = base_report();
+  r.torch.compiled_in = true;
+  r.torch.cuda_version = 13000;
+  r.torch.library_path = "/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so";
+  r.loaded.push_back({"libcublas.so.13", "/usr/local/cuda-13.0/lib/libcublas.so.13"});
+  r.loaded.push_back({"libcudnn.so.9", "/venv/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9"});
+  const auto v = evaluate(r);
+  const Verdict* x = find(v, "torch.shared_libs");
+  ASSERT_NE(x, nullptr);
+  EXPECT_EQ(x->level, L::Info);
+  EXPECT_NE(x->message.find("libcublas.so.13 comes from /usr/local/cuda-13.0"), std::string::npos) << x->message;
+  const Verdict* same = find(v, "torch.cuda_differs");
+  ASSERT_NE(same, nullptr);
+  EXPECT_EQ(same->level, L::Ok);
+}
