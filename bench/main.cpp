@@ -14,24 +14,12 @@
 #include <vector>
 
 #include "bench_support.h"
+#include "atomic_file.h"
 #include "env/probe.h"
 #include "env/report.h"
 #include "registry.h"
 
 namespace {
-
-// Write `text` to `path` whole or not at all: a temp file beside it, then rename.
-bool write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!(f << text) || !f.flush()) {
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
-}
 
 constexpr const char* kBenchmarkFlags = R"(
 Google Benchmark flags (all of them work; the common ones):
@@ -81,7 +69,7 @@ int main(int argc, char** argv) {
                                                   : env::to_text(report);
     if (env_out.empty()) {
       std::cout << text;
-    } else if (!write_atomically(env_out, text)) {
+    } else if (!cudabench::data::write_file_atomically(env_out, text)) {
       std::cerr << "bench: cannot write " << env_out << "\n";
       return 2;
     }
@@ -139,7 +127,7 @@ int main(int argc, char** argv) {
         std::ifstream in(out_tmp);
         nlohmann::json j = nlohmann::json::parse(in);
         j["context"]["cudabench_env"] = env::to_json(report);
-        if (!write_atomically(out_tmp, j.dump(2) + "\n")) throw std::runtime_error("write failed");
+        if (!cudabench::data::write_file_atomically(out_tmp, j.dump(2) + "\n")) throw std::runtime_error("write failed");
       } catch (const std::exception& e) {
         std::cerr << "bench: cannot add the environment to " << out_path << ": " << e.what() << "\n";
       }

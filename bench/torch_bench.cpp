@@ -115,6 +115,30 @@ bool check_learns(benchmark::State& state, const std::string& what, Trainer& t, 
   return true;
 }
 
+// Times `step` once per iteration: CUDA events on the current stream for a
+// GPU device (manual time), the wall clock otherwise.
+template <typename Step>
+void timed_loop(benchmark::State& state, const torch::Device& dev, Step&& step) {
+#ifdef CUDABENCH_TORCH_GPU
+  if (dev.is_cuda()) {
+    torch::cuda::synchronize();
+    at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
+    for (auto _ : state) {
+      auto stream = c10::cuda::getCurrentCUDAStream();
+      start.record(stream);
+      step();
+      stop.record(stream);
+      stop.synchronize();
+      state.SetIterationTime(start.elapsed_time(stop) / 1e3);
+    }
+    return;
+  }
+#else
+  (void)dev;
+#endif
+  for (auto _ : state) benchmark::DoNotOptimize(step());
+}
+
 void BM_train(benchmark::State& state, TrainConfig cfg, std::string what) {
   try {
     cfg.batch_size = state.range(0);
@@ -131,23 +155,7 @@ void BM_train(benchmark::State& state, TrainConfig cfg, std::string what) {
       return t.step(ds.images.index_select(0, idx), ds.labels.index_select(0, idx));
     };
     for (int i = 0; i < 5; ++i) next();  // warm-up
-#ifdef CUDABENCH_TORCH_GPU
-    if (cfg.device.is_cuda()) {
-      torch::cuda::synchronize();
-      at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
-      for (auto _ : state) {
-        auto stream = c10::cuda::getCurrentCUDAStream();
-        start.record(stream);
-        next();
-        stop.record(stream);
-        stop.synchronize();
-        state.SetIterationTime(start.elapsed_time(stop) / 1e3);
-      }
-    } else
-#endif
-    {
-      for (auto _ : state) benchmark::DoNotOptimize(next());
-    }
+    timed_loop(state, cfg.device, next);
     state.SetItemsProcessed(state.iterations() * bs);
   } catch (const std::exception& e) {
     fail(state, what + ": " + e.what());
@@ -179,23 +187,7 @@ void BM_eval(benchmark::State& state, torch::Device dev) {
       return out;
     };
     for (int i = 0; i < 3; ++i) next();
-#ifdef CUDABENCH_TORCH_GPU
-    if (dev.is_cuda()) {
-      torch::cuda::synchronize();
-      at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
-      for (auto _ : state) {
-        auto stream = c10::cuda::getCurrentCUDAStream();
-        start.record(stream);
-        next();
-        stop.record(stream);
-        stop.synchronize();
-        state.SetIterationTime(start.elapsed_time(stop) / 1e3);
-      }
-    } else
-#endif
-    {
-      for (auto _ : state) benchmark::DoNotOptimize(next());
-    }
+    timed_loop(state, dev, next);
     state.SetItemsProcessed(state.iterations() * bs);
   } catch (const std::exception& e) {
     fail(state, std::string("MnistEval: ") + e.what());

@@ -11,26 +11,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "atomic_file.h"
 #include "env/probe.h"
 #include "env/report.h"
 #include "idx_reader.h"
 #include "trainer.h"
-
-namespace {
-
-bool write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!(f << text) || !f.flush()) {
-      std::remove(tmp.c_str());
-      return false;
-    }
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   using namespace cudabench;
@@ -149,7 +134,7 @@ int main(int argc, char** argv) {
                           {"final_test_loss", last.loss},
                           {"per_epoch", epochs},
                           {"environment", env::to_json(env::collect())}};
-      if (!write_atomically(json_out, j.dump(2) + "\n")) {
+      if (!cudabench::data::write_file_atomically(json_out, j.dump(2) + "\n")) {
         std::cerr << "train: cannot write " << json_out << "\n";
         return 2;
       }
