@@ -28,9 +28,10 @@ machine_label() {
   echo "$name" | tr '[:upper:]' '[:lower:]' | sed -E 's/[^a-z0-9]+/-/g; s/^-+|-+$//g'
 }
 
-# The toolkit a build used: cuda-13.0.88, or cpu-only.
+# The toolkit a build used, as its own environment report names it:
+# cuda-13.0.88, or cpu-only for a build without CUDA.
 toolkit_label() {
   local v
-  v="$(sed -n 's/^CUDAToolkit_VERSION:[A-Z]*=//p' "$1/CMakeCache.txt" 2>/dev/null | head -n1)"
+  v="$("$1/bench" --env=json 2>/dev/null | sed -n 's/.*"cuda_toolkit_version": *"\([^"]*\)".*/\1/p' | head -n1)"
   if [ -n "$v" ]; then echo "cuda-$v"; else echo "cpu-only"; fi
 }
