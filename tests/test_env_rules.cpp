@@ -209,14 +209,23 @@ TEST(Verdicts, GpuWithoutSassIsAnErrorAndFailsCheck) {
   EXPECT_TRUE(seen);
 }
 
-TEST(Verdicts, StubOnLibraryPathIsAnError) {
+TEST(Verdicts, StubOnTheLibraryPath) {
+  // No driver, stub on LD_LIBRARY_PATH (a CPU-only build machine): a warning.
   Report r = base_report();
   r.driver.libcuda_is_stub = true;
   r.driver.libcuda_path = "/usr/local/cuda/lib64/stubs/libcuda.so";
-  const auto v = evaluate(r);
-  const Verdict* s = find(v, "driver.stub");
+  const auto w = evaluate(r);
+  const Verdict* s = find(w, "driver.stub");
   ASSERT_NE(s, nullptr);
-  EXPECT_EQ(s->level, L::Error);
+  EXPECT_EQ(s->level, L::Warning);
+  EXPECT_NE(s->message.find("no NVIDIA driver"), std::string::npos);
+  // libcuda.so.1 itself resolving to a stub breaks every CUDA call: an error.
+  r.driver.libcuda_found = true;
+  r.driver.libcuda_path = "/usr/local/cuda/lib64/stubs/libcuda.so.1";
+  const auto v = evaluate(r);
+  const Verdict* e = find(v, "driver.stub");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->level, L::Error);
 }
 
 TEST(Report, TextNamesEverySection) {

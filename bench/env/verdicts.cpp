@@ -148,10 +148,13 @@ std::vector<Verdict> evaluate(const Report& r) {
   // The driver.
   if (!d.libcuda_found) {
     if (d.libcuda_is_stub)
-      out.push_back(make("driver.stub", L::Error,
-                         "only the toolkit's link-time stub " + d.libcuda_path +
-                             " is on the library path; there is no real driver",
-                         "install the NVIDIA driver; keep .../lib64/stubs out of LD_LIBRARY_PATH"));
+      // No driver is the problem; the stub on the path is fine for linking
+      // (CPU-only build machines keep it there) and only a hint here.
+      out.push_back(make("driver.stub", L::Warning,
+                         "no NVIDIA driver: libcuda.so.1 not found; only the toolkit's link-time stub " +
+                             d.libcuda_path + " is on the library path (it links, it never runs)",
+                         "install the NVIDIA driver on a GPU machine; keep .../lib64/stubs out of "
+                         "LD_LIBRARY_PATH when running"));
     else
       out.push_back(make("driver.missing", L::Warning,
                          "no NVIDIA driver: libcuda.so.1 not found. GPU benchmarks and "
