@@ -11,7 +11,7 @@ endfunction()
 
 # LibTorch: a user's own (Torch_DIR, or an importable torch in the active
 # python3) takes precedence; else the pinned torch==2.11.0 that
-# scripts/setup.sh installs in CUDABENCH_CACHE_DIR/venv.
+# scripts/setup.sh installs in CUDABENCH_VENV_DIR.
 set(CUDABENCH_HAVE_TORCH OFF)
 set(CUDABENCH_TORCH_VERSION "")
 set(_cb_torch_skipped OFF)
@@ -31,7 +31,7 @@ if(CUDABENCH_ENABLE_TORCH)
     endif()
   endif()
   if(NOT Torch_DIR)
-    file(GLOB _venv_torch "${CUDABENCH_CACHE_DIR}/venv/lib/python3*/site-packages/torch/share/cmake/Torch")
+    file(GLOB _venv_torch "${CUDABENCH_VENV_DIR}/lib/python3*/site-packages/torch/share/cmake/Torch")
     if(_venv_torch)
       list(GET _venv_torch 0 Torch_DIR)
     endif()

@@ -235,7 +235,9 @@ DiscoveryInput DiscoveryInput::from_process(const std::vector<LoadedLibrary>& lo
   }
   std::vector<fs::path> venvs;
   if (const char* v = std::getenv("VIRTUAL_ENV")) venvs.emplace_back(v);
+  // The project's venv, by the rule scripts/setup.sh uses.
   if (const char* c = std::getenv("CUDABENCH_VENV")) venvs.emplace_back(c);
+  else if (const char* k = std::getenv("CUDABENCH_CACHE")) venvs.push_back(fs::path(k) / "venv");
   else if (const char* h = std::getenv("HOME")) venvs.push_back(fs::path(h) / ".cache/cudabench/venv");
   for (const auto& v : venvs)
     for (const auto& lib : list_dir(v / "lib"))
