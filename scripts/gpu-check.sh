@@ -25,7 +25,22 @@ note_fail() { echo "gpu-check: FAILED: $*" | tee -a "$out/summary.txt" >&2; stat
 : > "$out/summary.txt"
 quick="${CUDABENCH_GPU_CHECK_QUICK:-0}"
 epochs=10; [ "$quick" = 1 ] && epochs=2
-[ -d .deps/fashion-mnist ] && export CUDABENCH_DATA_DIR="$CUDABENCH_ROOT/.deps/fashion-mnist"
+# The dataset, unpacked to plain IDX files (the GPU image may lack zlib's
+# headers, and the reader needs zlib only for .gz).
+for src in .deps/fashion-mnist /usr/share/datasets/fashion-mnist; do
+  if [ -d "$src" ]; then
+    data="${TMPDIR:-/tmp}/cudabench-fashion-mnist"
+    mkdir -p "$data"
+    for f in "$src"/*; do
+      case "$f" in
+        *.gz) [ -f "$data/$(basename "$f" .gz)" ] || gzip -dc "$f" > "$data/$(basename "$f" .gz)" ;;
+        *) cp -n "$f" "$data/" ;;
+      esac
+    done
+    export CUDABENCH_DATA_DIR="$data"
+    break
+  fi
+done
 
 step "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,clocks.max.sm --format=csv \
