@@ -87,6 +87,21 @@ const Dataset& device_dataset(bool train, torch::Device dev) {
   return it->second;
 }
 
+// The TF32 variants change LibTorch's global flags; put them back after each
+// benchmark so the next one runs with what it asked for.
+class Tf32Restore {
+ public:
+  Tf32Restore()
+      : cublas_(at::globalContext().allowTF32CuBLAS()), cudnn_(at::globalContext().allowTF32CuDNN()) {}
+  ~Tf32Restore() {
+    at::globalContext().setAllowTF32CuBLAS(cublas_);
+    at::globalContext().setAllowTF32CuDNN(cudnn_);
+  }
+
+ private:
+  bool cublas_, cudnn_;
+};
+
 // Mean NLL of the model (eval mode) on a fixed probe batch.
 double probe_loss(Trainer& t, const Dataset& ds) {
   torch::NoGradGuard ng;
@@ -140,6 +155,7 @@ void timed_loop(benchmark::State& state, const torch::Device& dev, Step&& step) 
 }
 
 void BM_train(benchmark::State& state, TrainConfig cfg, std::string what) {
+  Tf32Restore keep;
   try {
     cfg.batch_size = state.range(0);
     Trainer t(cfg);

@@ -126,3 +126,13 @@ TEST(TrainerGpu, CudaGraphStepMatchesEagerStep) {
   const auto pe = te.model()->parameters(), pg = tg.model()->parameters();
   for (size_t i = 0; i < pe.size(); ++i) EXPECT_TRUE(torch::allclose(pe[i], pg[i], 1e-4, 1e-5)) << "param " << i;
 }
+
+TEST(Trainer, Tf32SettingIsApplied) {
+  const bool cublas = at::globalContext().allowTF32CuBLAS();
+  TrainConfig cfg;
+  cfg.tf32 = !cublas;
+  Trainer t(cfg);
+  EXPECT_EQ(at::globalContext().allowTF32CuBLAS(), !cublas);
+  models::set_tf32(cublas);
+  EXPECT_EQ(at::globalContext().allowTF32CuBLAS(), cublas);
+}
