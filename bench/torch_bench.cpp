@@ -9,6 +9,7 @@
 //   MnistEval/<cpu|cuda>/batch:1000: inference throughput on the test set.
 #include <torch/torch.h>
 
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -243,42 +244,41 @@ void register_torch(bool gpu_usable) {
     std::cerr << "cudabench: Mnist benchmarks not run: " << why << "\n";
     return;
   }
+  // GPU work is timed with CUDA events (manual time), CPU work by the clock.
   const std::vector<int64_t> batches{64, 128, 256, 512, 1024};
-  auto reg_train = [&](const std::string& name, TrainConfig cfg, bool manual) {
+  auto reg_train = [&](const std::string& name, const TrainConfig& cfg) {
     auto* b = benchmark::RegisterBenchmark(("MnistTrain/" + name).c_str(), BM_train, cfg, "MnistTrain/" + name);
     b->ArgName("batch")->Unit(benchmark::kMillisecond);
-    if (manual) b->UseManualTime();
+    if (cfg.device.is_cuda()) b->UseManualTime();
     else b->UseRealTime();
     for (auto bs : batches) b->Arg(bs);
   };
-  reg_train("cpu", TrainConfig{}, false);
-  {
-    auto* b = benchmark::RegisterBenchmark("MnistEval/cpu", BM_eval, torch::Device(torch::kCPU));
-    b->ArgName("batch")->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
-  }
+  auto reg_eval = [](const std::string& name, const torch::Device& dev) {
+    auto* b = benchmark::RegisterBenchmark(("MnistEval/" + name).c_str(), BM_eval, dev);
+    b->ArgName("batch")->Arg(1000)->Unit(benchmark::kMillisecond);
+    if (dev.is_cuda()) b->UseManualTime();
+    else b->UseRealTime();
+  };
+  reg_train("cpu", TrainConfig{});
+  reg_eval("cpu", torch::Device(torch::kCPU));
   if (!gpu) return;
   TrainConfig cuda;
   cuda.device = torch::Device(torch::kCUDA, 0);
-  reg_train("cuda", cuda, true);
-  auto graph = cuda;
-  graph.cuda_graph = true;
-  reg_train("cuda_graph", graph, true);
-  auto bf16 = cuda;
-  bf16.bf16 = true;
-  reg_train("cuda_bf16", bf16, true);
-  auto cl = cuda;
-  cl.channels_last = true;
-  reg_train("cuda_channels_last", cl, true);
-  auto on = cuda;
-  on.tf32 = true;
-  reg_train("cuda_tf32_on", on, true);
-  auto off = cuda;
-  off.tf32 = false;
-  reg_train("cuda_tf32_off", off, true);
-  {
-    auto* b = benchmark::RegisterBenchmark("MnistEval/cuda", BM_eval, torch::Device(torch::kCUDA, 0));
-    b->ArgName("batch")->Arg(1000)->Unit(benchmark::kMillisecond)->UseManualTime();
+  // Each GPU variant: LibTorch's defaults with one thing changed.
+  const std::vector<std::pair<std::string, std::function<void(TrainConfig&)>>> variants = {
+      {"cuda", [](TrainConfig&) {}},
+      {"cuda_graph", [](TrainConfig& c) { c.cuda_graph = true; }},
+      {"cuda_bf16", [](TrainConfig& c) { c.bf16 = true; }},
+      {"cuda_channels_last", [](TrainConfig& c) { c.channels_last = true; }},
+      {"cuda_tf32_on", [](TrainConfig& c) { c.tf32 = true; }},
+      {"cuda_tf32_off", [](TrainConfig& c) { c.tf32 = false; }},
+  };
+  for (const auto& [name, change] : variants) {
+    TrainConfig cfg = cuda;
+    change(cfg);
+    reg_train(name, cfg);
   }
+  reg_eval("cuda", cuda.device);
 }
 
 }  // namespace cudabench::bench

@@ -60,6 +60,7 @@ class ResultFile:
     context: dict
     runs: dict  # name -> Run
     label: str = ""
+    benchmarks: list = field(default_factory=list)  # the file's entries, as read
 
 
 def load(path, metric="time"):
@@ -94,7 +95,7 @@ def load(path, metric="time"):
             for a in aggs:
                 if a.get("aggregate_name") == "median":
                     runs[name].samples.append(_value(a, metric, path))
-    return ResultFile(path, doc.get("context", {}), runs)
+    return ResultFile(path, doc.get("context", {}), runs, benchmarks=doc["benchmarks"])
 
 
 def _value(b, metric, path):

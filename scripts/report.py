@@ -33,11 +33,8 @@ NAME_RX = re.compile(r"^(?P<family>[^/]+)/(?P<impl>[^/]+)/(?P<arg>[a-z]+):(?P<va
 def rows(path):
     """(family, impl, arg value, GB/s, items/s) per benchmark, medians over repetitions."""
     doc = compare.load(path, "time")
-    import json
-    with open(path) as f:
-        raw = json.load(f)["benchmarks"]
     per = defaultdict(lambda: {"bps": [], "ips": []})
-    for b in raw:
+    for b in doc.benchmarks:
         if b.get("run_type") == "aggregate" or b.get("error_occurred"):
             continue
         m = NAME_RX.match(b.get("run_name") or b["name"])
