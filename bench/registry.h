@@ -1,5 +1,5 @@
 // Benchmark families register at run time, once main() knows whether a GPU
-// is usable (bench/env decides). Names are paths a regex can cut:
+// is usable (env/ decides). Names are paths a regex can cut:
 //   VectorAdd/<impl>/n:<elements>, VectorAddFlow/<host memory>/n:<elements>,
 //   Transfer/<h2d|d2h>_<pinned|pageable>/bytes:<bytes>,
 //   MnistTrain/<device>[_variant]/batch:<size>, MnistEval/<device>/batch:<size>
