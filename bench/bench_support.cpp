@@ -1,14 +1,106 @@
 #include "bench_support.h"
 
+#include <algorithm>
 #include <atomic>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
+#include <sstream>
+#include <stdexcept>
 
 #include "vector_add.cuh"
 
 namespace cudabench::bench {
+
+const char* l2_flush_name(L2Flush f) {
+  switch (f) {
+    case L2Flush::Read: return "read";
+    case L2Flush::Memset: return "memset";
+    case L2Flush::None: return "none";
+  }
+  return "?";
+}
+
+std::optional<L2Flush> parse_l2_flush(const std::string& s) {
+  for (L2Flush f : {L2Flush::Read, L2Flush::Memset, L2Flush::None})
+    if (s == l2_flush_name(f)) return f;
+  return std::nullopt;
+}
+
+Options& options() {
+  static Options o;
+  return o;
+}
+
+std::vector<int> parse_devices(const std::string& spec, int available) {
+  std::vector<int> out;
+  if (spec == "all") {
+    for (int i = 0; i < available; ++i) out.push_back(i);
+    if (out.empty()) throw std::invalid_argument("--devices all: no GPU is usable");
+    return out;
+  }
+  std::vector<std::string> items{""};
+  for (char c : spec) {
+    if (c == ',') items.emplace_back();
+    else items.back() += c;
+  }
+  if (spec.empty()) throw std::invalid_argument("--devices: empty list (give 'all' or a list such as 0,2)");
+  for (const std::string& item : items) {
+    std::size_t used = 0;
+    int d = -1;
+    try {
+      d = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || d < 0)
+      throw std::invalid_argument("--devices " + spec + ": '" + item +
+                                  "' is not a device number (give 'all' or a list such as 0,2)");
+    if (d >= available)
+      throw std::invalid_argument("--devices " + spec + ": there is no GPU " + std::to_string(d) + " (" +
+                                  std::to_string(available) + " usable: 0.." + std::to_string(available - 1) + ")");
+    if (std::find(out.begin(), out.end(), d) != out.end())
+      throw std::invalid_argument("--devices " + spec + ": GPU " + std::to_string(d) + " is listed twice");
+    out.push_back(d);
+  }
+  return out;
+}
+
+void register_per_device(const std::string& name, const char* arg_name, const std::vector<std::int64_t>& values,
+                         const std::function<void(benchmark::State&)>& fn,
+                         const std::function<void(Registered*, std::int64_t, int)>& add) {
+  const auto& devices = options().devices;
+  for (const std::int64_t v : values)
+    for (const int dev : devices) {
+      auto* b = benchmark::RegisterBenchmark(name.c_str(), fn);
+      if (devices.size() > 1) b->ArgNames({arg_name, "dev"})->Args({v, dev});
+      else b->ArgName(arg_name)->Arg(v);
+      add(b, v, dev);
+    }
+}
+
+int device_of(const benchmark::State& state) {
+  const auto& devices = options().devices;
+  return devices.size() > 1 ? static_cast<int>(state.range(1)) : devices.front();
+}
+
+double bounded_min_time(double gpu_s, double overhead_s, double budget_s) {
+  if (!(gpu_s > 0)) return kDefaultMinTime;
+  return std::min(kDefaultMinTime, budget_s * gpu_s / (gpu_s + std::max(0.0, overhead_s)));
+}
+
+void bound_wall_time(Registered* b, double gpu_s, double overhead_s) {
+  if (!options().user_min_time) b->MinTime(bounded_min_time(gpu_s, overhead_s));
+}
+
+bool check_once(const std::string& key, const std::function<bool()>& check) {
+  static std::set<std::string> passed;
+  if (passed.count(key)) return true;
+  if (!check()) return false;
+  passed.insert(key);
+  return true;
+}
 
 const std::vector<std::int64_t>& vector_sizes() {
   static const std::vector<std::int64_t> sizes = [] {

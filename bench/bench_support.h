@@ -1,16 +1,102 @@
 // Pieces every benchmark family shares: the size sweep, cached random
-// inputs, the check-before-timing helpers and the failure flag that makes
-// the process exit non-zero when any result was wrong.
+// inputs, the check-before-timing helpers, the failure flag that makes the
+// process exit non-zero when any result was wrong, and the run's options
+// (the GPUs to use, the L2 flush, the per-benchmark minimum time).
 #pragma once
 
 #include <benchmark/benchmark.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace cudabench::bench {
+
+// ---- options of this run (bench's own flags) ----
+
+// What runs between timed kernels to evict the L2 cache.
+enum class L2Flush {
+  Read,    // a kernel reads a buffer of 2x L2: the cache is left full of clean lines
+  Memset,  // cudaMemsetAsync writes it: up to an L2 of dirty lines for the timed kernel to write back
+  None,    // nothing: small sizes then measure the cache
+};
+const char* l2_flush_name(L2Flush f);
+std::optional<L2Flush> parse_l2_flush(const std::string& s);
+
+struct Options {
+  std::vector<int> devices{0};  // CUDA ordinals the GPU families run on
+  L2Flush l2_flush = L2Flush::Read;
+  bool user_min_time = false;  // --benchmark_min_time was given: it applies as is
+};
+Options& options();
+
+// "--devices" as nvbench takes it: "all", or a comma-separated list of CUDA
+// ordinals ("0,2"), each < `available`, none twice. Throws
+// std::invalid_argument with a one-line message naming the bad part.
+std::vector<int> parse_devices(const std::string& spec, int available);
+
+// Registers `name` once per value of `values` and selected device, calling
+// add(benchmark, value, device) for each so that each can get its own
+// settings. With one device selected the name is <name>/<arg>:<value>; with
+// several, <name>/<arg>:<value>/dev:<device>, so single-GPU names stay
+// stable for history.
+using Registered = benchmark::internal::Benchmark;
+void register_per_device(const std::string& name, const char* arg_name, const std::vector<std::int64_t>& values,
+                         const std::function<void(benchmark::State&)>& fn,
+                         const std::function<void(Registered*, std::int64_t value, int device)>& add);
+// The CUDA device a benchmark registered by register_per_device runs on.
+int device_of(const benchmark::State& state);
+
+// Google Benchmark gives a manual-time benchmark iterations until the
+// *measured* (GPU) time reaches its minimum time. When each iteration also
+// spends wall time outside the measurement (an L2 flush, launch and
+// synchronisation), a 2 us kernel with 50 us around it would run for half a
+// minute at the default 0.5 s. This returns the minimum time that keeps the
+// timed phase near `wall_budget_s` of wall time: budget x gpu / (gpu +
+// overhead), capped at the default. An underestimated `gpu_s` only shortens
+// the run.
+constexpr double kDefaultMinTime = 0.5;   // Google Benchmark's default
+constexpr double kGpuWallBudget = 0.3;    // s of wall time in the timed phase
+constexpr double kLaunchSyncOverhead = 20e-6;  // s per iteration: launch, events, synchronise
+double bounded_min_time(double gpu_s, double overhead_s, double budget_s = kGpuWallBudget);
+// Sets it on `b` unless the user gave --benchmark_min_time.
+void bound_wall_time(Registered* b, double gpu_s, double overhead_s);
+
+// Google Benchmark calls a benchmark once per growth step and repetition;
+// its result is checked on the first call. Runs `check` unless `key`
+// ("cuda_v4 n=1048576 dev=0") already passed in this process, remembers a
+// pass, and returns whether the result is known to be right. A failed check
+// runs again next time (and fails again).
+bool check_once(const std::string& key, const std::function<bool()>& check);
+
+// One cached object, replaced when the key changes: the buffers of the
+// benchmark that runs now, kept across its growth steps and repetitions,
+// freed before the next benchmark's are made.
+template <typename T>
+class LastOne {
+ public:
+  template <typename Make>
+  T& get(const std::string& key, Make&& make) {
+    if (!value_ || key != key_) {
+      value_.reset();
+      value_ = make();
+      key_ = key;
+    }
+    return *value_;
+  }
+  void clear() { value_.reset(); }
+
+ private:
+  std::string key_;
+  std::unique_ptr<T> value_;
+};
+
+// ---- inputs and checks ----
 
 // Elements: 2^12, 2^14, ..., 2^26, 2^27 and the headline 1e7.
 const std::vector<std::int64_t>& vector_sizes();

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <vector>
@@ -6,6 +7,8 @@
 #include "cuda_check.h"
 #include "env/probe.h"
 #include "gpu_support.h"
+#include "l2_flush.cuh"
+#include "telemetry.h"
 #include "vector_add.cuh"
 
 namespace cudabench::bench {
@@ -20,6 +23,15 @@ DeviceBuffer<T>::~DeviceBuffer() {
 }
 template class DeviceBuffer<float>;
 template class DeviceBuffer<unsigned char>;
+
+HostBuffer::HostBuffer(std::size_t bytes, bool pinned) : pinned_(pinned) {
+  if (pinned) CUDA_CHECK(cudaMallocHost(&p_, bytes));
+  else p_ = new float[(bytes + sizeof(float) - 1) / sizeof(float)];
+}
+HostBuffer::~HostBuffer() {
+  if (pinned_) cudaFreeHost(p_);
+  else delete[] p_;
+}
 
 GpuTimer::GpuTimer() {
   CUDA_CHECK(cudaEventCreate(&start_));
@@ -38,80 +50,211 @@ double GpuTimer::stop(cudaStream_t s) {
   return ms / 1e3;
 }
 
-cudaStream_t bench_stream() {
-  static cudaStream_t s = [] {
-    cudaStream_t t{};
-    CUDA_CHECK(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
-    return t;
-  }();
-  return s;
+namespace {
+
+int current_device() {
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  return dev;
 }
 
-void flush_l2(cudaStream_t s) {
-  static DeviceBuffer<unsigned char> buf = [] {
-    int dev = 0, l2 = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-    return DeviceBuffer<unsigned char>(std::max<std::size_t>(2 * static_cast<std::size_t>(l2), 64u << 20));
-  }();
-  CUDA_CHECK(cudaMemsetAsync(buf.get(), 0x5a, buf.size(), s));
+const env::GpuDevice* gpu(int dev) {
+  for (const auto& g : env::collect().gpus)
+    if (g.index == dev) return &g;
+  return nullptr;
 }
 
-const DeviceInputs& device_inputs(std::size_t n) {
-  static std::map<std::size_t, std::unique_ptr<DeviceInputs>> cache;
-  auto& slot = cache[n];
+// The flush buffer of the current device: 2x L2, at least 64 MiB, filled
+// once (0x5a bytes) so the read flush reads real data; plus its sink.
+struct FlushBuffer {
+  DeviceBuffer<unsigned char> buf;
+  DeviceBuffer<float> sink{1};
+  explicit FlushBuffer(std::size_t bytes) : buf(bytes) {
+    CUDA_CHECK(cudaMemsetAsync(buf.get(), 0x5a, bytes, bench_stream()));
+    CUDA_CHECK(cudaStreamSynchronize(bench_stream()));
+  }
+};
+
+std::size_t flush_buffer_bytes(long long l2) {
+  return std::max<std::size_t>(2 * static_cast<std::size_t>(std::max(0LL, l2)), std::size_t{64} << 20);
+}
+
+FlushBuffer& flush_buffer() {
+  static std::map<int, std::unique_ptr<FlushBuffer>> per_device;
+  const int dev = current_device();
+  auto& slot = per_device[dev];
   if (!slot) {
-    const HostInputs& h = host_inputs(n);
-    auto d = std::make_unique<DeviceInputs>(DeviceInputs{DeviceBuffer<float>(n), DeviceBuffer<float>(n)});
-    CUDA_CHECK(cudaMemcpy(d->a.get(), h.a.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(d->b.get(), h.b.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    slot = std::move(d);
+    int l2 = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    slot = std::make_unique<FlushBuffer>(flush_buffer_bytes(l2));
   }
   return *slot;
 }
 
-void set_peak_counters(benchmark::State& state, double bytes_per_iteration) {
-  const auto& gpus = env::collect().gpus;
-  if (gpus.empty() || gpus.front().peak_bandwidth_bytes_per_s <= 0) return;
-  const double peak = gpus.front().peak_bandwidth_bytes_per_s;
+// a and b hold host_inputs(n); c is the output. One set per device, kept
+// across a benchmark's growth steps and repetitions, replaced for a new n.
+struct VectorBuffers {
+  DeviceBuffer<float> a, b, c;
+  VectorBuffers(std::size_t n, cudaStream_t s) : a(n), b(n), c(n) {
+    const HostInputs& h = host_inputs(n);
+    upload(a.get(), h.a.data(), n * sizeof(float), s);
+    upload(b.get(), h.b.data(), n * sizeof(float), s);
+  }
+};
+
+VectorBuffers& vector_buffers(std::size_t n, cudaStream_t s) {
+  static std::map<int, LastOne<VectorBuffers>> per_device;
+  return per_device[current_device()].get(std::to_string(n),
+                                          [&] { return std::make_unique<VectorBuffers>(n, s); });
+}
+
+}  // namespace
+
+void use_device(int dev) { CUDA_CHECK(cudaSetDevice(dev)); }
+
+cudaStream_t bench_stream() {
+  static std::map<int, cudaStream_t> per_device;
+  const int dev = current_device();
+  auto it = per_device.find(dev);
+  if (it == per_device.end()) {
+    cudaStream_t t{};
+    CUDA_CHECK(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
+    it = per_device.emplace(dev, t).first;
+  }
+  return it->second;
+}
+
+void upload(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+void flush_l2(cudaStream_t s) {
+  switch (options().l2_flush) {
+    case L2Flush::None:
+      return;
+    case L2Flush::Memset: {
+      FlushBuffer& f = flush_buffer();
+      CUDA_CHECK(cudaMemsetAsync(f.buf.get(), 0x5a, f.buf.size(), s));
+      return;
+    }
+    case L2Flush::Read: {
+      FlushBuffer& f = flush_buffer();
+      l2_flush::read(f.buf.get(), f.buf.size(), f.sink.get(), s);
+      return;
+    }
+  }
+}
+
+std::string flush_label() {
+  const L2Flush f = options().l2_flush;
+  return f == L2Flush::None ? "L2 not flushed" : std::string("L2 flushed (") + l2_flush_name(f) + ")";
+}
+
+double dram_peak(int dev) {
+  const auto* g = gpu(dev);
+  return g ? g->peak_bandwidth_bytes_per_s : 0;
+}
+
+double pcie_peak(int dev) {
+  const auto* g = gpu(dev);
+  return g ? env::pcie_bytes_per_s(g->nvml.pcie_gen_max, g->nvml.pcie_width_max) : 0;
+}
+
+double flush_overhead_s(int dev) {
+  const auto* g = gpu(dev);
+  const double peak = dram_peak(dev);
+  double flush = 0;
+  if (options().l2_flush != L2Flush::None && peak > 0)
+    flush = static_cast<double>(flush_buffer_bytes(g ? g->l2_bytes : 0)) / peak;
+  return flush + kLaunchSyncOverhead;
+}
+
+namespace {
+constexpr double kLaunchFloor = 2e-6;
+}
+
+double dram_time_estimate(double bytes, int dev) {
+  const double peak = dram_peak(dev);
+  return std::max(kLaunchFloor, peak > 0 ? bytes / peak : 0.0);
+}
+
+double pcie_time_estimate(double bytes, int dev) {
+  const double link = pcie_peak(dev) > 0 ? pcie_peak(dev) : 64e9;
+  return std::max(kLaunchFloor, bytes / link);
+}
+
+void set_peak_counters(benchmark::State& state, double bytes_per_iteration, double peak) {
+  if (peak <= 0) return;
   state.counters["peak_GBps"] = benchmark::Counter(peak / 1e9);
   // A rate counter divides by the benchmark's time (the manual GPU time), so
   // this is achieved bytes/s over peak bytes/s.
   state.counters["frac_of_peak"] = benchmark::Counter(
-      bytes_per_iteration * static_cast<double>(state.iterations()) / peak,
-      benchmark::Counter::kIsRate);
+      bytes_per_iteration * static_cast<double>(state.iterations()) / peak, benchmark::Counter::kIsRate);
 }
 
-void run_gpu_vector_add(benchmark::State& state, const std::string& what, const GpuAdd& add) {
+void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std::function<void()>& body,
+                    const std::function<void()>& before, const std::string& label) {
+  const auto* g = gpu(dev);
+  GpuTimer t;
+  Telemetry telemetry(g ? g->pci_bus_id : "");
+  for (auto _ : state) {
+    if (before) before();
+    t.start(s);
+    body();
+    state.SetIterationTime(t.stop(s));
+    telemetry.tick();
+  }
+  CUDA_CHECK(cudaGetLastError());
+  state.SetLabel(add_telemetry(state, telemetry.finish(), label));
+}
+
+namespace {
+
+void run_gpu_vector_add(benchmark::State& state, const std::string& what, const MakeGpuAdd& make) {
   try {
     const auto n = static_cast<std::size_t>(state.range(0));
-    const HostInputs& h = host_inputs(n);
-    const DeviceInputs& d = device_inputs(n);
-    DeviceBuffer<float> c(n);
+    const int dev = device_of(state);
+    use_device(dev);
     cudaStream_t s = bench_stream();
-    // 0xFF bytes are a NaN in every float: an unwritten element cannot pass.
-    CUDA_CHECK(cudaMemsetAsync(c.get(), 0xFF, n * sizeof(float), s));
-    add(d.a.get(), d.b.get(), c.get(), n, s);
+    VectorBuffers& d = vector_buffers(n, s);
+    const GpuAdd add = make(d.a.get(), d.b.get(), d.c.get(), n, s, dev);
+    const bool good = check_once(what + " n=" + std::to_string(n) + " dev=" + std::to_string(dev), [&] {
+      // 0xFF bytes are a NaN in every float: an unwritten element cannot pass.
+      CUDA_CHECK(cudaMemsetAsync(d.c.get(), 0xFF, n * sizeof(float), s));
+      add();
+      std::vector<float> back(n);
+      download(back.data(), d.c.get(), n * sizeof(float), s);
+      const HostInputs& h = host_inputs(n);
+      return check_vector_add(state, what, h.a.data(), h.b.data(), back.data(), n);
+    });
+    if (!good) return;
+    for (int i = 0; i < 3; ++i) add();  // warm-up
     CUDA_CHECK(cudaStreamSynchronize(s));
-    std::vector<float> back(n);
-    CUDA_CHECK(cudaMemcpy(back.data(), c.get(), n * sizeof(float), cudaMemcpyDeviceToHost));
-    if (!check_vector_add(state, what, h.a.data(), h.b.data(), back.data(), n)) return;
-    for (int i = 0; i < 3; ++i) add(d.a.get(), d.b.get(), c.get(), n, s);  // warm-up
-    CUDA_CHECK(cudaStreamSynchronize(s));
-    GpuTimer t;
-    for (auto _ : state) {
-      flush_l2(s);
-      t.start(s);
-      add(d.a.get(), d.b.get(), c.get(), n, s);
-      state.SetIterationTime(t.stop(s));
-    }
-    CUDA_CHECK(cudaGetLastError());
+    timed_gpu_loop(state, dev, s, add, [s] { flush_l2(s); }, flush_label());
     set_vector_add_counters(state, n);
-    set_peak_counters(state, static_cast<double>(n * vector_add::kBytesPerElement));
-    state.SetLabel("L2 flushed");
+    set_peak_counters(state, static_cast<double>(n * vector_add::kBytesPerElement), dram_peak(dev));
   } catch (const std::exception& e) {
     fail(state, e.what());
   }
+}
+
+}  // namespace
+
+void register_gpu_vector_add(const std::string& name, const MakeGpuAdd& make) {
+  register_per_device(
+      "VectorAdd/" + name, "n", vector_sizes(),
+      [name, make](benchmark::State& st) { run_gpu_vector_add(st, name, make); },
+      [](Registered* b, std::int64_t n, int dev) {
+        b->UseManualTime()->Unit(benchmark::kMicrosecond);
+        bound_wall_time(b, dram_time_estimate(static_cast<double>(n) * vector_add::kBytesPerElement, dev),
+                        flush_overhead_s(dev));
+      });
 }
 
 }  // namespace cudabench::bench

@@ -1,6 +1,11 @@
-// GPU timing and buffers for the benchmarks: CUDA events around the timed
-// region, an L2 flush before each timed iteration so no size silently
-// measures the cache, device buffers, and the peak-bandwidth counters.
+// GPU pieces the benchmark families share: device buffers, CUDA-event
+// timing, the L2 flush, copies on the benchmark stream, the device facts
+// (peaks, PCI bus id) and one timed loop that also records telemetry.
+//
+// Every benchmark first makes its device current (use_device) and then
+// works on that device's non-blocking benchmark stream only: uploads,
+// checks and timed work are ordered on it, never on the legacy default
+// stream, which a non-blocking stream does not wait for.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -8,6 +13,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 
 namespace cudabench::bench {
 
@@ -28,6 +34,20 @@ class DeviceBuffer {
   std::size_t n_ = 0;
 };
 
+// Host memory, pinned (cudaMallocHost) or pageable (new[]).
+class HostBuffer {
+ public:
+  HostBuffer(std::size_t bytes, bool pinned);
+  ~HostBuffer();
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  float* get() const { return p_; }
+
+ private:
+  float* p_ = nullptr;
+  bool pinned_ = false;
+};
+
 // Events on one stream; stop() waits for the stop event and returns seconds.
 class GpuTimer {
  public:
@@ -40,24 +60,52 @@ class GpuTimer {
   cudaEvent_t start_{}, stop_{};
 };
 
+// Makes CUDA device `dev` current for the benchmark that runs now.
+void use_device(int dev);
+// The current device's benchmark stream (non-blocking, made once per device).
 cudaStream_t bench_stream();
-// Overwrites a buffer twice the L2 size (at least 64 MiB) on `s`.
+
+// Copies on `s`, waited for: the data is there (or back) when they return.
+void upload(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
+void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
+
+// Evicts L2 on `s` as options().l2_flush says (read, memset or none).
 void flush_l2(cudaStream_t s);
+std::string flush_label();  // "L2 flushed (read)", ...
 
-// Device copies of host_inputs(n), uploaded once per n.
-struct DeviceInputs {
-  DeviceBuffer<float> a, b;
-};
-const DeviceInputs& device_inputs(std::size_t n);
+// Facts about CUDA device `dev` from the environment report.
+double dram_peak(int dev);  // theoretical DRAM bytes/s (0 if unknown)
+double pcie_peak(int dev);  // theoretical PCIe bytes/s per direction (0 if unknown)
+// Wall time per iteration spent outside the timed region: the flush, launch
+// and synchronisation (for bound_wall_time).
+double flush_overhead_s(int dev);
+// Lower bounds on the GPU time to move `bytes` through DRAM, or over PCIe
+// (gen 5 x16 assumed when the link is unknown): at least the ~2 us floor
+// of a launch or copy.
+double dram_time_estimate(double bytes, int dev);
+double pcie_time_estimate(double bytes, int dev);
 
-// peak_GBps and frac_of_peak (achieved / theoretical DRAM bandwidth) for
-// `bytes_per_iteration`, from the device's memory clock and bus width.
-void set_peak_counters(benchmark::State& state, double bytes_per_iteration);
+// peak_GBps and frac_of_peak: achieved bytes/s over `peak_bytes_per_s`.
+void set_peak_counters(benchmark::State& state, double bytes_per_iteration, double peak_bytes_per_s);
 
-// The common body of every GPU VectorAdd benchmark: poison c, run once,
-// check against the CPU, warm up, then time each iteration with events after
-// an L2 flush.
-using GpuAdd = std::function<void(const float*, const float*, float*, std::size_t, cudaStream_t)>;
-void run_gpu_vector_add(benchmark::State& state, const std::string& what, const GpuAdd& add);
+// The timed loop of every GPU benchmark: per iteration, `before` (e.g. the
+// L2 flush) outside the measurement, then `body` between two CUDA events on
+// `s` (SetIterationTime). Telemetry of device `dev` (NVML) is sampled at the
+// start, every 100 ms and at the end, and becomes counters; the label is
+// `label`, plus "throttled: ..." when the GPU throttled.
+void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std::function<void()>& body,
+                    const std::function<void()>& before, const std::string& label);
+
+// VectorAdd on the GPU. A MakeGpuAdd is called once per benchmark run with
+// the device buffers (a and b hold host_inputs(n)) and returns what one
+// iteration launches on `s`, so that anything costly (tensor wrappers,
+// handles) is built outside the timed region.
+using GpuAdd = std::function<void()>;
+using MakeGpuAdd =
+    std::function<GpuAdd(const float* a, const float* b, float* c, std::size_t n, cudaStream_t s, int dev)>;
+// Registers VectorAdd/<name>/n:N[/dev:D] for every size and selected device:
+// check once against the CPU (c poisoned first), warm up, then the timed
+// loop with the L2 flush; wall time bounded as bound_wall_time says.
+void register_gpu_vector_add(const std::string& name, const MakeGpuAdd& make);
 
 }  // namespace cudabench::bench

@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "env/probe.h"
 #include "env/report.h"
 #include "registry.h"
+#include "stable_names.h"
 
 namespace {
 
@@ -42,6 +45,7 @@ int main(int argc, char** argv) {
   app.footer(kBenchmarkFlags);
   std::string env_format;
   std::string env_out;
+  std::string devices_spec, l2_flush = "read";
   bool check = false, require_gpu = false;
   app.add_option("--env", env_format,
                  "print the environment report and exit: text (default) or json")
@@ -52,6 +56,14 @@ int main(int argc, char** argv) {
   app.add_flag("--check", check, "with --env: exit 1 when any verdict is an error");
   app.add_flag("--require-gpu", require_gpu,
                "exit 1 when no GPU is usable (with --env, or before benchmarks)");
+  app.add_option("--devices", devices_spec,
+                 "GPUs to run the GPU benchmarks on: 'all' or CUDA ordinals such as 0,2 (default 0); with "
+                 "more than one, names end in /dev:N");
+  app.add_option("--l2-flush", l2_flush,
+                 "what evicts the L2 cache before each timed GPU kernel: read (a kernel reads 2x L2, "
+                 "leaving clean lines), memset (writes it, leaving dirty lines) or none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"read", "memset", "none"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -81,11 +93,25 @@ int main(int argc, char** argv) {
     std::cerr << "bench: --require-gpu: " << report.status.reason << "\n";
     return 1;
   }
+  auto& opt = cudabench::bench::options();
+  opt.l2_flush = *cudabench::bench::parse_l2_flush(l2_flush);
+  if (!devices_spec.empty() && report.status.usable) {
+    try {
+      opt.devices = cudabench::bench::parse_devices(devices_spec, static_cast<int>(report.gpus.size()));
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "bench: " << e.what() << "\n";
+      return 2;
+    }
+  } else if (!devices_spec.empty() && devices_spec != "all") {
+    std::cerr << "bench: --devices " << devices_spec << ": no GPU is usable: " << report.status.reason << "\n";
+    return 2;
+  }
 
   // Google Benchmark gets argv[0] and whatever we did not parse.
   std::vector<std::string> rest = app.remaining();
   std::string out_path, out_tmp;
   for (auto& a : rest) {
+    if (a.rfind("--benchmark_min_time", 0) == 0) opt.user_min_time = true;
     if (a.rfind("--benchmark_out=", 0) == 0) {
       out_path = a.substr(16);
       out_tmp = out_path + ".tmp." + std::to_string(::getpid());
@@ -102,7 +128,14 @@ int main(int argc, char** argv) {
   // The flat facts go into the context here; the whole report is added to
   // a JSON output file as an object after the run (on the console it would
   // bury the table).
-  for (const auto& [k, v] : env::context_entries(report)) benchmark::AddCustomContext(k, v);
+  for (const auto& [k, v] : env::context_entries(report, opt.devices.front()))
+    benchmark::AddCustomContext(k, v);
+  if (report.status.usable) {
+    std::string devs;
+    for (int d : opt.devices) devs += (devs.empty() ? "" : ",") + std::to_string(d);
+    benchmark::AddCustomContext("gpu_devices", devs);
+    benchmark::AddCustomContext("l2_flush", cudabench::bench::l2_flush_name(opt.l2_flush));
+  }
 
   cudabench::bench::register_cpu_vector_add();
   if (report.status.usable) {
@@ -115,13 +148,36 @@ int main(int argc, char** argv) {
   }
   cudabench::bench::register_torch(report.status.usable);
 
-  benchmark::RunSpecifiedBenchmarks();
+  // Reporters that keep names free of the per-benchmark minimum time.
+  std::string out_format = "json";
+  bool list_only = false;
+  for (const auto& a : rest) {
+    if (a.rfind("--benchmark_out_format=", 0) == 0) out_format = a.substr(23);
+    if (a.rfind("--benchmark_list_tests", 0) == 0) {
+      const auto eq = a.find('=');
+      const std::string v = eq == std::string::npos ? "true" : a.substr(eq + 1);
+      list_only = !(v == "false" || v == "0" || v == "no" || v == "n" || v == "f" || v == "off");
+    }
+  }
+  auto display = cudabench::bench::stable_display_reporter();
+  std::unique_ptr<benchmark::BenchmarkReporter> file;
+  if (!out_tmp.empty()) {
+    file = cudabench::bench::stable_file_reporter(out_format);
+    if (!file) {
+      std::cerr << "bench: --benchmark_out_format=" << out_format << ": expected json, console or csv\n";
+      return 2;
+    }
+  }
+  std::ostringstream listing;
+  if (list_only) display->SetOutputStream(&listing);
+  benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
   benchmark::Shutdown();
+  if (list_only) {
+    std::istringstream lines(listing.str());
+    for (std::string line; std::getline(lines, line);) std::cout << cudabench::bench::stable_name(line) << "\n";
+  }
   if (!out_tmp.empty() && std::filesystem::exists(out_tmp)) {
-    bool json_out = true;
-    for (const auto& a : rest)
-      if (a.rfind("--benchmark_out_format=", 0) == 0) json_out = a == "--benchmark_out_format=json";
-    if (json_out) {
+    if (out_format == "json") {
       // Add the environment report to the file's context, then write it whole.
       try {
         std::ifstream in(out_tmp);

@@ -1,6 +1,8 @@
-// Transfer/<h2d|d2h>_<pageable|pinned>/bytes:N: one cudaMemcpyAsync, timed
-// with events. Checked first: the data that arrives is compared byte for byte
-// with what was sent, into a destination poisoned beforehand.
+// Transfer/<h2d|d2h>_<pageable|pinned>/bytes:N: one cudaMemcpyAsync on the
+// benchmark stream, timed with events. Checked first: the data that arrives
+// is compared byte for byte with what was sent, into a destination poisoned
+// beforehand. frac_of_peak is against the PCIe link's theoretical rate
+// (NVML's maximum generation x width, after encoding).
 #include <cstring>
 #include <memory>
 
@@ -12,58 +14,52 @@
 namespace cudabench::bench {
 namespace {
 
-struct HostBuffer {
-  float* p = nullptr;
-  bool pinned = false;
-  HostBuffer(std::size_t n, bool pin) : pinned(pin) {
-    if (pin) CUDA_CHECK(cudaMallocHost(&p, n * sizeof(float)));
-    else p = new float[n];
-  }
-  ~HostBuffer() {
-    if (pinned) cudaFreeHost(p);
-    else delete[] p;
-  }
+struct TransferBuffers {
+  HostBuffer host;
+  DeviceBuffer<float> dev;
+  TransferBuffers(std::size_t bytes, bool pinned) : host(bytes, pinned), dev(bytes / sizeof(float)) {}
 };
 
 void BM_transfer(benchmark::State& state, bool h2d, bool pinned) {
   try {
     const auto bytes = static_cast<std::size_t>(state.range(0));
     const std::size_t n = bytes / sizeof(float);
-    const HostInputs& src = host_inputs(n);
-    HostBuffer host(n, pinned);
-    HostBuffer check(n, false);
-    DeviceBuffer<float> dev(n);
+    const int dev = device_of(state);
+    use_device(dev);
     cudaStream_t s = bench_stream();
+    static LastOne<TransferBuffers> cache;
+    const std::string key = std::string(h2d ? "h2d " : "d2h ") + (pinned ? "pinned " : "pageable ") +
+                            std::to_string(bytes) + " dev=" + std::to_string(dev);
+    TransferBuffers& b = cache.get(key, [&] { return std::make_unique<TransferBuffers>(bytes, pinned); });
     auto copy = [&] {
-      if (h2d) CUDA_CHECK(cudaMemcpyAsync(dev.get(), host.p, bytes, cudaMemcpyHostToDevice, s));
-      else CUDA_CHECK(cudaMemcpyAsync(host.p, dev.get(), bytes, cudaMemcpyDeviceToHost, s));
+      if (h2d) CUDA_CHECK(cudaMemcpyAsync(b.dev.get(), b.host.get(), bytes, cudaMemcpyHostToDevice, s));
+      else CUDA_CHECK(cudaMemcpyAsync(b.host.get(), b.dev.get(), bytes, cudaMemcpyDeviceToHost, s));
     };
-    if (h2d) {
-      std::memcpy(host.p, src.a.data(), bytes);
-      CUDA_CHECK(cudaMemsetAsync(dev.get(), 0xFF, bytes, s));
-      copy();
-      CUDA_CHECK(cudaMemcpyAsync(check.p, dev.get(), bytes, cudaMemcpyDeviceToHost, s));
-      CUDA_CHECK(cudaStreamSynchronize(s));
-    } else {
-      CUDA_CHECK(cudaMemcpy(dev.get(), src.a.data(), bytes, cudaMemcpyHostToDevice));
-      poison(host.p, n);
-      copy();
-      CUDA_CHECK(cudaStreamSynchronize(s));
-      std::memcpy(check.p, host.p, bytes);
-    }
-    if (std::memcmp(check.p, src.a.data(), bytes) != 0) {
+    const bool good = check_once(key, [&] {
+      const HostInputs& src = host_inputs(n);
+      std::vector<float> arrived(n);
+      if (h2d) {
+        std::memcpy(b.host.get(), src.a.data(), bytes);
+        CUDA_CHECK(cudaMemsetAsync(b.dev.get(), 0xFF, bytes, s));
+        copy();
+        download(arrived.data(), b.dev.get(), bytes, s);
+      } else {
+        upload(b.dev.get(), src.a.data(), bytes, s);
+        poison(b.host.get(), n);
+        copy();
+        CUDA_CHECK(cudaStreamSynchronize(s));
+        std::memcpy(arrived.data(), b.host.get(), bytes);
+      }
+      if (std::memcmp(arrived.data(), src.a.data(), bytes) == 0) return true;
       fail(state, "the copied data differs from the source");
-      return;
-    }
+      return false;
+    });
+    if (!good) return;
     copy();  // warm-up
     CUDA_CHECK(cudaStreamSynchronize(s));
-    GpuTimer t;
-    for (auto _ : state) {
-      t.start(s);
-      copy();
-      state.SetIterationTime(t.stop(s));
-    }
+    timed_gpu_loop(state, dev, s, copy, {}, "");
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(bytes));
+    set_peak_counters(state, static_cast<double>(bytes), pcie_peak(dev));
   } catch (const std::exception& e) {
     fail(state, e.what());
   }
@@ -72,13 +68,18 @@ void BM_transfer(benchmark::State& state, bool h2d, bool pinned) {
 }  // namespace
 
 void register_transfers() {
+  std::vector<std::int64_t> sizes;
+  for (auto n : vector_sizes()) sizes.push_back(n * static_cast<std::int64_t>(sizeof(float)));
   for (bool h2d : {true, false})
     for (bool pinned : {false, true}) {
       const std::string name = std::string("Transfer/") + (h2d ? "h2d" : "d2h") + "_" +
                                (pinned ? "pinned" : "pageable");
-      auto* b = benchmark::RegisterBenchmark(name.c_str(), BM_transfer, h2d, pinned);
-      b->ArgName("bytes")->UseManualTime()->Unit(benchmark::kMicrosecond);
-      for (auto n : vector_sizes()) b->Arg(n * static_cast<std::int64_t>(sizeof(float)));
+      register_per_device(
+          name, "bytes", sizes, [h2d, pinned](benchmark::State& st) { BM_transfer(st, h2d, pinned); },
+          [](Registered* b, std::int64_t bytes, int dev) {
+            b->UseManualTime()->Unit(benchmark::kMicrosecond);
+            bound_wall_time(b, pcie_time_estimate(static_cast<double>(bytes), dev), kLaunchSyncOverhead);
+          });
     }
 }
 

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
 
@@ -28,12 +29,15 @@ const Report& collect() {
   static const Report report = [] {
     Report r;
     r.build = build_info();
+    r.host = probe_host();
     r.driver = probe_driver();
     r.runtime = probe_runtime();
     r.torch = probe_torch();  // before listing libraries: it may load some
     const GpuStatus pre = decide_gpu_status(r.driver, r.runtime, 1);
     if (pre.usable) r.gpus = probe_gpus();
-    r.status = decide_gpu_status(r.driver, r.runtime, r.gpus.size());
+    const auto prohibited = std::count_if(r.gpus.begin(), r.gpus.end(),
+                                          [](const GpuDevice& g) { return g.nvml.compute_mode == 2; });
+    r.status = decide_gpu_status(r.driver, r.runtime, r.gpus.size(), static_cast<size_t>(prohibited));
     r.libs = probe_library_versions();
     r.loaded = loaded_libraries();
     r.toolkits = discover_toolkits(DiscoveryInput::from_process(r.loaded));

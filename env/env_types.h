@@ -40,6 +40,7 @@ struct DriverInfo {
   std::string init_error;            // its name and text
   int device_count = 0;              // cuDeviceGetCount after a good cuInit
   bool nvml_found = false;
+  std::string nvml_error;  // why NVML is absent or failed ("" when found)
   std::string nvml_driver_version;
   int nvml_cuda_version = 0;
   bool device_nodes_present = false;  // /dev/nvidiactl
@@ -47,18 +48,50 @@ struct DriverInfo {
   std::string visible_devices;  // CUDA_VISIBLE_DEVICES
 };
 
+// What NVML says of one GPU, matched to the CUDA device by PCI bus id. A
+// field NVML did not answer (not supported, no permission) keeps -1 or "".
+struct NvmlGpuInfo {
+  bool found = false;  // NVML knows a GPU at this PCI bus id
+  std::string uuid, serial;
+  int persistence_mode = -1;  // 1 enabled, 0 disabled
+  int sm_clock_mhz = -1, mem_clock_mhz = -1;          // now
+  int app_sm_clock_mhz = -1, app_mem_clock_mhz = -1;  // application clocks
+  int max_sm_clock_mhz = -1, max_mem_clock_mhz = -1;
+  double power_limit_w = -1, power_default_w = -1, power_max_w = -1;
+  int ecc_current = -1, ecc_pending = -1;  // 1 enabled, 0 disabled
+  long long ecc_volatile_corrected = -1, ecc_volatile_uncorrected = -1;
+  int pcie_gen = -1, pcie_gen_max = -1, pcie_width = -1, pcie_width_max = -1;
+  int mig_current = -1, mig_pending = -1;  // 1 enabled, 0 disabled
+  int compute_mode = -1;  // 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive process
+};
+
 struct GpuDevice {
-  int index = 0;
+  int index = 0;  // the CUDA ordinal (after CUDA_VISIBLE_DEVICES)
   std::string name;
   int cc_major = 0, cc_minor = 0;
   int sms = 0;
   long long total_memory_bytes = 0;
-  int memory_clock_khz = 0;  // cudaDevAttrMemoryClockRate (gone from cudaDeviceProp in CUDA 13)
+  int memory_clock_khz = 0;  // CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE
   int bus_width_bits = 0;
   int sm_clock_khz = 0;
   long long l2_bytes = 0;
-  std::string pci_bus_id;
+  std::string pci_bus_id;  // "0000:19:00.0"
   double peak_bandwidth_bytes_per_s = 0;
+  int numa_node = -1;       // /sys/bus/pci/devices/<bus id>/numa_node (-1: none or unknown)
+  std::string local_cpus;   // .../local_cpulist: the CPUs nearest the GPU
+  NvmlGpuInfo nvml;
+};
+
+// The host, so that two machines' results say how the machines differ.
+struct HostInfo {
+  std::string cpu_model;
+  int sockets = 0, cores = 0, threads = 0;
+  std::string kernel;          // /proc/sys/kernel/osrelease
+  std::string os;              // PRETTY_NAME of /etc/os-release
+  long long memory_bytes = 0;  // MemTotal
+  std::string cpu_governor;    // cpu0's cpufreq scaling_governor ("" without cpufreq)
+  std::string thp;             // transparent huge pages: always | madvise | never
+  int numa_nodes = 0;
 };
 
 struct RuntimeInfo {
@@ -129,6 +162,7 @@ struct GpuStatus {
 
 struct Report {
   BuildInfo build;
+  HostInfo host;
   DriverInfo driver;
   RuntimeInfo runtime;
   std::vector<GpuDevice> gpus;

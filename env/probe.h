@@ -15,10 +15,19 @@ namespace cudabench::env {
 // Driver: /proc, /dev, libcuda.so.1 and libnvidia-ml.so.1 through dlopen
 // (never a link-time dependency, so this binary starts without a driver).
 DriverInfo probe_driver();
-// Runtime and GPUs through the CUDA runtime this binary links (empty when it
-// was built without CUDA). GPUs are queried only when `driver_usable`.
-RuntimeInfo probe_runtime();
+// The GPUs through the driver API (libcuda via dlopen), each with NVML's
+// view (matched by PCI bus id) and its NUMA affinity; empty without a driver.
 std::vector<GpuDevice> probe_gpus();
+// The CUDA runtime this binary links (not compiled in without CUDA).
+RuntimeInfo probe_runtime();
+// The host: CPU, sockets, cores, threads, kernel, OS, memory, frequency
+// governor, transparent huge pages, NUMA nodes. `root` is "/" on a real
+// machine; tests point it at a fake tree.
+HostInfo probe_host(const std::string& root = "/");
+// The NUMA node and nearby CPUs of the PCI device `bus_id` ("0000:19:00.0")
+// under `sys_root` ("/sys"); node -1 and cpus "" when unknown.
+void pci_numa_affinity(const std::string& sys_root, const std::string& bus_id, int* node,
+                       std::string* cpus);
 LibraryVersions probe_library_versions();
 // LibTorch's view (probe_torch.cpp when LibTorch is linked, else "absent").
 TorchInfo probe_torch();
@@ -47,10 +56,15 @@ std::string find_on_path(const std::string& path_var, const std::string& exe);
 // Peak DRAM bandwidth: memory clock (kHz) x bus width (bits) x 2 (double data
 // rate) / 8 bits per byte.
 double peak_bandwidth_bytes_per_s(int memory_clock_khz, int bus_width_bits);
+// A PCIe link's theoretical data rate per direction: lanes x transfer rate x
+// encoding efficiency (8b/10b for gen 1-2, 128b/130b for gen 3-5, 242/256
+// FLIT for gen 6) / 8 bits per byte. 0 for an unknown generation or width.
+double pcie_bytes_per_s(int generation, int width);
 
 // Decide usability from the probes (pure: tested on hand-made data).
+// `gpus_prohibited`: how many of them NVML reports in compute mode Prohibited.
 GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt,
-                            size_t gpus_found);
+                            size_t gpus_found, size_t gpus_prohibited = 0);
 
 // Everything, with verdicts. Cached: the first call probes, later calls
 // return the same report.

@@ -1,5 +1,6 @@
-// The CUDA runtime this binary links, its GPUs and cuBLAS. Without CUDA in
-// the build every probe here reports "not compiled in".
+// The CUDA runtime this binary links and cuBLAS (library queries that need
+// no driver). Without CUDA in the build every probe here reports "not
+// compiled in". The GPUs are listed through the driver API (probe_driver.cpp).
 #include <dlfcn.h>
 
 #include "probe.h"
@@ -23,39 +24,6 @@ RuntimeInfo probe_runtime() {
     if (lib.name.rfind("libcudart", 0) == 0) r.loaded_path = lib.path;
 #endif
   return r;
-}
-
-std::vector<GpuDevice> probe_gpus() {
-  std::vector<GpuDevice> out;
-#ifdef CUDABENCH_HAVE_CUDA
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky-free error so later calls are clean
-    return out;
-  }
-  for (int i = 0; i < count; ++i) {
-    cudaDeviceProp p{};
-    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
-    GpuDevice g;
-    g.index = i;
-    g.name = p.name;
-    g.cc_major = p.major;
-    g.cc_minor = p.minor;
-    g.sms = p.multiProcessorCount;
-    g.total_memory_bytes = static_cast<long long>(p.totalGlobalMem);
-    g.l2_bytes = p.l2CacheSize;
-    // CUDA 13 removed memoryClockRate / clockRate from cudaDeviceProp.
-    cudaDeviceGetAttribute(&g.memory_clock_khz, cudaDevAttrMemoryClockRate, i);
-    cudaDeviceGetAttribute(&g.bus_width_bits, cudaDevAttrGlobalMemoryBusWidth, i);
-    cudaDeviceGetAttribute(&g.sm_clock_khz, cudaDevAttrClockRate, i);
-    char bus[32] = {0};
-    if (cudaDeviceGetPCIBusId(bus, sizeof bus, i) == cudaSuccess) g.pci_bus_id = bus;
-    g.peak_bandwidth_bytes_per_s =
-        peak_bandwidth_bytes_per_s(g.memory_clock_khz, g.bus_width_bits);
-    out.push_back(g);
-  }
-#endif
-  return out;
 }
 
 LibraryVersions probe_library_versions() {

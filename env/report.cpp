@@ -3,6 +3,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "probe.h"
+
 namespace cudabench::env {
 namespace {
 
@@ -24,10 +26,66 @@ std::string gb(double bytes) {
   o << std::fixed << std::setprecision(1) << bytes / 1e9;
   return o.str();
 }
+std::string known(long long v, const std::string& unit = "") {
+  return v < 0 ? std::string("?") : std::to_string(v) + unit;
+}
+std::string watts(double w) {
+  if (w < 0) return "?";
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(0) << w << " W";
+  return o.str();
+}
+std::string on_off(int v) { return v < 0 ? "?" : v ? "on" : "off"; }
+const char* compute_mode_name(int m) {
+  switch (m) {
+    case 0: return "Default";
+    case 1: return "Exclusive_Thread";
+    case 2: return "Prohibited";
+    case 3: return "Exclusive_Process";
+    default: return "?";
+  }
+}
+std::string pcie_str(int gen, int width) {
+  return "gen " + known(gen) + " x" + known(width);
+}
+std::string gib(long long bytes) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1024.0 * 1024 * 1024) << " GiB";
+  return o.str();
+}
 std::string driver_line(const DriverInfo& d) {
   if (!d.libcuda_found) return "none (" + (d.libcuda_error.empty() ? std::string("libcuda.so.1 not found") : d.libcuda_error) + ")";
   std::string v = !d.nvml_driver_version.empty() ? d.nvml_driver_version : d.libcuda_file_version;
   return v + ", supports CUDA " + cuda_str(d.cuda_version);
+}
+
+nlohmann::json nvml_json(const NvmlGpuInfo& n) {
+  return {{"found", n.found},
+          {"uuid", n.uuid},
+          {"serial", n.serial},
+          {"persistence_mode", n.persistence_mode},
+          {"sm_clock_mhz", n.sm_clock_mhz},
+          {"mem_clock_mhz", n.mem_clock_mhz},
+          {"app_sm_clock_mhz", n.app_sm_clock_mhz},
+          {"app_mem_clock_mhz", n.app_mem_clock_mhz},
+          {"max_sm_clock_mhz", n.max_sm_clock_mhz},
+          {"max_mem_clock_mhz", n.max_mem_clock_mhz},
+          {"power_limit_w", n.power_limit_w},
+          {"power_default_w", n.power_default_w},
+          {"power_max_w", n.power_max_w},
+          {"ecc_current", n.ecc_current},
+          {"ecc_pending", n.ecc_pending},
+          {"ecc_volatile_corrected", n.ecc_volatile_corrected},
+          {"ecc_volatile_uncorrected", n.ecc_volatile_uncorrected},
+          {"pcie_gen", n.pcie_gen},
+          {"pcie_gen_max", n.pcie_gen_max},
+          {"pcie_width", n.pcie_width},
+          {"pcie_width_max", n.pcie_width_max},
+          {"pcie_max_bytes_per_s", pcie_bytes_per_s(n.pcie_gen_max, n.pcie_width_max)},
+          {"mig_current", n.mig_current},
+          {"mig_pending", n.mig_pending},
+          {"compute_mode", n.compute_mode},
+          {"compute_mode_name", compute_mode_name(n.compute_mode)}};
 }
 
 }  // namespace
@@ -74,13 +132,43 @@ std::string to_text(const Report& r) {
     o << "  absent from this build (see README: LibTorch)\n\n";
   }
 
+  o << "Host\n";
+  const auto& h = r.host;
+  o << "  CPU                " << (h.cpu_model.empty() ? "?" : h.cpu_model) << ": " << h.sockets << " socket(s), "
+    << h.cores << " cores, " << h.threads << " threads; " << h.numa_nodes << " NUMA node(s)\n";
+  o << "  memory             " << gib(h.memory_bytes) << "; transparent huge pages " << (h.thp.empty() ? "?" : h.thp)
+    << "; CPU governor " << (h.cpu_governor.empty() ? "none (no cpufreq)" : h.cpu_governor) << "\n";
+  o << "  OS                 " << (h.os.empty() ? "?" : h.os) << ", kernel " << (h.kernel.empty() ? "?" : h.kernel) << "\n\n";
+
   o << "GPUs\n";
   if (r.gpus.empty()) o << "  none\n";
   for (const auto& g : r.gpus) {
     o << "  [" << g.index << "] " << g.name << "  sm_" << g.cc_major << g.cc_minor << ", " << g.sms << " SMs, "
-      << gb(static_cast<double>(g.total_memory_bytes)) << " GB, L2 " << g.l2_bytes / (1024 * 1024) << " MiB, PCI " << g.pci_bus_id << "\n";
+      << gb(static_cast<double>(g.total_memory_bytes)) << " GB, L2 " << g.l2_bytes / (1024 * 1024) << " MiB, PCI " << g.pci_bus_id
+      << ", NUMA node " << (g.numa_node < 0 ? std::string("?") : std::to_string(g.numa_node))
+      << (g.local_cpus.empty() ? "" : " (CPUs " + g.local_cpus + ")") << "\n";
     o << "      SM clock " << g.sm_clock_khz / 1000 << " MHz, memory clock " << g.memory_clock_khz / 1000 << " MHz x "
       << g.bus_width_bits << " bit = " << gb(g.peak_bandwidth_bytes_per_s) << " GB/s theoretical peak\n";
+    const auto& n = g.nvml;
+    if (!n.found) {
+      o << "      NVML: no data for this GPU" << (r.driver.nvml_found ? "" : " (" + r.driver.nvml_error + ")") << "\n";
+      continue;
+    }
+    o << "      UUID " << (n.uuid.empty() ? "?" : n.uuid) << ", serial " << (n.serial.empty() ? "?" : n.serial)
+      << ", persistence mode " << on_off(n.persistence_mode) << "\n";
+    o << "      clocks (SM / memory, MHz): now " << known(n.sm_clock_mhz) << " / " << known(n.mem_clock_mhz)
+      << ", application " << known(n.app_sm_clock_mhz) << " / " << known(n.app_mem_clock_mhz) << ", max "
+      << known(n.max_sm_clock_mhz) << " / " << known(n.max_mem_clock_mhz) << "\n";
+    o << "      power limit " << watts(n.power_limit_w) << " (default " << watts(n.power_default_w) << ", max "
+      << watts(n.power_max_w) << ")\n";
+    o << "      ECC " << on_off(n.ecc_current) << " (pending " << on_off(n.ecc_pending) << "), volatile errors "
+      << known(n.ecc_volatile_corrected) << " corrected, "
+      << known(n.ecc_volatile_uncorrected) << " uncorrected\n";
+    const double link = pcie_bytes_per_s(n.pcie_gen_max, n.pcie_width_max);
+    o << "      PCIe " << pcie_str(n.pcie_gen, n.pcie_width) << " now, " << pcie_str(n.pcie_gen_max, n.pcie_width_max)
+      << " max" << (link > 0 ? " = " + gb(link) + " GB/s per direction" : "") << "\n";
+    o << "      MIG " << on_off(n.mig_current) << (n.mig_pending >= 0 && n.mig_pending != n.mig_current ? " (pending " + on_off(n.mig_pending) + ")" : "")
+      << ", compute mode " << compute_mode_name(n.compute_mode) << "\n";
   }
   o << "\nLoaded libraries (at the time of this report)\n";
   if (r.loaded.empty()) o << "  none of interest\n";
@@ -125,6 +213,16 @@ nlohmann::json to_json(const Report& r) {
                 {"build_type", r.build.build_type},
                 {"torch_version", r.build.torch_version},
                 {"git_revision", r.build.git_revision}};
+  j["host"] = {{"cpu_model", r.host.cpu_model},
+               {"sockets", r.host.sockets},
+               {"cores", r.host.cores},
+               {"threads", r.host.threads},
+               {"kernel", r.host.kernel},
+               {"os", r.host.os},
+               {"memory_bytes", r.host.memory_bytes},
+               {"cpu_governor", r.host.cpu_governor},
+               {"transparent_hugepages", r.host.thp},
+               {"numa_nodes", r.host.numa_nodes}};
   j["driver"] = {{"kernel_module_version", d.kernel_module_version},
                  {"libcuda_found", d.libcuda_found},
                  {"libcuda_path", d.libcuda_path},
@@ -137,6 +235,7 @@ nlohmann::json to_json(const Report& r) {
                  {"cu_init_error", d.init_error},
                  {"device_count", d.device_count},
                  {"nvml_found", d.nvml_found},
+                 {"nvml_error", d.nvml_error},
                  {"nvml_driver_version", d.nvml_driver_version},
                  {"nvml_cuda_version", cuda_str(d.nvml_cuda_version)},
                  {"device_nodes_present", d.device_nodes_present}};
@@ -167,7 +266,10 @@ nlohmann::json to_json(const Report& r) {
                          {"sm_clock_khz", g.sm_clock_khz},
                          {"l2_bytes", g.l2_bytes},
                          {"pci_bus_id", g.pci_bus_id},
-                         {"peak_bandwidth_bytes_per_s", g.peak_bandwidth_bytes_per_s}});
+                         {"peak_bandwidth_bytes_per_s", g.peak_bandwidth_bytes_per_s},
+                         {"numa_node", g.numa_node},
+                         {"local_cpus", g.local_cpus},
+                         {"nvml", nvml_json(g.nvml)}});
   j["loaded_libraries"] = json::array();
   for (const auto& l : r.loaded) j["loaded_libraries"].push_back({{"name", l.name}, {"path", l.path}});
   j["toolkits"] = json::array();
@@ -191,7 +293,7 @@ nlohmann::json to_json(const Report& r) {
   return j;
 }
 
-std::vector<std::pair<std::string, std::string>> context_entries(const Report& r) {
+std::vector<std::pair<std::string, std::string>> context_entries(const Report& r, int device) {
   std::vector<std::pair<std::string, std::string>> c;
   const auto& d = r.driver;
   c.emplace_back("gpu_usable", r.status.usable ? "yes" : "no: " + r.status.reason);
@@ -211,16 +313,44 @@ std::vector<std::pair<std::string, std::string>> context_entries(const Report& r
   c.emplace_back("libtorch", r.torch.compiled_in ? r.torch.version : "absent");
   c.emplace_back("libtorch_cuda", cuda_str(r.torch.cuda_version));
   c.emplace_back("libtorch_cudnn", cudnn_str(r.torch.cudnn_built));
-  if (!r.gpus.empty()) {
-    const auto& g = r.gpus.front();
-    c.emplace_back("gpu_name", g.name);
+  const auto& h = r.host;
+  c.emplace_back("host_cpu_model", h.cpu_model);
+  c.emplace_back("host_sockets", std::to_string(h.sockets));
+  c.emplace_back("host_cores", std::to_string(h.cores));
+  c.emplace_back("host_threads", std::to_string(h.threads));
+  c.emplace_back("host_kernel", h.kernel);
+  c.emplace_back("host_os", h.os);
+  c.emplace_back("host_memory_gib", gib(h.memory_bytes));
+  c.emplace_back("host_cpu_governor", h.cpu_governor.empty() ? "none" : h.cpu_governor);
+  c.emplace_back("host_thp", h.thp);
+  c.emplace_back("host_numa_nodes", std::to_string(h.numa_nodes));
+  const GpuDevice* g = nullptr;
+  for (const auto& x : r.gpus)
+    if (x.index == device) g = &x;
+  if (g) {
+    c.emplace_back("gpu_name", g->name);
     c.emplace_back("gpu_count", std::to_string(r.gpus.size()));
-    c.emplace_back("gpu_compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor));
-    c.emplace_back("gpu_sms", std::to_string(g.sms));
-    c.emplace_back("gpu_memory_clock_khz", std::to_string(g.memory_clock_khz));
-    c.emplace_back("gpu_bus_width_bits", std::to_string(g.bus_width_bits));
-    c.emplace_back("gpu_peak_bandwidth_GBps", gb(g.peak_bandwidth_bytes_per_s));
-    c.emplace_back("gpu_l2_bytes", std::to_string(g.l2_bytes));
+    c.emplace_back("gpu_index", std::to_string(g->index));
+    c.emplace_back("gpu_compute_capability", std::to_string(g->cc_major) + "." + std::to_string(g->cc_minor));
+    c.emplace_back("gpu_sms", std::to_string(g->sms));
+    c.emplace_back("gpu_memory_clock_khz", std::to_string(g->memory_clock_khz));
+    c.emplace_back("gpu_bus_width_bits", std::to_string(g->bus_width_bits));
+    c.emplace_back("gpu_peak_bandwidth_GBps", gb(g->peak_bandwidth_bytes_per_s));
+    c.emplace_back("gpu_l2_bytes", std::to_string(g->l2_bytes));
+    c.emplace_back("gpu_pci_bus_id", g->pci_bus_id);
+    c.emplace_back("gpu_numa_node", std::to_string(g->numa_node));
+    const auto& n = g->nvml;
+    c.emplace_back("gpu_persistence_mode", on_off(n.persistence_mode));
+    c.emplace_back("gpu_app_clocks_mhz", known(n.app_sm_clock_mhz) + "/" + known(n.app_mem_clock_mhz));
+    c.emplace_back("gpu_max_clocks_mhz", known(n.max_sm_clock_mhz) + "/" + known(n.max_mem_clock_mhz));
+    c.emplace_back("gpu_power_limit", watts(n.power_limit_w));
+    c.emplace_back("gpu_ecc", on_off(n.ecc_current));
+    c.emplace_back("gpu_pcie_max", pcie_str(n.pcie_gen_max, n.pcie_width_max));
+    c.emplace_back("gpu_mig", on_off(n.mig_current));
+    c.emplace_back("gpu_compute_mode", compute_mode_name(n.compute_mode));
+    std::string all;
+    for (const auto& x : r.gpus) all += (all.empty() ? "" : "; ") + std::to_string(x.index) + ": " + x.name + " " + x.pci_bus_id;
+    c.emplace_back("gpus", all);
   } else {
     c.emplace_back("gpu_name", "none");
   }

@@ -14,7 +14,9 @@ namespace cudabench::env {
 
 std::string to_text(const Report& r);
 nlohmann::json to_json(const Report& r);
-std::vector<std::pair<std::string, std::string>> context_entries(const Report& r);
+// The flat facts for a benchmark JSON's context; the GPU facts are those of
+// the CUDA device `device` (the first one benchmarked).
+std::vector<std::pair<std::string, std::string>> context_entries(const Report& r, int device = 0);
 bool has_errors(const Report& r);
 
 }  // namespace cudabench::env

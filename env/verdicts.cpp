@@ -141,6 +141,61 @@ Verdict module_library_verdict(const DriverInfo& d) {
               "reboot, or unload and reload the nvidia kernel modules");
 }
 
+std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g) {
+  std::vector<Verdict> out;
+  const NvmlGpuInfo& n = g.nvml;
+  if (!n.found) return out;
+  const std::string who = "GPU " + std::to_string(g.index) + " (" + g.name + ")";
+  auto w = [](double x) { return std::to_string(static_cast<long long>(x + 0.5)) + " W"; };
+  if (n.compute_mode == 2)
+    out.push_back(make("gpu.compute_mode", L::Error,
+                       who + " is in compute mode Prohibited: no process can create a CUDA context on it",
+                       "nvidia-smi -i " + std::to_string(g.index) + " -c DEFAULT (as root), or use another GPU"));
+  else if (n.compute_mode == 1 || n.compute_mode == 3)
+    out.push_back(make("gpu.compute_mode", L::Info,
+                       who + " is in an exclusive compute mode: one process at a time; a second benchmark "
+                             "process started beside this one fails with cudaErrorDevicesUnavailable"));
+  if (n.mig_current == 1)
+    out.push_back(make("gpu.mig", L::Warning,
+                       who + " has MIG enabled: CUDA sees MIG instances, each with a share of the SMs and "
+                             "memory bandwidth, so results are not those of the whole GPU",
+                       "compare only with runs on the same MIG profile, or disable MIG (nvidia-smi -mig 0)"));
+  else if (n.mig_pending >= 0 && n.mig_pending != n.mig_current)
+    out.push_back(make("gpu.mig", L::Info, who + " has a MIG mode change pending until the next GPU reset"));
+  if (n.power_limit_w > 0 && n.power_default_w > 0 && n.power_limit_w < n.power_default_w - 0.5)
+    out.push_back(make("gpu.power_limit", L::Warning,
+                       who + " has its power limit at " + w(n.power_limit_w) + ", below the default " +
+                           w(n.power_default_w) + ": under load it throttles sooner than the same GPU elsewhere",
+                       "restore the default (nvidia-smi -i " + std::to_string(g.index) + " -pl " +
+                           std::to_string(static_cast<long long>(n.power_default_w + 0.5)) +
+                           ", as root), or compare only with runs at the same limit"));
+  if (n.app_sm_clock_mhz > 0 && n.max_sm_clock_mhz > 0 && n.app_sm_clock_mhz < n.max_sm_clock_mhz)
+    out.push_back(make("gpu.app_clocks", L::Info,
+                       who + " has application clocks of " + std::to_string(n.app_sm_clock_mhz) + " MHz (SM), below the " +
+                           std::to_string(n.max_sm_clock_mhz) + " MHz maximum",
+                       "nvidia-smi -i " + std::to_string(g.index) + " -rac resets them (as root)"));
+  if (n.ecc_volatile_uncorrected > 0)
+    out.push_back(make("gpu.ecc_errors", L::Warning,
+                       who + " has " + std::to_string(n.ecc_volatile_uncorrected) +
+                           " uncorrected ECC errors since the driver loaded: its memory is failing or needs a reset",
+                       "check nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER; drain and reset the GPU"));
+  else if (n.ecc_volatile_corrected > 0)
+    out.push_back(make("gpu.ecc_errors", L::Info,
+                       who + " has corrected " + std::to_string(n.ecc_volatile_corrected) +
+                           " ECC errors since the driver loaded (harmless alone; watch the count)"));
+  if (n.pcie_width > 0 && n.pcie_width_max > 0 && n.pcie_width < n.pcie_width_max)
+    out.push_back(make("gpu.pcie_width", L::Warning,
+                       who + "'s PCIe link runs at x" + std::to_string(n.pcie_width) + " of x" +
+                           std::to_string(n.pcie_width_max) + ": host<->device copies get a fraction of their bandwidth",
+                       "reseat the card or check the riser and the slot's wiring"));
+  if (n.persistence_mode == 0)
+    out.push_back(make("gpu.persistence", L::Info,
+                       who + " has persistence mode off: every process that starts pays the driver's "
+                             "initialisation (often 0.5-2 s), outside the benchmarks' timings",
+                       "nvidia-smi -pm 1 (as root), or run nvidia-persistenced"));
+  return out;
+}
+
 std::vector<Verdict> evaluate(const Report& r) {
   std::vector<Verdict> out;
   const DriverInfo& d = r.driver;
@@ -209,9 +264,16 @@ std::vector<Verdict> evaluate(const Report& r) {
                        "only CPU benchmarks exist",
                        "install the CUDA toolkit and reconfigure"));
 
-  // Architectures.
-  for (const auto& g : r.gpus)
+  // Architectures, and how each GPU is set up (NVML).
+  for (const auto& g : r.gpus) {
     out.push_back(arch_verdict(r.build.cuda_architectures, g.cc_major, g.cc_minor, g.name));
+    for (auto& v : gpu_setup_verdicts(g)) out.push_back(std::move(v));
+  }
+  if (d.libcuda_found && !d.libcuda_is_stub && !d.nvml_found)
+    out.push_back(make("nvml.missing", L::Info,
+                       "NVML is unavailable (" + d.nvml_error +
+                           "): no clocks, power limits or throttle reasons in the report or the results",
+                       "install the driver's NVML library (libnvidia-ml.so.1), part of every NVIDIA driver"));
 
   // LibTorch.
   if (r.torch.compiled_in && r.runtime.compiled_in && r.torch.cuda_version) {
@@ -283,7 +345,8 @@ std::vector<Verdict> evaluate(const Report& r) {
   return out;
 }
 
-GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt, size_t gpus_found) {
+GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt, size_t gpus_found,
+                            size_t gpus_prohibited) {
   GpuStatus s;
   if (!rt.compiled_in) {
     s.reason = "this build has no CUDA (nvcc was not found at configure time)";
@@ -301,6 +364,8 @@ GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt, size_t g
     s.reason = "the NVIDIA driver failed to start: cuInit: " + d.init_error;
   } else if (d.device_count == 0 || gpus_found == 0) {
     s.reason = "the NVIDIA driver is loaded but sees no GPU";
+  } else if (gpus_prohibited >= gpus_found) {
+    s.reason = "every GPU is in compute mode Prohibited (nvidia-smi -c): no CUDA context can be created";
   } else if (d.cuda_version && rt.built_version &&
              Version::from_cuda_int(d.cuda_version).major <
                  Version::from_cuda_int(rt.built_version).major) {

@@ -30,6 +30,10 @@ Verdict arch_verdict(const std::string& cuda_architectures, int cc_major,
 // Kernel module vs the user-space driver library (an upgrade without reboot).
 Verdict module_library_verdict(const DriverInfo& d);
 
+// How one GPU is set up, from NVML: compute mode, MIG, power limit,
+// application clocks, ECC errors, PCIe link width, persistence mode.
+std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g);
+
 std::vector<Verdict> evaluate(const Report& r);
 
 }  // namespace cudabench::env

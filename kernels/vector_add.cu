@@ -3,9 +3,9 @@
 // vector_add_cpu.cpp holds the CPU reference and the launch geometry.
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 
 #include "cuda_check.h"
+#include "device_shape.cuh"
 #include "vector_add.cuh"
 
 namespace cudabench::vector_add {
@@ -37,31 +37,8 @@ __global__ void vector_add_kernel4(const float* __restrict__ a,
 }
 
 // ---- launchers ----
-namespace {
-struct DeviceShape {
-  int sms = 1;
-  int blocks_per_sm = 1;
-};
-
-// SM count and resident blocks per SM for `kernel` at `block` threads on the
-// current device, cached (the occupancy query is not free).
-template <typename Kernel>
-DeviceShape device_shape(Kernel kernel, unsigned block) {
-  static std::unordered_map<long long, DeviceShape> cache;
-  int dev = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  const long long key = (static_cast<long long>(dev) << 32) ^
-                        (reinterpret_cast<std::uintptr_t>(kernel) << 11) ^ block;
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  DeviceShape s;
-  CUDA_CHECK(cudaDeviceGetAttribute(&s.sms, cudaDevAttrMultiProcessorCount, dev));
-  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&s.blocks_per_sm,
-                                                           kernel, block, 0));
-  cache.emplace(key, s);
-  return s;
-}
-}  // namespace
+using hd::device_shape;
+using hd::DeviceShape;
 
 void vector_add1(const float* a, const float* b, float* c, std::size_t n,
                  unsigned block_size, cudaStream_t stream) {

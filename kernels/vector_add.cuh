@@ -26,15 +26,7 @@
 #include <string>
 #include <vector>
 
-#if defined(__CUDACC__)
-#define CUDABENCH_HD __host__ __device__ __forceinline__
-#else
-#define CUDABENCH_HD inline
-#endif
-
-#ifdef CUDABENCH_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
+#include "hd.cuh"
 
 namespace cudabench::vector_add {
 
@@ -48,23 +40,9 @@ constexpr std::size_t kBytesPerElement =
 constexpr unsigned kSeedGrid = 512;
 constexpr unsigned kSeedBlock = 512;
 
-CUDABENCH_HD std::size_t ceil_div(std::size_t a, std::size_t b) {
-  return (a + b - 1) / b;
-}
-
-// A 16-byte vector of four floats: CUDA's float4 on the device, an equivalent
-// aligned struct on a host compiler.
-#if defined(__CUDACC__)
-using Vec4 = float4;
-#else
-struct alignas(16) Vec4 {
-  float x, y, z, w;
-};
-#endif
-
-CUDABENCH_HD bool aligned16(const void* p) {
-  return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
-}
+using hd::aligned16;
+using hd::ceil_div;
+using hd::Vec4;
 
 // v1: thread `tid` owns element `tid`.
 CUDABENCH_HD void body_one_per_element(const float* a, const float* b, float* c,

@@ -20,9 +20,11 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-Result run(const std::string& args) {
-  const char* dir = std::getenv("CUDABENCH_BUILD_DIR");
-  const std::string cmd = std::string(dir ? dir : ".") + "/bench " + args + " 2>&1";
+std::string build_dir() { return CUDABENCH_TEST_BUILD_DIR; }
+
+// `prefix` goes before the command: environment settings such as fakes().
+Result run(const std::string& args, const std::string& prefix = "") {
+  const std::string cmd = prefix + build_dir() + "/bench " + args + " 2>&1";
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -36,6 +38,23 @@ Result run(const std::string& args) {
 fs::path temp_file(const std::string& name) {
   return fs::temp_directory_path() / ("cudabench-" + std::to_string(::getpid()) + "-" + name);
 }
+
+// Runs bench on a machine described by tests/fixtures/gpus/<machine>.json,
+// through the fake libcuda.so.1 and libnvidia-ml.so.1 the tests build.
+std::string fakes(const std::string& machine) {
+  const std::string f = build_dir() + "/fakes";
+  return "env LD_LIBRARY_PATH=" + f + "/cuda:" + f + "/nvml:${LD_LIBRARY_PATH} CUDABENCH_FAKE_GPU=" +
+         std::string(CUDABENCH_TEST_SOURCE_DIR) + "/tests/fixtures/gpus/" + machine + ".json ";
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream f(p);
+  nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  fs::remove(p);
+  return j;
+}
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
 }  // namespace
 
@@ -125,4 +144,137 @@ TEST(BenchCli, EnvReportTextAndJson) {
   EXPECT_EQ(r.code, j["has_errors"].get<bool>() ? 1 : 0) << r.out;
   r = run("--env --require-gpu");
   EXPECT_EQ(r.code, j["gpu_usable"].get<bool>() ? 0 : 1);
+}
+
+TEST(BenchCliFakeGpu, EnvReportListsEveryGpuWithNvmlFacts) {
+  const fs::path out = temp_file("fake-env.json");
+  const Result r = run("--env=json --env-out " + out.string(), fakes("h200x4"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = read_json(out);
+  EXPECT_TRUE(j["gpu_usable"].get<bool>());
+  ASSERT_EQ(j["gpus"].size(), 4u);
+  EXPECT_EQ(j["gpus"][1]["pci_bus_id"], "0000:3B:00.0");
+  EXPECT_EQ(j["gpus"][1]["nvml"]["uuid"], "GPU-0c4f2a1e-7d1b-4e8a-9a51-000000000001");
+  EXPECT_EQ(j["gpus"][3]["nvml"]["pcie_width_max"], 16);
+  EXPECT_TRUE(j["driver"]["nvml_found"].get<bool>());
+  EXPECT_FALSE(j["host"]["cpu_model"].get<std::string>().empty());
+  EXPECT_GT(j["host"]["threads"].get<int>(), 0);
+}
+
+TEST(BenchCliFakeGpu, DevicesSelectGpusAndNamesCarryTheDevice) {
+  Result r = run("--devices 0,2 --benchmark_list_tests", fakes("h200x4"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* n : {"VectorAdd/cuda_v4/n:4096/dev:0/manual_time", "VectorAdd/cuda_v4/n:4096/dev:2/manual_time",
+                        "VectorAdd/cublas_geam/n:10000000/dev:2/manual_time",
+                        "Transfer/h2d_pinned/bytes:40000000/dev:0/manual_time",
+                        "VectorAddFlow/pinned/n:4096/dev:2/manual_time"})
+    EXPECT_TRUE(has(r.out, n)) << n;
+  EXPECT_FALSE(has(r.out, "/dev:1/"));
+  EXPECT_FALSE(has(r.out, "/dev:3/"));
+  EXPECT_FALSE(has(r.out, "min_time")) << "names must not depend on the machine";
+  // CPU benchmarks have no device.
+  EXPECT_TRUE(has(r.out, "VectorAdd/cpu_scalar/n:4096/real_time\n"));
+
+  r = run("--devices all --benchmark_list_tests", fakes("h200x4"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (int d = 0; d < 4; ++d) EXPECT_TRUE(has(r.out, "VectorAdd/thrust/n:4096/dev:" + std::to_string(d) + "/"));
+
+  // One device, any device: names stay those of a single-GPU run.
+  r = run("--devices 2 --benchmark_list_tests", fakes("h200x4"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "VectorAdd/cuda_v4/n:4096/manual_time\n"));
+  EXPECT_FALSE(has(r.out, "/dev:"));
+}
+
+TEST(BenchCliFakeGpu, BadDeviceListsAreUsageErrors) {
+  Result r = run("--devices 4", fakes("h200x4"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "bench: --devices 4: there is no GPU 4 (4 usable: 0..3)")) << r.out;
+  r = run("--devices 1,1", fakes("h200x4"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "listed twice")) << r.out;
+  r = run("--devices gpu0", fakes("h200x4"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  // Without a GPU, naming one is an error; "all" just runs the CPU part.
+  r = run("--devices 0 --benchmark_list_tests");
+  if (!has(r.out, "cuda_v4")) {
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_TRUE(has(r.out, "bench: --devices 0: no GPU is usable")) << r.out;
+    r = run("--devices all --benchmark_list_tests");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_TRUE(has(r.out, "GPU benchmarks not run")) << r.out;
+  }
+  r = run("--l2-flush write");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "--l2-flush")) << r.out;
+}
+
+TEST(BenchCliFakeGpu, ContextNamesTheSelectedGpuTheFlushAndTheHost) {
+  const fs::path out = temp_file("fake-ctx.json");
+  const Result r = run("--devices 2 --l2-flush memset --benchmark_filter='VectorAdd/cpu_scalar/n:4096/' "
+                       "--benchmark_min_time=0.01 --benchmark_out=" + out.string(),
+                       fakes("h200x4"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = read_json(out);
+  const auto& c = j["context"];
+  EXPECT_EQ(c["gpu_index"], "2");
+  EXPECT_EQ(c["gpu_pci_bus_id"], "0000:4C:00.0");
+  EXPECT_EQ(c["gpu_devices"], "2");
+  EXPECT_EQ(c["l2_flush"], "memset");
+  EXPECT_EQ(c["gpu_power_limit"], "700 W");
+  EXPECT_EQ(c["gpu_pcie_max"], "gen 5 x16");
+  for (const char* k : {"host_cpu_model", "host_cores", "host_threads", "host_kernel", "host_os", "host_memory_gib",
+                        "host_cpu_governor", "host_thp", "host_numa_nodes"})
+    EXPECT_TRUE(c.contains(k)) << k;
+}
+
+TEST(BenchCliFakeGpu, ABrokenDriverIsReportedNotUsed) {
+  const fs::path out = temp_file("fake-broken.json");
+  Result r = run("--env=json --env-out " + out.string(), fakes("init-fails"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = read_json(out);
+  EXPECT_FALSE(j["gpu_usable"].get<bool>());
+  EXPECT_EQ(j["driver"]["cu_init_result"], 100);
+  EXPECT_FALSE(j["driver"]["nvml_found"].get<bool>());
+  EXPECT_TRUE(has(j["driver"]["nvml_error"].get<std::string>(), "Driver Not Loaded"));
+  r = run("--env --check", fakes("init-fails"));
+  EXPECT_EQ(r.code, 1) << r.out;  // cuInit failing is an error verdict
+
+  r = run("--benchmark_list_tests", fakes("prohibited"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(has(r.out, "cuda_v4"));
+  EXPECT_TRUE(has(r.out, "cudabench: GPU benchmarks not run: every GPU is in compute mode Prohibited")) << r.out;
+}
+
+// On a real GPU (skipped elsewhere): every GPU family at small sizes on
+// every device, checked, with telemetry and stable names.
+TEST(BenchCliGpu, EveryGpuFamilyRunsCheckedOnEveryDevice) {
+  const fs::path env = temp_file("gpu-env.json");
+  ASSERT_EQ(run("--env=json --env-out " + env.string()).code, 0);
+  const auto e = read_json(env);
+  if (!e["gpu_usable"].get<bool>()) GTEST_SKIP() << "no usable GPU: " << e["gpu_unusable_reason"].get<std::string>();
+  const bool nvml = e["driver"]["nvml_found"].get<bool>();
+  for (const char* flush : {"read", "memset", "none"}) {
+    const fs::path out = temp_file(std::string("gpu-") + flush + ".json");
+    const Result r = run(std::string("--devices all --l2-flush ") + flush +
+                         " --benchmark_filter='^(VectorAdd/(cuda_v[1-4]|cublas_geam|thrust|torch_cuda)/n:(4096|1048576)/"
+                         "|Transfer/(h2d|d2h)_(pinned|pageable)/bytes:16384/|VectorAddFlow/(pinned|pageable)/n:4096/)' "
+                         "--benchmark_out=" + out.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto j = read_json(out);
+    EXPECT_EQ(j["context"]["l2_flush"], flush);
+    // 6 VectorAdd families (7 with LibTorch) x 2 sizes, 4 copies, 2 flows; per device.
+    ASSERT_GE(j["benchmarks"].size(), 18u * e["gpus"].size()) << r.out;
+    for (const auto& b : j["benchmarks"]) {
+      const std::string name = b["name"];
+      EXPECT_FALSE(b.value("error_occurred", false)) << name << ": " << b.value("error_message", "");
+      EXPECT_FALSE(has(name, "min_time")) << name;
+      if (nvml) EXPECT_TRUE(b.contains("sm_clock_mhz")) << name;
+      if (name.rfind("VectorAdd/", 0) == 0) {
+        EXPECT_TRUE(has(b.value("label", ""), std::string(flush) == "none" ? "L2 not flushed" : "L2 flushed (" + std::string(flush) + ")")) << name;
+        EXPECT_GT(b["frac_of_peak"].get<double>(), 0) << name;
+      }
+      if (name.rfind("Transfer/", 0) == 0 && nvml) EXPECT_GT(b["frac_of_peak"].get<double>(), 0) << name;
+    }
+  }
 }

@@ -1,6 +1,11 @@
 // The environment rules on hand-made data: versions, peak bandwidth, GPU
 // usability and every verdict.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "env/probe.h"
 #include "env/report.h"
@@ -8,6 +13,7 @@
 
 using namespace cudabench::env;
 using L = Verdict::Level;
+namespace fs = std::filesystem;
 
 TEST(Version, ParsesAndCompares) {
   EXPECT_EQ(Version::parse("13.0.88").str(), "13.0.88");
@@ -265,4 +271,167 @@ TEST(Verdicts, SaysWhichCopyOfCublasLibTorchGets) {
   const Verdict* same = find(v, "torch.cuda_differs");
   ASSERT_NE(same, nullptr);
   EXPECT_EQ(same->level, L::Ok);
+}
+
+TEST(PcieRate, GenerationTimesWidthAfterEncoding) {
+  // Gen 5 x16: 32 GT/s x 128/130 / 8 x 16 = 63.0 GB/s per direction.
+  EXPECT_NEAR(pcie_bytes_per_s(5, 16) / 1e9, 63.015, 0.001);
+  EXPECT_NEAR(pcie_bytes_per_s(4, 16) / 1e9, 31.508, 0.001);
+  EXPECT_NEAR(pcie_bytes_per_s(3, 16) / 1e9, 15.754, 0.001);
+  EXPECT_DOUBLE_EQ(pcie_bytes_per_s(1, 1), 250e6);  // 2.5 GT/s x 8/10
+  EXPECT_DOUBLE_EQ(pcie_bytes_per_s(2, 8), 4e9);
+  EXPECT_NEAR(pcie_bytes_per_s(6, 16) / 1e9, 121.0, 0.01);  // 64 GT/s, 242/256 FLIT
+  EXPECT_EQ(pcie_bytes_per_s(0, 16), 0);
+  EXPECT_EQ(pcie_bytes_per_s(7, 16), 0);
+  EXPECT_EQ(pcie_bytes_per_s(5, -1), 0);
+}
+
+namespace {
+// A fake machine's files under a temp folder.
+struct FakeTree {
+  fs::path root = fs::temp_directory_path() / ("cudabench-host-" + std::to_string(::getpid()));
+  FakeTree() { fs::remove_all(root); }
+  ~FakeTree() { fs::remove_all(root); }
+  void file(const std::string& rel, const std::string& text) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text;
+  }
+};
+}  // namespace
+
+TEST(HostProbe, TwoSocketsOfHyperthreadedCores) {
+  FakeTree t;
+  std::string cpuinfo;
+  // 2 sockets x 2 cores x 2 threads.
+  int cpu = 0;
+  for (int socket = 0; socket < 2; ++socket)
+    for (int thread = 0; thread < 2; ++thread)
+      for (int core = 0; core < 2; ++core)
+        cpuinfo += "processor\t: " + std::to_string(cpu++) + "\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654 96-Core Processor\n"
+                   "physical id\t: " + std::to_string(socket) + "\ncore id\t\t: " + std::to_string(core) +
+                   "\ncpu cores\t: 2\n\n";
+  t.file("proc/cpuinfo", cpuinfo);
+  t.file("proc/sys/kernel/osrelease", "6.8.0-45-generic\n");
+  t.file("etc/os-release", "NAME=\"Ubuntu\"\nPRETTY_NAME=\"Ubuntu 24.04.1 LTS\"\nID=ubuntu\n");
+  t.file("proc/meminfo", "MemTotal:       2113470464 kB\nMemFree:        1000 kB\n");
+  t.file("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "performance\n");
+  t.file("sys/kernel/mm/transparent_hugepage/enabled", "always madvise [never]\n");
+  t.file("sys/devices/system/node/node0/cpulist", "0-3\n");
+  t.file("sys/devices/system/node/node1/cpulist", "4-7\n");
+  t.file("sys/devices/system/node/possible", "0-1\n");  // not a node
+  const HostInfo h = probe_host(t.root.string());
+  EXPECT_EQ(h.cpu_model, "AMD EPYC 9654 96-Core Processor");
+  EXPECT_EQ(h.sockets, 2);
+  EXPECT_EQ(h.cores, 4);
+  EXPECT_EQ(h.threads, 8);
+  EXPECT_EQ(h.kernel, "6.8.0-45-generic");
+  EXPECT_EQ(h.os, "Ubuntu 24.04.1 LTS");
+  EXPECT_EQ(h.memory_bytes, 2113470464LL * 1024);
+  EXPECT_EQ(h.cpu_governor, "performance");
+  EXPECT_EQ(h.thp, "never");
+  EXPECT_EQ(h.numa_nodes, 2);
+}
+
+TEST(HostProbe, AVmWithoutTopologyOrCpufreq) {
+  FakeTree t;
+  t.file("proc/cpuinfo", "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\n\n"
+                         "processor\t: 1\nmodel name\t: Intel(R) Xeon(R) Processor\n\n");
+  const HostInfo h = probe_host(t.root.string());
+  EXPECT_EQ(h.cpu_model, "Intel(R) Xeon(R) Processor");
+  EXPECT_EQ(h.sockets, 1);
+  EXPECT_EQ(h.cores, 2);  // no core ids: one core per logical CPU
+  EXPECT_EQ(h.threads, 2);
+  EXPECT_EQ(h.cpu_governor, "");
+  EXPECT_EQ(h.numa_nodes, 0);
+  // And an Arm machine names its model elsewhere.
+  t.file("proc/cpuinfo", "processor\t: 0\nBogoMIPS\t: 50.00\n\nModel\t\t: NVIDIA Grace\n");
+  EXPECT_EQ(probe_host(t.root.string()).cpu_model, "NVIDIA Grace");
+}
+
+TEST(HostProbe, GpuNumaAffinityFromSysfs) {
+  FakeTree t;
+  t.file("bus/pci/devices/0000:3b:00.0/numa_node", "1\n");
+  t.file("bus/pci/devices/0000:3b:00.0/local_cpulist", "48-95,144-191\n");
+  int node = 7;
+  std::string cpus = "x";
+  pci_numa_affinity(t.root.string(), "0000:3B:00.0", &node, &cpus);  // CUDA's upper case
+  EXPECT_EQ(node, 1);
+  EXPECT_EQ(cpus, "48-95,144-191");
+  pci_numa_affinity(t.root.string(), "0000:99:00.0", &node, &cpus);
+  EXPECT_EQ(node, -1);
+  EXPECT_EQ(cpus, "");
+}
+
+TEST(Report, ContextDescribesHostAndTheSelectedGpu) {
+  Report r = base_report();
+  r.host.cpu_model = "AMD EPYC 9654 96-Core Processor";
+  r.host.sockets = 2;
+  r.host.cores = 192;
+  r.host.threads = 384;
+  r.host.thp = "never";
+  for (int i = 0; i < 2; ++i) {
+    GpuDevice g;
+    g.index = i;
+    g.name = "NVIDIA H200";
+    g.pci_bus_id = i ? "0000:3B:00.0" : "0000:19:00.0";
+    g.nvml.found = true;
+    g.nvml.power_limit_w = i ? 500 : 700;
+    g.nvml.pcie_gen_max = 5;
+    g.nvml.pcie_width_max = 16;
+    r.gpus.push_back(g);
+  }
+  auto ctx = [&](int dev) {
+    std::map<std::string, std::string> m;
+    for (const auto& [k, v] : context_entries(r, dev)) m[k] = v;
+    return m;
+  };
+  auto c = ctx(1);
+  EXPECT_EQ(c["host_cpu_model"], "AMD EPYC 9654 96-Core Processor");
+  EXPECT_EQ(c["host_sockets"], "2");
+  EXPECT_EQ(c["host_cores"], "192");
+  EXPECT_EQ(c["host_threads"], "384");
+  EXPECT_EQ(c["host_thp"], "never");
+  EXPECT_EQ(c["gpu_index"], "1");
+  EXPECT_EQ(c["gpu_pci_bus_id"], "0000:3B:00.0");
+  EXPECT_EQ(c["gpu_power_limit"], "500 W");
+  EXPECT_EQ(c["gpu_pcie_max"], "gen 5 x16");
+  EXPECT_EQ(c["gpu_count"], "2");
+  EXPECT_NE(c["gpus"].find("1: NVIDIA H200 0000:3B:00.0"), std::string::npos);
+  EXPECT_EQ(ctx(0)["gpu_power_limit"], "700 W");
+  EXPECT_EQ(ctx(5)["gpu_name"], "none");
+}
+
+TEST(Report, TextAndJsonShowNvmlFacts) {
+  Report r = base_report();
+  GpuDevice g;
+  g.name = "NVIDIA H200";
+  g.nvml.found = true;
+  g.nvml.uuid = "GPU-1234";
+  g.nvml.power_limit_w = 700;
+  g.nvml.pcie_gen = 1;
+  g.nvml.pcie_gen_max = 5;
+  g.nvml.pcie_width = g.nvml.pcie_width_max = 16;
+  g.nvml.compute_mode = 3;
+  r.gpus.push_back(g);
+  const std::string t = to_text(r);
+  for (const char* s : {"UUID GPU-1234", "power limit 700 W", "PCIe gen 1 x16 now, gen 5 x16 max = 63.0 GB/s",
+                        "compute mode Exclusive_Process", "Host\n"})
+    EXPECT_NE(t.find(s), std::string::npos) << s << " in\n" << t;
+  const auto j = to_json(r);
+  EXPECT_EQ(j["gpus"][0]["nvml"]["uuid"], "GPU-1234");
+  EXPECT_EQ(j["gpus"][0]["nvml"]["compute_mode_name"], "Exclusive_Process");
+  EXPECT_NEAR(j["gpus"][0]["nvml"]["pcie_max_bytes_per_s"].get<double>(), 63.015e9, 1e6);
+  EXPECT_TRUE(j.contains("host"));
+}
+
+TEST(Verdicts, NoNvmlBesideADriverIsSaid) {
+  Report r = base_report();
+  r.driver = good_driver();
+  r.driver.nvml_error = "libnvidia-ml.so.1 not found";
+  const Verdict* v = find(evaluate(r), "nvml.missing");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->level, L::Info);
+  EXPECT_NE(v->message.find("libnvidia-ml.so.1 not found"), std::string::npos);
+  r.driver.nvml_found = true;
+  EXPECT_EQ(find(evaluate(r), "nvml.missing"), nullptr);
 }

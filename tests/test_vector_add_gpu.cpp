@@ -9,6 +9,7 @@
 
 #include "cuda_check.h"
 #include "env/probe.h"
+#include "l2_flush.cuh"
 #include "vector_add.cuh"
 
 namespace va = cudabench::vector_add;
@@ -55,3 +56,42 @@ TEST_P(GpuVectorAdd, ZeroElementsLaunchesNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVariants, GpuVectorAdd, ::testing::Values(1, 2, 3, 4));
+
+namespace {
+bool usable(std::string* why) {
+  const auto& r = cudabench::env::collect();
+  *why = r.status.reason;
+  return r.status.usable;
+}
+}  // namespace
+
+// CUDA_CHECK clears the runtime's last error before it throws, so the next
+// benchmark's launch check does not report this one's failure.
+TEST(CudaCheck, ClearsTheErrorItThrowsFor) {
+  std::string why;
+  if (!usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;
+  void* p = nullptr;
+  EXPECT_THROW(CUDA_CHECK(cudaMalloc(&p, std::size_t{1} << 62)), cudabench::CudaError);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_NO_THROW(va::vector_add(4, nullptr, nullptr, nullptr, 0, 256, nullptr));
+}
+
+// The read flush runs, reads, and leaves its sink alone.
+TEST(L2Flush, ReadKernelRunsWithoutTouchingItsSink) {
+  std::string why;
+  if (!usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;
+  const std::size_t bytes = std::size_t{64} << 20;
+  unsigned char* buf = nullptr;
+  float* sink = nullptr;
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&buf), bytes));
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&sink), sizeof(float)));
+  CUDA_CHECK(cudaMemset(buf, 0x5a, bytes));
+  CUDA_CHECK(cudaMemset(sink, 0, sizeof(float)));
+  cudabench::l2_flush::read(buf, bytes, sink, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  float back = -1;
+  CUDA_CHECK(cudaMemcpy(&back, sink, sizeof(float), cudaMemcpyDeviceToHost));
+  cudaFree(buf);
+  cudaFree(sink);
+  EXPECT_EQ(back, 0.0f);
+}

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
+#include "l2_flush.cuh"
 #include "vector_add.cuh"
 
 namespace va = cudabench::vector_add;
@@ -100,4 +102,30 @@ TEST(VariantTable, NumberedAndNamed) {
     EXPECT_EQ(v[i].name, "cuda_v" + std::to_string(i + 1));
     EXPECT_FALSE(v[i].description.empty());
   }
+}
+
+// The read flush: the threads of a launch together read every 16-byte word
+// of the buffer exactly once, for any number of threads and words.
+TEST(L2FlushBody, ThreadsCoverEveryWordOnce) {
+  for (std::size_t words : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{4099}}) {
+    // Word i holds 1 + i % 16 in each lane (small integers: float sums stay
+    // exact), so a word missed or read twice changes the total.
+    std::vector<va::Vec4> buf(words);
+    double want = 0;
+    for (std::size_t i = 0; i < words; ++i) {
+      const float v = static_cast<float>(1 + i % 16);
+      buf[i] = {v, v, v, v};
+      want += 4.0 * v;
+    }
+    for (std::size_t threads : {std::size_t{1}, std::size_t{7}, std::size_t{256}, std::size_t{5000}}) {
+      double total = 0;
+      for (std::size_t t = 0; t < threads; ++t)
+        total += cudabench::l2_flush::body_read(buf.data(), words, t, threads);
+      EXPECT_DOUBLE_EQ(total, want) << words << " words, " << threads << " threads";
+    }
+  }
+  // The benchmarks' fill (every byte 0x5a) never sums to the sentinel.
+  std::vector<va::Vec4> fill(64);
+  std::memset(fill.data(), 0x5a, fill.size() * sizeof(va::Vec4));
+  EXPECT_NE(cudabench::l2_flush::body_read(fill.data(), fill.size(), 0, 1), cudabench::l2_flush::kSentinel);
 }

@@ -1,0 +1,50 @@
+#include "stable_names.h"
+
+#include <regex>
+
+namespace cudabench::bench {
+
+StableNames::StableNames(std::unique_ptr<benchmark::BenchmarkReporter> inner) : inner_(std::move(inner)) {}
+
+void StableNames::share_streams() {
+  inner_->SetOutputStream(&GetOutputStream());
+  inner_->SetErrorStream(&GetErrorStream());
+}
+
+bool StableNames::ReportContext(const Context& context) {
+  share_streams();
+  return inner_->ReportContext(context);
+}
+
+void StableNames::ReportRuns(const std::vector<Run>& runs) {
+  share_streams();
+  std::vector<Run> stable = runs;
+  for (auto& r : stable) r.run_name.min_time.clear();
+  inner_->ReportRuns(stable);
+}
+
+void StableNames::Finalize() {
+  share_streams();
+  inner_->Finalize();
+}
+
+std::unique_ptr<benchmark::BenchmarkReporter> stable_display_reporter() {
+  return std::make_unique<StableNames>(std::unique_ptr<benchmark::BenchmarkReporter>(
+      benchmark::CreateDefaultDisplayReporter()));
+}
+
+std::unique_ptr<benchmark::BenchmarkReporter> stable_file_reporter(const std::string& format) {
+  std::unique_ptr<benchmark::BenchmarkReporter> inner;
+  if (format == "json") inner = std::make_unique<benchmark::JSONReporter>();
+  else if (format == "console") inner = std::make_unique<benchmark::ConsoleReporter>(benchmark::ConsoleReporter::OO_None);
+  else if (format == "csv") inner = std::make_unique<benchmark::CSVReporter>();
+  else return nullptr;
+  return std::make_unique<StableNames>(std::move(inner));
+}
+
+std::string stable_name(const std::string& name) {
+  static const std::regex min_time(R"(/min_time:[0-9.]+)");
+  return std::regex_replace(name, min_time, "");
+}
+
+}  // namespace cudabench::bench

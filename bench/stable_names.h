@@ -1,0 +1,36 @@
+// Google Benchmark writes a benchmark's own minimum time into its name
+// ("VectorAdd/cuda_v4/n:4096/min_time:0.013/manual_time"). bench gives each
+// GPU benchmark one (bound_wall_time) that depends on the device, so the
+// names in results would change from machine to machine and break history
+// and comparison. These reporters clear that part of the name before the
+// reporter they wrap sees a run, as BenchmarkName is meant to be used.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+
+namespace cudabench::bench {
+
+class StableNames : public benchmark::BenchmarkReporter {
+ public:
+  explicit StableNames(std::unique_ptr<benchmark::BenchmarkReporter> inner);
+  bool ReportContext(const Context& context) override;
+  void ReportRuns(const std::vector<Run>& runs) override;
+  void Finalize() override;
+
+ private:
+  void share_streams();  // the streams Google Benchmark gave us go to the inner reporter
+  std::unique_ptr<benchmark::BenchmarkReporter> inner_;
+};
+
+// The display reporter --benchmark_format asks for, with stable names.
+std::unique_ptr<benchmark::BenchmarkReporter> stable_display_reporter();
+// A file reporter for --benchmark_out_format (json, console or csv), with
+// stable names; nullptr for an unknown format.
+std::unique_ptr<benchmark::BenchmarkReporter> stable_file_reporter(const std::string& format);
+// A benchmark name without its "/min_time:..." part (for --benchmark_list_tests).
+std::string stable_name(const std::string& name);
+
+}  // namespace cudabench::bench

@@ -1,0 +1,88 @@
+// A fake libcuda.so.1: the driver API calls cudabench's probe makes
+// (cuInit, versions, device count, names, attributes, PCI bus ids, error
+// strings), answered from the machine in $CUDABENCH_FAKE_GPU. The CUDA
+// runtime finds no cuGetProcAddress here and reports an error, so nothing
+// can run on these GPUs: they exist to be probed, listed and selected.
+#include "fake_machine.h"
+
+namespace {
+constexpr int kSuccess = 0, kInvalidValue = 1, kNotInitialized = 3, kInvalidDevice = 101;
+
+int init_result() {
+  auto& m = fake::Machine::get();
+  return m.json().value("/driver/init_result"_json_pointer, 0);
+}
+const nlohmann::json* device(int d) { return fake::Machine::get().gpu(d); }
+}  // namespace
+
+FAKE_API int cuInit(unsigned) { return init_result(); }
+
+FAKE_API int cuDriverGetVersion(int* v) {
+  if (!v) return kInvalidValue;
+  *v = fake::Machine::get().json().value("/driver/cuda_version"_json_pointer, 13000);
+  return kSuccess;
+}
+
+FAKE_API int cuDeviceGetCount(int* n) {
+  if (init_result() != kSuccess) return kNotInitialized;
+  *n = fake::Machine::get().gpu_count();
+  return kSuccess;
+}
+
+FAKE_API int cuDeviceGet(int* dev, int ordinal) {
+  if (init_result() != kSuccess) return kNotInitialized;
+  if (!device(ordinal)) return kInvalidDevice;
+  *dev = ordinal;
+  return kSuccess;
+}
+
+FAKE_API int cuDeviceGetName(char* name, int len, int dev) {
+  const auto* g = device(dev);
+  if (!g) return kInvalidDevice;
+  fake::copy_string(g->value("name", "Fake GPU"), name, static_cast<unsigned>(len));
+  return kSuccess;
+}
+
+FAKE_API int cuDeviceTotalMem_v2(std::size_t* bytes, int dev) {
+  const auto* g = device(dev);
+  if (!g) return kInvalidDevice;
+  *bytes = g->value("memory_bytes", std::size_t{0});
+  return kSuccess;
+}
+
+FAKE_API int cuDeviceGetAttribute(int* v, int attribute, int dev) {
+  const auto* g = device(dev);
+  if (!g) return kInvalidDevice;
+  static const std::map<int, const char*> keys = {
+      {13, "sm_clock_khz"},  {16, "sms"},      {36, "memory_clock_khz"}, {37, "bus_width_bits"},
+      {38, "l2_bytes"},      {75, "cc_major"}, {76, "cc_minor"}};
+  const auto it = keys.find(attribute);
+  if (it == keys.end() || !g->contains(it->second)) return kInvalidValue;
+  *v = (*g)[it->second].get<int>();
+  return kSuccess;
+}
+
+FAKE_API int cuDeviceGetPCIBusId(char* out, int len, int dev) {
+  const auto* g = device(dev);
+  if (!g || !g->contains("pci_bus_id")) return kInvalidDevice;
+  fake::copy_string((*g)["pci_bus_id"].get<std::string>(), out, static_cast<unsigned>(len));
+  return kSuccess;
+}
+
+FAKE_API int cuGetErrorName(int code, const char** s) {
+  static const std::map<int, const char*> names = {
+      {0, "CUDA_SUCCESS"}, {3, "CUDA_ERROR_NOT_INITIALIZED"}, {100, "CUDA_ERROR_NO_DEVICE"},
+      {101, "CUDA_ERROR_INVALID_DEVICE"}, {999, "CUDA_ERROR_UNKNOWN"}};
+  const auto it = names.find(code);
+  *s = it == names.end() ? nullptr : it->second;
+  return it == names.end() ? kInvalidValue : kSuccess;
+}
+
+FAKE_API int cuGetErrorString(int code, const char** s) {
+  static const std::map<int, const char*> texts = {
+      {0, "no error"}, {3, "initialization error"}, {100, "no CUDA-capable device is detected"},
+      {101, "invalid device ordinal"}, {999, "unknown error"}};
+  const auto it = texts.find(code);
+  *s = it == texts.end() ? nullptr : it->second;
+  return it == texts.end() ? kInvalidValue : kSuccess;
+}

@@ -1,0 +1,224 @@
+// The pieces of bench that need no GPU: --devices and --l2-flush parsing,
+// the wall-time bound of GPU benchmarks, check-once, the one-slot cache,
+// per-device registration and names, stable names in results, and the
+// telemetry summary.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <stdexcept>
+
+#include "bench_support.h"
+#include "stable_names.h"
+#include "telemetry.h"
+#include "vector_add.cuh"
+
+using namespace cudabench::bench;
+namespace nvml = cudabench::env::nvml;
+
+namespace {
+std::string parse_error(const std::string& spec, int available) {
+  try {
+    parse_devices(spec, available);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Devices, AllAndLists) {
+  EXPECT_EQ(parse_devices("all", 4), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(parse_devices("0,2", 4), (std::vector<int>{0, 2}));
+  EXPECT_EQ(parse_devices("3", 4), (std::vector<int>{3}));
+  EXPECT_EQ(parse_devices("2,0", 4), (std::vector<int>{2, 0}));  // the order given
+}
+
+TEST(Devices, BadListsNameTheProblem) {
+  EXPECT_NE(parse_error("4", 4).find("there is no GPU 4 (4 usable: 0..3)"), std::string::npos);
+  EXPECT_NE(parse_error("0,0", 4).find("GPU 0 is listed twice"), std::string::npos);
+  EXPECT_NE(parse_error("x", 4).find("'x' is not a device number"), std::string::npos);
+  EXPECT_NE(parse_error("1,", 4).find("not a device number"), std::string::npos);
+  EXPECT_NE(parse_error("-1", 4).find("not a device number"), std::string::npos);
+  EXPECT_NE(parse_error("1.5", 4).find("not a device number"), std::string::npos);
+  EXPECT_NE(parse_error("", 4).find("empty"), std::string::npos);
+  EXPECT_NE(parse_error("all", 0).find("no GPU"), std::string::npos);
+  // Every message starts with the flag and the input.
+  EXPECT_EQ(parse_error("0,9", 2).rfind("--devices 0,9: ", 0), 0u);
+}
+
+TEST(L2Flush, NamesRoundTrip) {
+  for (L2Flush f : {L2Flush::Read, L2Flush::Memset, L2Flush::None}) EXPECT_EQ(parse_l2_flush(l2_flush_name(f)), f);
+  EXPECT_FALSE(parse_l2_flush("write").has_value());
+  EXPECT_EQ(options().l2_flush, L2Flush::Read);  // the default
+}
+
+// The timed phase of a benchmark runs about min_time / gpu iterations of
+// (gpu + overhead) wall time each.
+double timed_wall(double gpu, double overhead) {
+  return bounded_min_time(gpu, overhead) / gpu * (gpu + overhead);
+}
+
+TEST(WallTimeBound, KeepsTinyKernelsWithinBudget) {
+  // An H200: 4.9 TB/s, a 120 MiB read flush (~26 us) plus launch and sync.
+  const double peak = 4.9e12, overhead = 2 * 60.0 * (1 << 20) / peak + kLaunchSyncOverhead;
+  for (auto n : vector_sizes()) {
+    const double gpu = std::max(2e-6, static_cast<double>(n) * cudabench::vector_add::kBytesPerElement / peak);
+    EXPECT_LE(timed_wall(gpu, overhead), kGpuWallBudget * 1.0001) << "n = " << n;
+    EXPECT_LE(bounded_min_time(gpu, overhead), kDefaultMinTime);
+  }
+  // At 4096 elements the default 0.5 s of GPU time would take ~23 s of wall time.
+  EXPECT_GT(kDefaultMinTime / 2e-6 * (2e-6 + overhead), 10.0);
+  EXPECT_LT(timed_wall(2e-6, overhead), 0.31);
+}
+
+TEST(WallTimeBound, LongKernelsKeepTheDefaultCap) {
+  EXPECT_DOUBLE_EQ(bounded_min_time(1.0, 0.0, 10.0), kDefaultMinTime);
+  EXPECT_DOUBLE_EQ(bounded_min_time(1.0, 0.0), kGpuWallBudget);
+  EXPECT_DOUBLE_EQ(bounded_min_time(0.0, 1e-5), kDefaultMinTime);  // unknown: Google Benchmark's default
+  // More overhead, shorter minimum time.
+  EXPECT_LT(bounded_min_time(1e-5, 1e-4), bounded_min_time(1e-5, 1e-5));
+}
+
+TEST(CheckOnce, PassesAreRememberedFailuresAreNot) {
+  int calls = 0;
+  EXPECT_TRUE(check_once("pass", [&] { ++calls; return true; }));
+  EXPECT_TRUE(check_once("pass", [&] { ++calls; return true; }));
+  EXPECT_EQ(calls, 1);
+  int fails = 0;
+  EXPECT_FALSE(check_once("fail", [&] { ++fails; return false; }));
+  EXPECT_FALSE(check_once("fail", [&] { ++fails; return false; }));
+  EXPECT_EQ(fails, 2);
+}
+
+TEST(LastOne, KeepsOneAndFreesItBeforeMakingTheNext) {
+  static int alive = 0, most = 0;
+  struct Counted {
+    int id;
+    explicit Counted(int i) : id(i) { most = std::max(most, ++alive); }
+    ~Counted() { --alive; }
+  };
+  LastOne<Counted> cache;
+  int made = 0;
+  auto make = [&](int id) { return [&made, id] { ++made; return std::make_unique<Counted>(id); }; };
+  EXPECT_EQ(cache.get("a", make(1)).id, 1);
+  EXPECT_EQ(cache.get("a", make(2)).id, 1);  // same key: kept
+  EXPECT_EQ(cache.get("b", make(3)).id, 3);  // new key: replaced
+  EXPECT_EQ(made, 2);
+  EXPECT_EQ(most, 1);  // never two alive at once (1.5 GB buffers)
+  cache.clear();
+  EXPECT_EQ(alive, 0);
+}
+
+namespace {
+// Runs the registered benchmarks matching `filter` and returns the names a
+// stable-name reporter printed, one per line.
+std::string run_names(const std::string& filter) {
+  auto inner = std::make_unique<benchmark::ConsoleReporter>(benchmark::ConsoleReporter::OO_None);
+  StableNames reporter(std::move(inner));
+  std::ostringstream out, err;
+  reporter.SetOutputStream(&out);
+  reporter.SetErrorStream(&err);
+  benchmark::RunSpecifiedBenchmarks(&reporter, filter);
+  return out.str();
+}
+}  // namespace
+
+TEST(PerDevice, OneDeviceKeepsNamesSeveralAddDev) {
+  std::vector<int> seen;
+  auto fn = [&seen](benchmark::State& st) {
+    seen.push_back(device_of(st));
+    for (auto _ : st) {
+    }
+  };
+  auto settings = [](Registered* b, std::int64_t, int) { b->Iterations(1); };
+  options().devices = {2};
+  register_per_device("TestOne/x", "n", {4}, fn, settings);
+  options().devices = {0, 3};
+  register_per_device("TestTwo/x", "n", {4, 8}, fn, settings);
+
+  options().devices = {2};
+  std::string names = run_names("^TestOne/");
+  EXPECT_NE(names.find("TestOne/x/n:4/iterations:1"), std::string::npos) << names;
+  EXPECT_EQ(names.find("dev:"), std::string::npos) << names;
+  EXPECT_EQ(seen, (std::vector<int>{2}));
+
+  seen.clear();
+  options().devices = {0, 3};
+  names = run_names("^TestTwo/");
+  for (const char* n : {"TestTwo/x/n:4/dev:0/", "TestTwo/x/n:4/dev:3/", "TestTwo/x/n:8/dev:0/", "TestTwo/x/n:8/dev:3/"})
+    EXPECT_NE(names.find(n), std::string::npos) << n << " in\n" << names;
+  EXPECT_EQ(seen, (std::vector<int>{0, 3, 0, 3}));
+  options().devices = {0};
+}
+
+TEST(StableNames, ResultsCarryNoMinTime) {
+  auto* b = benchmark::RegisterBenchmark("TestStable/x", [](benchmark::State& st) {
+    for (auto _ : st) st.SetIterationTime(1e-3);
+  });
+  b->ArgName("n")->Arg(4096)->UseManualTime()->MinTime(0.004);
+  const std::string names = run_names("^TestStable/");
+  EXPECT_NE(names.find("TestStable/x/n:4096/manual_time"), std::string::npos) << names;
+  EXPECT_EQ(names.find("min_time"), std::string::npos) << names;
+  EXPECT_EQ(stable_name("VectorAdd/cuda_v4/n:4096/dev:1/min_time:0.013/manual_time"),
+            "VectorAdd/cuda_v4/n:4096/dev:1/manual_time");
+  EXPECT_EQ(stable_name("VectorAdd/cpu_scalar/n:4096/real_time"), "VectorAdd/cpu_scalar/n:4096/real_time");
+  EXPECT_NE(stable_file_reporter("json"), nullptr);
+  EXPECT_EQ(stable_file_reporter("yaml"), nullptr);
+}
+
+namespace {
+nvml::Sample sample(int sm, int mem, double w, int t, std::uint64_t reasons, bool known = true) {
+  nvml::Sample s;
+  s.sm_clock_mhz = sm;
+  s.mem_clock_mhz = mem;
+  s.power_w = w;
+  s.temp_c = t;
+  s.reasons_known = known;
+  s.clock_event_reasons = reasons;
+  return s;
+}
+}  // namespace
+
+TEST(TelemetrySummary, IdleSamplesDoNotCountWhenBusyOnesExist) {
+  const auto t = summarize({sample(345, 3201, 90, 33, nvml::kReasonGpuIdle), sample(1980, 3201, 690, 61, 0),
+                            sample(1760, 3201, 700, 80, nvml::kReasonSwPowerCap)});
+  EXPECT_EQ(t.samples, 3);
+  EXPECT_DOUBLE_EQ(t.sm_clock_mhz, (1980 + 1760) / 2.0);
+  EXPECT_DOUBLE_EQ(t.power_w, 695);
+  EXPECT_DOUBLE_EQ(t.temp_c, 70.5);
+  EXPECT_EQ(t.throttle_reasons, nvml::kReasonSwPowerCap);  // idle is not throttling
+  EXPECT_EQ(t.label(), "throttled: sw_power_cap");
+}
+
+TEST(TelemetrySummary, AllIdleAndUnknowns) {
+  auto t = summarize({sample(345, 3201, 90, 33, nvml::kReasonGpuIdle), sample(405, 3201, -1, 35, nvml::kReasonGpuIdle)});
+  EXPECT_DOUBLE_EQ(t.sm_clock_mhz, 375);  // nothing busy: every sample counts
+  EXPECT_DOUBLE_EQ(t.power_w, 90);        // -1 is "not answered", not a value
+  EXPECT_EQ(t.label(), "");
+  t = summarize({});
+  EXPECT_EQ(t.samples, 0);
+  EXPECT_EQ(t.sm_clock_mhz, -1);
+  EXPECT_EQ(telemetry_counters(t).size(), 0u);
+  t = summarize({sample(-1, -1, -1, -1, 0, false)});
+  EXPECT_EQ(telemetry_counters(t).size(), 0u);
+}
+
+TEST(TelemetrySummary, CountersAndLabel) {
+  const auto t = summarize({sample(1980, 3201, 650, 60, nvml::kReasonHwThermalSlowdown | nvml::kReasonSwThermalSlowdown)});
+  const auto c = telemetry_counters(t);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_DOUBLE_EQ(c.at("sm_clock_mhz"), 1980);
+  EXPECT_DOUBLE_EQ(c.at("mem_clock_mhz"), 3201);
+  EXPECT_DOUBLE_EQ(c.at("power_w"), 650);
+  EXPECT_DOUBLE_EQ(c.at("temp_c"), 60);
+  EXPECT_EQ(t.label(), "throttled: sw_thermal_slowdown,hw_thermal_slowdown");
+  EXPECT_EQ(labelled("L2 flushed (read)", t), "L2 flushed (read); throttled: sw_thermal_slowdown,hw_thermal_slowdown");
+  EXPECT_EQ(labelled("", t), "throttled: sw_thermal_slowdown,hw_thermal_slowdown");
+  EXPECT_EQ(labelled("L2 flushed (read)", summarize({})), "L2 flushed (read)");
+}
+
+TEST(TelemetrySummary, ReasonNames) {
+  EXPECT_EQ(nvml::reason_names(0), "");
+  EXPECT_EQ(nvml::reason_names(nvml::kReasonGpuIdle | nvml::kReasonSwPowerCap), "gpu_idle,sw_power_cap");
+  EXPECT_EQ(nvml::reason_names(0x1000 | nvml::kReasonHwSlowdown), "hw_slowdown,0x1000");
+}
