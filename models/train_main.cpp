@@ -66,6 +66,12 @@ int main(int argc, char** argv) {
       std::cerr << "train: --device " << device << " unavailable: LibTorch sees no GPU\n";
       return 2;
     }
+    const auto count = static_cast<int>(torch::cuda::device_count());
+    if (cfg.device.has_index() && cfg.device.index() >= count) {
+      std::cerr << "train: --device " << device << ": there is no GPU " << static_cast<int>(cfg.device.index())
+                << " (" << count << " usable: 0.." << count - 1 << ")\n";
+      return 2;
+    }
   }
   if (threads > 0) torch::set_num_threads(threads);
 

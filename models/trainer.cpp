@@ -8,6 +8,7 @@
 #ifdef CUDABENCH_TORCH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/cuda.h>
@@ -49,6 +50,33 @@ class Autocast {
 
 }  // namespace
 
+#ifdef CUDABENCH_TORCH_CUDA
+void capture_graph(at::cuda::CUDAGraph& graph, const std::function<void()>& body) {
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+  graph.capture_begin();
+  try {
+    body();
+  } catch (...) {
+    // capture_end ends the capture and returns the allocator's pool; it
+    // throws if the capture was invalidated, after ending it. If the stream
+    // still captures, end it by hand and drop what it recorded.
+    try {
+      graph.capture_end();
+    } catch (...) {
+    }
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t g = nullptr;
+      cudaStreamEndCapture(stream, &g);
+      if (g) cudaGraphDestroy(g);
+    }
+    (void)cudaGetLastError();
+    throw;
+  }
+  graph.capture_end();
+}
+#endif
+
 void set_tf32(bool on) {
   at::globalContext().setAllowTF32CuBLAS(on);
   at::globalContext().setAllowTF32CuDNN(on);
@@ -80,6 +108,9 @@ Trainer::Trainer(const TrainConfig& cfg) : cfg_(cfg) {
 #ifndef CUDABENCH_TORCH_CUDA
     throw std::runtime_error("this LibTorch has no CUDA");
 #endif
+    // "cuda" is the device current now (0 in a fresh process): pin it.
+    if (!cfg_.device.has_index())
+      cfg_.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(c10::cuda::current_device()));
   }
   if ((cfg_.cuda_graph) && !cfg_.device.is_cuda())
     throw std::invalid_argument("--cuda-graph needs --device cuda");
@@ -131,14 +162,19 @@ torch::Tensor Trainer::graph_step(const torch::Tensor& x, const torch::Tensor& y
       // Gradients set to none: the captured backward then allocates them
       // from the graph's pool and writes them fresh on every replay.
       opt_->zero_grad(/*set_to_none=*/true);
-      graph_->graph.capture_begin();
-      {
-        Autocast ac(cfg_.bf16, cfg_.device.type());
-        graph_->loss = torch::nll_loss(model_->forward(graph_->x).to(torch::kFloat32), graph_->y);
+      try {
+        capture_graph(graph_->graph, [&] {
+          {
+            Autocast ac(cfg_.bf16, cfg_.device.type());
+            graph_->loss = torch::nll_loss(model_->forward(graph_->x).to(torch::kFloat32), graph_->y);
+          }
+          graph_->loss.backward();
+          opt_->step();
+        });
+      } catch (...) {
+        graph_.reset();  // the next step captures afresh
+        throw;
       }
-      graph_->loss.backward();
-      opt_->step();
-      graph_->graph.capture_end();
     }
     at::cuda::CUDAEvent captured;
     captured.record(side);
@@ -156,6 +192,12 @@ torch::Tensor Trainer::graph_step(const torch::Tensor& x, const torch::Tensor& y
 }
 
 torch::Tensor Trainer::step(const torch::Tensor& x, const torch::Tensor& y) {
+#ifdef CUDABENCH_TORCH_CUDA
+  // On cuda:N the step's streams (the capture's, the current one) must be
+  // device N's, whichever device the caller left current.
+  c10::cuda::OptionalCUDAGuard guard(cfg_.device.is_cuda() ? std::optional<torch::Device>(cfg_.device)
+                                                          : std::nullopt);
+#endif
   const bool full = x.size(0) == cfg_.batch_size;
   if (cfg_.cuda_graph && full) return graph_step(x, y);
   return eager_step(x, y);

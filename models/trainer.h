@@ -11,6 +11,10 @@
 #include <optional>
 #include <string>
 
+#ifdef CUDABENCH_TORCH_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#endif
+
 #include "idx_reader.h"
 #include "mnist_cnn.h"
 
@@ -89,5 +93,14 @@ class Trainer {
 
 // Apply the TF32 setting to LibTorch's global context.
 void set_tf32(bool on);
+
+#ifdef CUDABENCH_TORCH_CUDA
+// Captures what `body` launches on the current stream into `graph`. If
+// anything throws between capture_begin and capture_end, the capture is
+// ended on every path (the stream leaves capture mode, the runtime's last
+// error is cleared) before the exception propagates: the stream stays
+// usable, and `graph` must be discarded.
+void capture_graph(at::cuda::CUDAGraph& graph, const std::function<void()>& body);
+#endif
 
 }  // namespace cudabench::models

@@ -8,6 +8,14 @@
 #include "idx_reader.h"
 #include "trainer.h"
 
+#ifdef CUDABENCH_TORCH_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include <cmath>
+
 using namespace cudabench;
 using models::TrainConfig;
 using models::Trainer;
@@ -136,3 +144,83 @@ TEST(Trainer, Tf32SettingIsApplied) {
   models::set_tf32(cublas);
   EXPECT_EQ(at::globalContext().allowTF32CuBLAS(), cublas);
 }
+
+#ifdef CUDABENCH_TORCH_CUDA
+namespace {
+bool gpu_or_skip(std::string* why) {
+  const auto& r = env::collect();
+  if (!r.status.usable) *why = "no usable GPU: " + r.status.reason;
+  else if (!torch::cuda::is_available()) *why = "LibTorch sees no GPU";
+  return why->empty();
+}
+bool capturing(cudaStream_t s) {
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  EXPECT_EQ(cudaStreamIsCapturing(s, &st), cudaSuccess);
+  return st != cudaStreamCaptureStatusNone;
+}
+}  // namespace
+
+TEST(TrainerGpu, AFailedCaptureLeavesTheStreamUsable) {
+  std::string why;
+  if (!gpu_or_skip(&why)) GTEST_SKIP() << why;
+  c10::cuda::CUDAGuard device(0);
+  const auto side = c10::cuda::getStreamFromPool();
+  c10::cuda::CUDAStreamGuard on_side(side);
+  auto x = torch::zeros({1024}, torch::TensorOptions().device(torch::kCUDA, 0));
+  // An exception in the captured code...
+  {
+    at::cuda::CUDAGraph g;
+    EXPECT_THROW(models::capture_graph(g, [&] {
+                   x.add_(1);
+                   throw std::runtime_error("planted");
+                 }),
+                 std::runtime_error);
+  }
+  EXPECT_FALSE(capturing(side.stream()));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  // ...and a capture invalidated by a synchronising call (item()).
+  {
+    at::cuda::CUDAGraph g;
+    EXPECT_ANY_THROW(models::capture_graph(g, [&] {
+      x.add_(1);
+      (void)x.sum().item<float>();
+    }));
+  }
+  EXPECT_FALSE(capturing(side.stream()));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  // The stream works, and nothing captured ever ran.
+  x.add_(1);
+  torch::cuda::synchronize(0);
+  EXPECT_EQ(x.sum().item<float>(), 1024.0f);
+  // A capture that succeeds replays.
+  at::cuda::CUDAGraph ok;
+  models::capture_graph(ok, [&] { x.add_(1); });
+  ok.replay();
+  ok.replay();
+  torch::cuda::synchronize(0);
+  EXPECT_EQ(x.sum().item<float>(), 3 * 1024.0f);
+}
+
+TEST(TrainerGpu, TrainsWithAGraphOnTheLastDeviceWhateverIsCurrent) {
+  std::string why;
+  if (!gpu_or_skip(&why)) GTEST_SKIP() << why;
+  const auto last = static_cast<c10::DeviceIndex>(torch::cuda::device_count() - 1);
+  c10::cuda::CUDAGuard current(0);  // the caller's current device is 0
+  const torch::Device dev(torch::kCUDA, last);
+  const auto ds = models::to_dataset(train_split(), dev, 64 * 6);
+  TrainConfig cfg;
+  cfg.device = dev;
+  cfg.cuda_graph = true;
+  Trainer t(cfg);
+  for (int i = 0; i < 6; ++i) {
+    const auto loss = t.step(ds.images.slice(0, i * 64, i * 64 + 64), ds.labels.slice(0, i * 64, i * 64 + 64));
+    EXPECT_EQ(loss.device(), dev);
+    EXPECT_TRUE(std::isfinite(loss.item<double>())) << "step " << i;
+  }
+  for (const auto& p : t.model()->parameters()) EXPECT_EQ(p.device(), dev);
+  // "cuda" without an index is pinned to the device current when made.
+  TrainConfig plain;
+  plain.device = torch::Device(torch::kCUDA);
+  EXPECT_EQ(Trainer(plain).config().device, torch::Device(torch::kCUDA, 0));
+}
+#endif
