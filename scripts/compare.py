@@ -14,8 +14,16 @@ without aggregate suffixes); every repetition is a sample. For each pair:
   same     |d| <= threshold
   faster / slower   |d| > threshold and p < alpha
   noisy    |d| > threshold but p >= alpha, or too few repetitions to test
-           (a single sample, or fewer than the test needs to reach alpha)
+           (a single sample, or fewer than the test needs to reach alpha),
+           or the GPU throttled during a sample of either file (cudabench's
+           label "throttled: <reasons>"): a slowdown then says nothing
+           about the code
   error    a run failed (error_occurred) in either file
+
+The report starts with what differs between the two runs: the recorded
+context (toolkit, driver, GPU and its settings, host) and the GPU clocks
+measured during the runs (the medians of cudabench's sm_clock_mhz and
+mem_clock_mhz counters), since a different clock explains a difference.
 
 Exit codes: 0 no regression; 1 some benchmark is slower beyond the threshold
 with significance (the CI gate; --report-only always exits 0 here); 2 bad input
@@ -37,10 +45,20 @@ EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 HIGHER_IS_BETTER = {"bytes_per_second", "items_per_second"}
 # Context keys worth showing when they differ between runs.
-CONTEXT_KEYS = ["host_name", "gpu_name", "gpu_compute_capability", "cuda_driver_version", "cuda_driver",
+CONTEXT_KEYS = ["host_name", "gpu_name", "gpu_compute_capability", "gpu_count", "gpu_devices", "gpu_index",
+                "gpu_app_clocks_mhz", "gpu_max_clocks_mhz", "gpu_power_limit", "gpu_persistence_mode", "gpu_ecc",
+                "gpu_pcie_max", "gpu_mig", "gpu_compute_mode", "gpu_numa_node", "l2_flush",
+                "cuda_driver_version", "cuda_driver",
                 "cuda_toolkit", "cuda_runtime_built", "cuda_runtime_loaded", "cublas", "cudnn",
-                "libtorch", "libtorch_cuda", "cxx_compiler", "cuda_architectures", "num_cpus",
-                "mhz_per_cpu", "library_build_type", "cudabench_git", "executable"]
+                "libtorch", "libtorch_cuda", "cxx_compiler", "cuda_architectures",
+                "host_cpu_model", "host_sockets", "host_cores", "host_threads", "host_memory_gib",
+                "host_cpu_governor", "host_thp", "host_numa_nodes", "host_os", "host_kernel",
+                "num_cpus", "mhz_per_cpu", "library_build_type", "cudabench_git", "executable"]
+# Telemetry counters (cudabench's NVML samples) whose medians over a file's
+# benchmarks are compared like context: a relative difference above this is shown.
+CLOCK_COUNTERS = ["sm_clock_mhz", "mem_clock_mhz"]
+CLOCK_TOLERANCE = 0.01
+THROTTLED = "throttled: "
 
 
 class BadInput(Exception):
@@ -52,6 +70,7 @@ class Run:
     name: str
     samples: list = field(default_factory=list)  # metric values, in seconds for time
     error: str = ""
+    throttled: list = field(default_factory=list)  # the reasons of each throttled sample
 
 
 @dataclass
@@ -88,6 +107,9 @@ def load(path, metric="time"):
             aggregates.setdefault(name, []).append(b)
             continue
         run.samples.append(_value(b, metric, path))
+        label = b.get("label") or ""
+        if THROTTLED in label:
+            run.throttled.append(label.split(THROTTLED, 1)[1].split(";")[0].strip())
     # A file with only aggregates (--benchmark_report_aggregates_only): use the
     # median as the one sample we have.
     for name, aggs in aggregates.items():
@@ -150,6 +172,10 @@ def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05):
     if abs(change) <= threshold:
         v.verdict = "same"
         return v
+    if a.throttled or b.throttled:
+        which = [f"{w} {', '.join(sorted(set(r.throttled)))}" for w, r in (("baseline", a), ("new", b)) if r.throttled]
+        v.verdict, v.note = "noisy", "GPU throttled: " + "; ".join(which)
+        return v
     if len(a.samples) < 2 or len(b.samples) < 2:
         v.verdict, v.note = "noisy", "single repetition: rerun with --benchmark_repetitions"
         return v
@@ -165,6 +191,17 @@ def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05):
     return v
 
 
+def clock_medians(f):
+    """{counter: median over the file's benchmark samples} for the telemetry clocks."""
+    out = {}
+    for c in CLOCK_COUNTERS:
+        xs = [float(b[c]) for b in f.benchmarks
+              if isinstance(b, dict) and b.get("run_type") != "aggregate" and c in b]
+        if xs:
+            out[c] = median(xs)
+    return out
+
+
 def context_differences(files):
     rows = []
     keys = [k for k in CONTEXT_KEYS if any(k in f.context for f in files)]
@@ -172,6 +209,12 @@ def context_differences(files):
         vals = [str(f.context.get(k, "-")) for f in files]
         if len(set(vals)) > 1:
             rows.append((k, vals))
+    clocks = [clock_medians(f) for f in files]
+    for c in CLOCK_COUNTERS:
+        vals = [x.get(c) for x in clocks]
+        known = [v for v in vals if v is not None]
+        if len(known) > 1 and (len(known) < len(vals) or max(known) > min(known) * (1 + CLOCK_TOLERANCE)):
+            rows.append((f"{c} (measured, median)", ["-" if v is None else f"{v:.0f}" for v in vals]))
     return rows
 
 

@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402
 
-NAME_RX = re.compile(r"^(?P<family>[^/]+)/(?P<impl>[^/]+)/(?P<arg>[a-z]+):(?P<value>\d+)")
+NAME_RX = re.compile(r"^(?P<family>[^/]+)/(?P<impl>[^/]+)/(?P<arg>[a-z]+):(?P<value>\d+)(?:/dev:(?P<dev>\d+))?")
 
 
 def rows(path):
@@ -40,7 +40,9 @@ def rows(path):
         m = NAME_RX.match(b.get("run_name") or b["name"])
         if not m:
             continue
-        key = (m["family"], m["impl"], int(m["value"]))
+        # Runs on several GPUs (--devices) are plotted as one line per device.
+        impl = m["impl"] if m["dev"] is None else f"{m['impl']} dev:{m['dev']}"
+        key = (m["family"], impl, int(m["value"]))
         if "bytes_per_second" in b:
             per[key]["bps"].append(b["bytes_per_second"])
         if "items_per_second" in b:

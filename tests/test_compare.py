@@ -158,3 +158,37 @@ def test_side_by_side_for_three_files():
     line = next(l for l in r.stdout.splitlines() if l.startswith(A))
     assert "faster" in line and "slower" in line
     assert "old (baseline)" in r.stdout
+
+
+def test_a_throttled_gpu_makes_a_slowdown_noisy_not_slower():
+    v = verdicts("base.json", "throttled.json")
+    assert v[A].change == pytest.approx(0.2, abs=0.01)
+    assert v[A].verdict == "noisy"
+    assert "throttled" in v[A].note and "sw_power_cap" in v[A].note and "new" in v[A].note
+    assert v[B].verdict == "same"
+    r = run(f("base.json"), f("throttled.json"))
+    assert r.returncode == 0, r.stdout + r.stderr  # no regression is claimed
+    # Either side: a throttled baseline cannot show an improvement either.
+    assert verdicts("throttled.json", "base.json")[A].verdict == "noisy"
+
+
+def test_measured_clocks_are_a_context_difference():
+    r = run(f("base.json"), f("lower_clocks.json"), "--report-only")
+    assert r.returncode == 0
+    head = r.stdout.split("Benchmarks:")[0]
+    assert "sm_clock_mhz (measured, median)" in head
+    assert "1980" in head and "1650" in head
+    assert "mem_clock_mhz" not in head  # the same in both
+    assert "gpu_app_clocks_mhz" in head
+    # Lower clocks without a throttle reason: still slower, and the gate fails.
+    assert verdicts("base.json", "lower_clocks.json")[A].verdict == "slower"
+    assert run(f("base.json"), f("lower_clocks.json")).returncode == 1
+    # Same clocks: no row.
+    assert "sm_clock_mhz" not in run(f("base.json"), f("identical.json")).stdout
+
+
+def test_the_host_is_a_context_difference():
+    r = run(f("base.json"), f("regression.json"), "--report-only")
+    head = r.stdout.split("Benchmarks:")[0]
+    assert "host_cpu_model" in head
+    assert "AMD EPYC 7B13" in head and "Xeon(R) Platinum 8481C" in head

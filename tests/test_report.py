@@ -32,3 +32,17 @@ def test_report_refuses_bad_input(tmp_path):
     assert r.returncode == 2
     assert "not valid JSON" in r.stderr
     assert not (tmp_path / "report.md").exists()
+
+
+def test_runs_on_several_gpus_are_one_line_per_device(tmp_path):
+    import json
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import report
+    doc = {"context": {}, "benchmarks": [
+        {"name": f"VectorAdd/cuda_v4/n:1048576/dev:{d}/manual_time", "run_type": "iteration",
+         "real_time": 10.0 + d, "time_unit": "us", "bytes_per_second": 1e12 * (d + 1)} for d in (0, 1)]}
+    path = tmp_path / "two_gpus.json"
+    path.write_text(json.dumps(doc))
+    _, rows = report.rows(str(path))
+    assert rows[("VectorAdd", "cuda_v4 dev:0", 1048576)][0] == 1000.0
+    assert rows[("VectorAdd", "cuda_v4 dev:1", 1048576)][0] == 2000.0
