@@ -1,72 +1,251 @@
 #!/usr/bin/env python3
-"""The table gpu-check.sh prints last: what a closing note needs from a GPU run.
+"""summary.txt of a GPU check: each headline number beside its goal.
 
-    gpu_summary.py OUT_DIR    (reads vector_add.json, mnist.json, train_*.json, env.json there)
+    gpu_summary.py RESULTS_DIR
+
+Reads what scripts/gpu-check.sh has written so far (steps.txt, env.json,
+ctest.log, sanitizer.txt, vector_add.json, flush_*.json, mnist.json,
+train_*.json) and prints, for whatever exists: the machine, the steps, the
+tests and sanitizers, the goals marked with a check or a cross, the L2 flush
+A/B, and the tables. Works on a partial folder (a run stopped early). Only the
+standard library: the GPU machine's python3 may have nothing else.
+
+Goals on an H200 (from published numbers):
+  best raw VectorAdd kernel at 2^27          >= 4.3 TB/s
+  best raw kernel vs cublasSgeam, Thrust and torch add, every size >= 2^20:
+                                             at least as fast (ratio >= 0.99: 1% noise)
+  VectorAdd at 1e7 elements, best raw kernel <= 30 us
+  pinned host-to-device copy of 40 MB        >= 50 GB/s
+  10 MNIST epochs at batch 64                <= 6 s eager, <= 2 s with the CUDA graph
 """
+import glob
 import json
 import os
+import re
 import sys
 from collections import defaultdict
+
+RAW = re.compile(r"^VectorAdd/cuda_v\d+$")
+LIBRARIES = ["cublas_geam", "thrust", "torch_cuda"]
+BIG = 134217728
+HEADLINE = 10000000
+NAME = re.compile(r"^(?P<family>[^/]+)/(?P<impl>[^/]+)/(?P<arg>[a-z]+):(?P<value>\d+)(?:/dev:(?P<dev>\d+))?")
+OK, NO = "\u2714", "\u2718"
 
 
 def load(path):
     try:
         with open(path) as f:
             return json.load(f)
-    except (OSError, json.JSONDecodeError):
+    except (OSError, ValueError):
         return None
 
 
-def medians(doc):
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return None if not n else s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def runs(doc, device=0):
+    """{(family/impl, value): {time_s, bytes_per_second, items_per_second, ...}} medians over
+    repetitions, for one device (names without /dev:N are the single selected device)."""
     per = defaultdict(lambda: defaultdict(list))
     for b in (doc or {}).get("benchmarks", []):
         if b.get("run_type") == "aggregate" or b.get("error_occurred"):
             continue
-        for k in ("real_time", "bytes_per_second", "items_per_second", "frac_of_peak"):
+        m = NAME.match(b.get("run_name") or b["name"])
+        if not m or (m["dev"] is not None and int(m["dev"]) != device):
+            continue
+        key = (f"{m['family']}/{m['impl']}", int(m["value"]))
+        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}.get(b.get("time_unit", "ns"), 1e-9)
+        per[key]["time_s"].append(b["real_time"] * scale)
+        for k in ("bytes_per_second", "items_per_second", "frac_of_peak", "sm_clock_mhz"):
             if k in b:
-                per[b.get("run_name", b["name"])][k].append(b[k])
-        per[b.get("run_name", b["name"])]["unit"] = b.get("time_unit", "ns")
-    out = {}
-    for name, d in per.items():
-        out[name] = {k: (sorted(v)[len(v) // 2] if isinstance(v, list) else v) for k, v in d.items()}
+                per[key][k].append(b[k])
+        if "throttled:" in (b.get("label") or ""):
+            per[key]["throttled"].append(1)
+    return {k: {m: (median(v) if m != "throttled" else len(v)) for m, v in d.items()} for k, d in per.items()}
+
+
+def best_raw(r, n):
+    """(implementation, bytes/s) of the fastest raw kernel at n elements, or None."""
+    cands = [(k[0], v["bytes_per_second"]) for k, v in r.items()
+             if k[1] == n and RAW.match(k[0]) and "bytes_per_second" in v]
+    return max(cands, key=lambda c: c[1]) if cands else None
+
+
+def train_seconds(doc):
+    return sum(e["seconds"] for e in doc["per_epoch"]) if doc else None
+
+
+class Goal:
+    def __init__(self, what, value, text, goal, ok):
+        self.what, self.value, self.text, self.goal, self.ok = what, value, text, goal, ok
+
+    def line(self):
+        mark = "-" if self.value is None else (OK if self.ok else NO)
+        return f"{mark} {self.what:46s} {self.text if self.value is not None else 'not measured':34s} {self.goal}"
+
+
+def goals(d):
+    va = runs(load(os.path.join(d, "vector_add.json")))
+    out = []
+    b = best_raw(va, BIG)
+    out.append(Goal("best raw VectorAdd kernel at 2^27", b and b[1],
+                    b and f"{b[1] / 1e12:.2f} TB/s ({b[0].split('/')[1]})", ">= 4.3 TB/s", b and b[1] >= 4.3e12))
+    # The best raw kernel against each library at every size from 2^20 up.
+    worst = None
+    for n in sorted({k[1] for k in va if k[0].startswith("VectorAdd/") and k[1] >= 1 << 20}):
+        raw = best_raw(va, n)
+        for lib in LIBRARIES:
+            v = va.get((f"VectorAdd/{lib}", n))
+            if raw and v and "bytes_per_second" in v:
+                ratio = raw[1] / v["bytes_per_second"]
+                if worst is None or ratio < worst[0]:
+                    worst = (ratio, lib, n, raw[0].split("/")[1])
+    out.append(Goal("raw kernel vs cuBLAS, Thrust, torch, n >= 2^20", worst and worst[0],
+                    worst and f"{worst[0]:.3f}x (worst: {worst[3]} vs {worst[1]} at {worst[2]})",
+                    ">= 1.00x (0.99: noise)", worst and worst[0] >= 0.99))
+    b = best_raw(va, HEADLINE)
+    t = b and va[(b[0], HEADLINE)]["time_s"]
+    out.append(Goal("VectorAdd at 1e7 elements, best raw kernel", t, t and f"{t * 1e6:.1f} us ({b[0].split('/')[1]})",
+                    "<= 30 us", t and t <= 30e-6))
+    h2d = va.get(("Transfer/h2d_pinned", 40000000), {}).get("bytes_per_second")
+    frac = va.get(("Transfer/h2d_pinned", 40000000), {}).get("frac_of_peak")
+    out.append(Goal("pinned host-to-device copy, 40 MB", h2d,
+                    h2d and f"{h2d / 1e9:.1f} GB/s" + (f" ({100 * frac:.0f}% of PCIe)" if frac else ""),
+                    ">= 50 GB/s", h2d and h2d >= 50e9))
+    for name, f, limit in (("10 MNIST epochs, batch 64, eager", "train_cuda.json", 6.0),
+                           ("10 MNIST epochs, batch 64, CUDA graph", "train_cuda_graph.json", 2.0)):
+        doc = load(os.path.join(d, f))
+        s = train_seconds(doc)
+        n = len(doc["per_epoch"]) if doc else 0
+        if doc and n != 10:  # a quick run: scale to ten epochs, and say so
+            s = s * 10 / n
+        out.append(Goal(name, s, s and f"{s:.2f} s" + (f" ({n} epochs x {10 / n:g})" if n != 10 else "")
+                        + f", {100 * doc['final_test_accuracy']:.1f}% test accuracy", f"<= {limit:g} s",
+                        s and s <= limit))
     return out
 
 
-def main():
-    d = sys.argv[1]
+def flush_ab(d):
+    """{(impl, n): {mode: [per-process median time]}} from flush_<mode>_<i>.json."""
+    out = defaultdict(lambda: defaultdict(list))
+    for path in sorted(glob.glob(os.path.join(d, "flush_*_*.json"))):
+        mode = os.path.basename(path).split("_")[1]
+        for (impl, n), v in runs(load(path)).items():
+            out[(impl.split("/")[1], n)][mode].append(v["time_s"])
+    return out
+
+
+def render(d):
+    lines = []
     env = load(os.path.join(d, "env.json")) or {}
-    gpus = env.get("gpus") or [{}]
-    g = gpus[0]
-    print(f"GPU: {g.get('name', '?')} sm_{g.get('compute_capability', '?')}, {g.get('sms', '?')} SMs, "
-          f"peak {g.get('peak_bandwidth_bytes_per_s', 0) / 1e9:.0f} GB/s; driver "
-          f"{env.get('driver', {}).get('nvml_driver_version') or env.get('driver', {}).get('libcuda_file_version', '?')}"
-          f" (CUDA {env.get('driver', {}).get('cuda_version', '?')}); runtime {env.get('runtime', {}).get('loaded_version', '?')}")
-    errors = [x for x in (load(os.path.join(d, "vector_add.json")) or {}).get("benchmarks", []) if x.get("error_occurred")]
-    errors += [x for x in (load(os.path.join(d, "mnist.json")) or {}).get("benchmarks", []) if x.get("error_occurred")]
-    for e in errors:
-        print(f"ERROR {e['name']}: {e.get('error_message')}")
-    va = medians(load(os.path.join(d, "vector_add.json")))
-    print(f"\n{'benchmark':58s} {'GB/s':>9s} {'of peak':>8s}")
-    for name in sorted(va):
-        if "/n:10000000/" in name or "/n:134217728/" in name or name.startswith("Transfer/") and "bytes:536870912" in name:
-            m = va[name]
-            frac = f"{100 * m['frac_of_peak']:.0f}%" if "frac_of_peak" in m else "-"
-            print(f"{name:58s} {m.get('bytes_per_second', 0) / 1e9:9.1f} {frac:>8s}")
-    mn = medians(load(os.path.join(d, "mnist.json")))
+    gpus = env.get("gpus") or []
+    g = gpus[0] if gpus else {}
+    drv = env.get("driver", {})
+    lines.append(f"GPU check of {os.path.basename(os.path.normpath(d))}: {g.get('name', '?')} "
+                 f"sm_{g.get('compute_capability', '?')}, {g.get('sms', '?')} SMs, "
+                 f"peak {g.get('peak_bandwidth_bytes_per_s', 0) / 1e9:.0f} GB/s, {len(gpus)} GPU(s); driver "
+                 f"{drv.get('nvml_driver_version') or drv.get('libcuda_file_version', '?')} (CUDA {drv.get('cuda_version', '?')}); "
+                 f"runtime {env.get('runtime', {}).get('loaded_version', '?')}")
+    nv = g.get("nvml") or {}
+    if nv.get("found"):
+        lines.append(f"  clocks max {nv.get('max_sm_clock_mhz')}/{nv.get('max_mem_clock_mhz')} MHz, power limit "
+                     f"{nv.get('power_limit_w')} W, PCIe gen {nv.get('pcie_gen_max')} x{nv.get('pcie_width_max')}, "
+                     f"persistence {nv.get('persistence_mode')}, MIG {nv.get('mig_current')}")
+    for v in env.get("verdicts", []):
+        if v.get("level") in ("warning", "error"):
+            lines.append(f"  {v['level'].upper()}: {v['message']}")
+    try:
+        with open(os.path.join(d, "steps.txt")) as f:
+            lines.append("\nSteps:\n" + "".join("  " + l for l in f))
+    except OSError:
+        lines.append("\nSteps: none recorded")
+    try:
+        with open(os.path.join(d, "ctest.log")) as f:
+            log = f.read()
+        m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", log)
+        skipped = len(re.findall(r"^\s*\d+ - \S+ \(Skipped\)$", log, flags=re.M))
+        if m:
+            lines.append(f"Tests: {int(m[3]) - int(m[2])}/{m[3]} passed, {skipped} skipped"
+                         + "".join(f"\n  FAILED {t}" for t in re.findall(r"\d+ - (\S+) \(Failed\)", log)))
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(d, "sanitizer.txt")) as f:
+            san = f.read()
+        parts = re.split(r"^== ", san, flags=re.M)
+        res = []
+        for p in parts[1:]:
+            head = p.splitlines()[0]
+            errs = re.findall(r"ERROR SUMMARY: (\d+) error", p)
+            res.append(f"{head}: {sum(map(int, errs)) if errs else '?'} errors")
+        lines.append("Sanitizer: " + ("; ".join(res) if res else san.strip()[:200]))
+    except OSError:
+        pass
+
+    errors, throttled = [], []
+    for f in ("vector_add.json", "mnist.json"):
+        for b in (load(os.path.join(d, f)) or {}).get("benchmarks", []):
+            if b.get("error_occurred"):
+                errors.append(f"ERROR {b['name']}: {b.get('error_message')}")
+            if "throttled:" in (b.get("label") or ""):
+                throttled.append(b["name"])
+    lines += errors
+    if throttled:
+        lines.append(f"Throttled: {len(set(throttled))} benchmark(s), e.g. {sorted(set(throttled))[0]}")
+
+    lines.append(f"\nGoals{'' if 'H200' in g.get('name', 'H200') else ' (set for an H200; this is not one)'}:")
+    lines += ["  " + x.line() for x in goals(d)]
+
+    ab = flush_ab(d)
+    if ab:
+        lines.append("\nL2 flush A/B (time of the timed kernel, median of each process's median):")
+        lines.append(f"  {'benchmark':24s} {'read':>10s} {'memset':>10s} {'memset/read':>12s}")
+        wins = defaultdict(int)
+        for (impl, n), modes in sorted(ab.items()):
+            r, m = median(modes.get("read", [])), median(modes.get("memset", []))
+            if r and m:
+                wins["read" if r < m else "memset"] += 1
+                lines.append(f"  {impl + ' ' + str(n):24s} {r * 1e6:8.2f}us {m * 1e6:8.2f}us {m / r:12.3f}")
+        if wins:
+            lower = max(wins, key=wins.get)
+            lines.append(f"  lower kernel time (less extra traffic) with '{lower}' in {wins[lower]} of "
+                         f"{sum(wins.values())}: the default should be '{lower}'")
+
+    va = runs(load(os.path.join(d, "vector_add.json")))
+    if va:
+        lines.append(f"\n{'benchmark':42s} {'time':>10s} {'GB/s':>9s} {'of peak':>8s} {'SM MHz':>7s}")
+        for (name, n), m in sorted(va.items()):
+            if n in (HEADLINE, BIG, 40000000, 536870912):
+                frac = f"{100 * m['frac_of_peak']:.0f}%" if "frac_of_peak" in m else "-"
+                sm = f"{m['sm_clock_mhz']:.0f}" if "sm_clock_mhz" in m else "-"
+                lines.append(f"{name + '/' + str(n):42s} {m['time_s'] * 1e6:8.1f}us "
+                             f"{m.get('bytes_per_second', 0) / 1e9:9.1f} {frac:>8s} {sm:>7s}")
+    mn = runs(load(os.path.join(d, "mnist.json")))
     if mn:
-        print(f"\n{'benchmark':58s} {'images/s':>10s} {'step':>10s}")
-        for name in sorted(mn):
-            m = mn[name]
-            print(f"{name:58s} {m.get('items_per_second', 0):10.0f} {m.get('real_time', 0):8.3f} {m.get('unit', '')}")
+        lines.append(f"\n{'benchmark':42s} {'images/s':>10s} {'step':>10s}")
+        for (name, n), m in sorted(mn.items()):
+            lines.append(f"{name + '/' + str(n):42s} {m.get('items_per_second', 0):10.0f} {m['time_s'] * 1e3:8.3f}ms")
     for f in ("train_cuda", "train_cuda_graph", "train_py_cuda"):
         t = load(os.path.join(d, f + ".json"))
         if t:
             ep = t["per_epoch"]
-            secs = sum(e["seconds"] for e in ep)
-            ips = sorted(e["images_per_second"] for e in ep)[len(ep) // 2]
-            print(f"{f:18s} {len(ep)} epochs {secs:7.2f} s train time, median {ips:8.0f} img/s, "
-                  f"final test accuracy {100 * t['final_test_accuracy']:.2f}%")
+            ips = median([e["images_per_second"] for e in ep])
+            lines.append(f"{f:18s} {len(ep)} epochs {train_seconds(t):7.2f} s train time, median {ips:8.0f} img/s, "
+                         f"final test accuracy {100 * t['final_test_accuracy']:.2f}%")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv):
+    if len(argv) != 2 or not os.path.isdir(argv[1]):
+        print("usage: gpu_summary.py RESULTS_DIR", file=sys.stderr)
+        return 2
+    sys.stdout.write(render(argv[1]))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv))

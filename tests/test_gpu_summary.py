@@ -1,0 +1,105 @@
+"""gpu_summary.py: the goals of a GPU check, marked, on a made-up results
+folder (the real ones come from a GPU machine), and on a partial one."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "gpu_summary.py")
+
+
+def bench(name, us, bps=None, **extra):
+    b = {"name": name, "run_name": name, "run_type": "iteration", "real_time": us, "time_unit": "us"}
+    if bps:
+        b["bytes_per_second"] = bps
+    b.update(extra)
+    return b
+
+
+def write(d, name, doc):
+    with open(os.path.join(d, name), "w") as f:
+        f.write(doc if isinstance(doc, str) else json.dumps(doc))
+
+
+def summary(d):
+    r = subprocess.run([sys.executable, SCRIPT, str(d)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def goal_line(text, what):
+    return next(l for l in text.splitlines() if what in l)
+
+
+def full_run(d):
+    write(d, "env.json", {"gpus": [{"name": "NVIDIA H200", "compute_capability": "9.0", "sms": 132,
+                                    "peak_bandwidth_bytes_per_s": 4.9e12, "nvml": {"found": True}}],
+                          "driver": {"nvml_driver_version": "580.95.05", "cuda_version": "13.0"},
+                          "runtime": {"loaded_version": "13.0"},
+                          "verdicts": [{"level": "warning", "message": "persistence is off"}]})
+    write(d, "steps.txt", "machine    ok          2 s\nbuild      ok        170 s\n")
+    write(d, "ctest.log", "100% tests passed, 0 tests failed out of 120\n\nThe following tests did not run:\n"
+                          "\t 12 - A.B (Skipped)\n\t 13 - A.C (Skipped)\n")
+    write(d, "sanitizer.txt", "== memcheck: test_vector_add_gpu\n========= ERROR SUMMARY: 0 errors\n"
+                              "== racecheck: test_vector_add_gpu\n========= ERROR SUMMARY: 0 errors\n")
+    big, mid = 134217728, 1 << 20
+    reps = lambda name, us, bps, **kw: [bench(name, us, bps, **kw) for _ in range(3)]
+    benches = (reps(f"VectorAdd/cuda_v4/n:{big}/manual_time", 358.0, 4.5e12, frac_of_peak=0.92, sm_clock_mhz=1980)
+               + reps(f"VectorAdd/cuda_v1/n:{big}/manual_time", 400.0, 4.0e12)
+               + reps(f"VectorAdd/cublas_geam/n:{big}/manual_time", 366.0, 4.4e12)
+               + reps(f"VectorAdd/cuda_v4/n:{mid}/manual_time", 5.0, 2.5e12)
+               + reps(f"VectorAdd/thrust/n:{mid}/manual_time", 4.8, 2.6e12)  # faster than the raw kernel
+               + reps("VectorAdd/cuda_v4/n:10000000/manual_time", 28.0, 4.29e12)
+               + reps("Transfer/h2d_pinned/bytes:40000000/manual_time", 833.0, 48e9, frac_of_peak=0.76))
+    benches.append(bench("VectorAdd/cuda_v2/n:10000000/manual_time", 0, error_occurred=True,
+                         error_message="cuda_v2 gave a wrong result"))
+    write(d, "vector_add.json", {"benchmarks": benches})
+    write(d, "train_cuda.json", {"per_epoch": [{"seconds": 0.5, "images_per_second": 120000}] * 10,
+                                 "final_test_accuracy": 0.89})
+    write(d, "train_cuda_graph.json", {"per_epoch": [{"seconds": 0.25, "images_per_second": 240000}] * 10,
+                                       "final_test_accuracy": 0.89})
+    for i, (mode, us) in enumerate([("read", 5.0), ("memset", 6.0), ("memset", 6.1), ("read", 5.1)], 1):
+        write(d, f"flush_{mode}_{i}.json", {"benchmarks": [bench(f"VectorAdd/cuda_v4/n:{mid}/manual_time", us, 1e12)]})
+
+
+def test_each_goal_is_marked(tmp_path):
+    full_run(tmp_path)
+    s = summary(tmp_path)
+    assert goal_line(s, "best raw VectorAdd kernel at 2^27").startswith("  \u2714")
+    assert "4.50 TB/s (cuda_v4)" in s
+    line = goal_line(s, "raw kernel vs cuBLAS")
+    assert line.startswith("  \u2718") and "thrust at 1048576" in line
+    assert goal_line(s, "VectorAdd at 1e7").startswith("  \u2714") and "28.0 us" in s
+    line = goal_line(s, "pinned host-to-device")
+    assert line.startswith("  \u2718") and "48.0 GB/s (76% of PCIe)" in line
+    assert goal_line(s, "epochs, batch 64, eager").startswith("  \u2714")
+    line = goal_line(s, "CUDA graph")
+    assert line.startswith("  \u2718") and "2.50 s" in line
+
+
+def test_the_rest_of_the_summary(tmp_path):
+    full_run(tmp_path)
+    s = summary(tmp_path)
+    assert s.startswith("GPU check of ")
+    assert "NVIDIA H200 sm_9.0, 132 SMs, peak 4900 GB/s, 1 GPU(s)" in s
+    assert "WARNING: persistence is off" in s
+    assert "build      ok        170 s" in s
+    assert "Tests: 120/120 passed, 2 skipped" in s
+    assert "memcheck: test_vector_add_gpu: 0 errors" in s and "racecheck" in s
+    assert "ERROR VectorAdd/cuda_v2/n:10000000/manual_time: cuda_v2 gave a wrong result" in s
+    assert "the default should be 'read'" in s
+    assert "(set for an H200" not in s
+
+
+def test_a_partial_run_still_summarises(tmp_path):
+    write(tmp_path, "steps.txt", "machine    ok          2 s\nbuild      ok        170 s\n")
+    s = summary(tmp_path)
+    assert "build      ok" in s
+    assert goal_line(s, "best raw VectorAdd kernel at 2^27").startswith("  - ")
+    assert "not measured" in goal_line(s, "CUDA graph")
+
+
+def test_bad_usage_exits_2(tmp_path):
+    r = subprocess.run([sys.executable, SCRIPT, str(tmp_path / "missing")], capture_output=True, text=True)
+    assert r.returncode == 2 and "usage" in r.stderr
