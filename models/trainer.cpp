@@ -3,11 +3,14 @@
 #include <ATen/autocast_mode.h>
 
 #include <chrono>
+#include <vector>
 #include <stdexcept>
 
 #ifdef CUDABENCH_TORCH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -52,23 +55,48 @@ class Autocast {
 
 #ifdef CUDABENCH_TORCH_CUDA
 void capture_graph(at::cuda::CUDAGraph& graph, const std::function<void()>& body) {
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
-  graph.capture_begin();
+  const auto stream = c10::cuda::getCurrentCUDAStream();
+  // Our own pool id, so that a failed capture can hand it back.
+  const auto pool = at::cuda::graph_pool_handle();
+  graph.capture_begin(pool);
   try {
     body();
   } catch (...) {
-    // capture_end ends the capture and returns the allocator's pool; it
-    // throws if the capture was invalidated, after ending it. If the stream
-    // still captures, end it by hand and drop what it recorded.
+    // capture_end ends the capture, stops routing allocations to the pool
+    // and takes charge of it; it throws on an invalidated capture at its
+    // first step, before any of that.
     try {
       graph.capture_end();
     } catch (...) {
     }
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+    if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
       cudaGraph_t g = nullptr;
-      cudaStreamEndCapture(stream, &g);
+      cudaStreamEndCapture(stream.stream(), &g);
       if (g) cudaGraphDestroy(g);
+    }
+    // pool() answers only once capture_end got that far; then the graph's
+    // reset() releases the pool. Otherwise do what capture_end and reset()
+    // would have: LibTorch's allocators must not stay in capture mode.
+    bool owned = false;
+    try {
+      (void)graph.pool();
+      owned = true;
+    } catch (...) {
+    }
+    if (!owned) {
+      const auto dev = stream.device_index();
+      auto* host = at::getHostAllocator(at::kCUDA);
+      for (const auto& step : std::vector<std::function<void()>>{
+               [&] { c10::cuda::CUDACachingAllocator::endAllocateToPool(dev, pool); },
+               [&] { host->end_allocate_to_pool(pool); },
+               [&] { c10::cuda::CUDACachingAllocator::releasePool(dev, pool); },
+               [&] { host->release_pool(pool); }}) {
+        try {
+          step();  // a step already done by capture_end throws: nothing to undo
+        } catch (...) {
+        }
+      }
     }
     (void)cudaGetLastError();
     throw;
@@ -146,9 +174,11 @@ torch::Tensor Trainer::eager_step(const torch::Tensor& x, const torch::Tensor& y
 torch::Tensor Trainer::graph_step(const torch::Tensor& x, const torch::Tensor& y) {
 #ifdef CUDABENCH_TORCH_CUDA
   if (!graph_) {
-    graph_ = std::make_unique<Graph>();
-    graph_->x = prepare(x).clone();
-    graph_->y = y.clone();
+    // Built aside and kept only once captured: after any failure the next
+    // step starts again from warm-up.
+    auto g = std::make_unique<Graph>();
+    g->x = prepare(x).clone();
+    g->y = y.clone();
     // Warm up on a side stream (the LibTorch CUDA-graphs pattern), so that
     // lazy initialisation (cuDNN plans, momentum buffers) is not captured.
     auto main = c10::cuda::getCurrentCUDAStream();
@@ -158,27 +188,23 @@ torch::Tensor Trainer::graph_step(const torch::Tensor& x, const torch::Tensor& y
     ready.block(side);
     {
       c10::cuda::CUDAStreamGuard guard(side);
-      for (int i = 0; i < kGraphWarmup; ++i) eager_step(graph_->x, graph_->y);
+      for (int i = 0; i < kGraphWarmup; ++i) eager_step(g->x, g->y);
       // Gradients set to none: the captured backward then allocates them
       // from the graph's pool and writes them fresh on every replay.
       opt_->zero_grad(/*set_to_none=*/true);
-      try {
-        capture_graph(graph_->graph, [&] {
-          {
-            Autocast ac(cfg_.bf16, cfg_.device.type());
-            graph_->loss = torch::nll_loss(model_->forward(graph_->x).to(torch::kFloat32), graph_->y);
-          }
-          graph_->loss.backward();
-          opt_->step();
-        });
-      } catch (...) {
-        graph_.reset();  // the next step captures afresh
-        throw;
-      }
+      capture_graph(g->graph, [&] {
+        {
+          Autocast ac(cfg_.bf16, cfg_.device.type());
+          g->loss = torch::nll_loss(model_->forward(g->x).to(torch::kFloat32), g->y);
+        }
+        g->loss.backward();
+        opt_->step();
+      });
     }
     at::cuda::CUDAEvent captured;
     captured.record(side);
     captured.block(main);
+    graph_ = std::move(g);
   }
   graph_->x.copy_(prepare(x));
   graph_->y.copy_(y);

@@ -10,6 +10,7 @@
 
 #ifdef CUDABENCH_TORCH_CUDA
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -192,13 +193,20 @@ TEST(TrainerGpu, AFailedCaptureLeavesTheStreamUsable) {
   x.add_(1);
   torch::cuda::synchronize(0);
   EXPECT_EQ(x.sum().item<float>(), 1024.0f);
-  // A capture that succeeds replays.
+  // LibTorch's allocator left capture mode: a capture that allocates works
+  // and replays, and emptyCache (which asserts no capture is under way) runs.
   at::cuda::CUDAGraph ok;
-  models::capture_graph(ok, [&] { x.add_(1); });
+  torch::Tensor y;
+  models::capture_graph(ok, [&] {
+    x.add_(1);
+    y = x * 2;
+  });
   ok.replay();
   ok.replay();
   torch::cuda::synchronize(0);
   EXPECT_EQ(x.sum().item<float>(), 3 * 1024.0f);
+  EXPECT_EQ(y.sum().item<float>(), 6 * 1024.0f);
+  EXPECT_NO_THROW(c10::cuda::CUDACachingAllocator::emptyCache());
 }
 
 TEST(TrainerGpu, TrainsWithAGraphOnTheLastDeviceWhateverIsCurrent) {
