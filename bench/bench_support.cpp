@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -92,6 +93,13 @@ double bounded_min_time(double gpu_s, double overhead_s, double budget_s) {
 
 void bound_wall_time(Registered* b, double gpu_s, double overhead_s) {
   if (!options().user_min_time) b->MinTime(bounded_min_time(gpu_s, overhead_s));
+}
+
+std::string cache_label(double working_set_bytes, double l2_bytes) {
+  if (!(l2_bytes > 0) || working_set_bytes >= kDramBoundL2s * l2_bytes) return "";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "working set %.2gx L2: not DRAM-bound", working_set_bytes / l2_bytes);
+  return buf;
 }
 
 bool check_once(const std::string& key, const std::function<bool()>& check) {

@@ -67,6 +67,16 @@ double bounded_min_time(double gpu_s, double overhead_s, double budget_s = kGpuW
 // Sets it on `b` unless the user gave --benchmark_min_time.
 void bound_wall_time(Registered* b, double gpu_s, double overhead_s);
 
+// A kernel moves its nominal bytes through DRAM only when its working set
+// is well beyond the L2. Below kDramBoundL2s x L2, the kernel's own writes
+// (up to about a third of the L2) can still be dirty in L2 at the stop
+// event (with the read flush), or the flush's dirty lines are written back
+// during it (memset): the traffic differs from the nominal by more than ~4%.
+// Such runs get this label ("working set 2x L2: not DRAM-bound") and no
+// frac_of_peak; "" for a DRAM-bound working set or an unknown L2.
+constexpr double kDramBoundL2s = 8;
+std::string cache_label(double working_set_bytes, double l2_bytes);
+
 // Google Benchmark calls a benchmark once per growth step and repetition;
 // its result is checked on the first call. Runs `check` unless `key`
 // ("cuda_v4 n=1048576 dev=0") already passed in this process, remembers a

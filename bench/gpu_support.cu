@@ -8,6 +8,7 @@
 #include "env/probe.h"
 #include "gpu_support.h"
 #include "l2_flush.cuh"
+#include "stream_delay.cuh"
 #include "telemetry.h"
 #include "vector_add.cuh"
 
@@ -15,11 +16,17 @@ namespace cudabench::bench {
 
 template <typename T>
 DeviceBuffer<T>::DeviceBuffer(std::size_t n) : n_(n) {
+  CUDA_CHECK(cudaGetDevice(&dev_));
   if (n) CUDA_CHECK(cudaMalloc(&p_, n * sizeof(T)));
 }
 template <typename T>
 DeviceBuffer<T>::~DeviceBuffer() {
-  if (p_) cudaFree(p_);
+  if (!p_) return;
+  int current = dev_;
+  cudaGetDevice(&current);
+  if (current != dev_) cudaSetDevice(dev_);
+  cudaFree(p_);
+  if (current != dev_) cudaSetDevice(current);
 }
 template class DeviceBuffer<float>;
 template class DeviceBuffer<unsigned char>;
@@ -134,9 +141,12 @@ void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
   CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
-void flush_l2(cudaStream_t s) {
+void cover_enqueue(cudaStream_t s) { stream_delay::delay(static_cast<std::uint64_t>(kEnqueueCover * 1e9), s); }
+
+void before_timed_kernel(cudaStream_t s) {
   switch (options().l2_flush) {
     case L2Flush::None:
+      cover_enqueue(s);
       return;
     case L2Flush::Memset: {
       FlushBuffer& f = flush_buffer();
@@ -169,10 +179,15 @@ double pcie_peak(int dev) {
 double flush_overhead_s(int dev) {
   const auto* g = gpu(dev);
   const double peak = dram_peak(dev);
-  double flush = 0;
+  double before = kEnqueueCover;
   if (options().l2_flush != L2Flush::None && peak > 0)
-    flush = static_cast<double>(flush_buffer_bytes(g ? g->l2_bytes : 0)) / peak;
-  return flush + kLaunchSyncOverhead;
+    before = static_cast<double>(flush_buffer_bytes(g ? g->l2_bytes : 0)) / peak;
+  return before + kLaunchSyncOverhead;
+}
+
+std::string cache_label(double working_set_bytes, int dev) {
+  const auto* g = gpu(dev);
+  return cache_label(working_set_bytes, g ? static_cast<double>(g->l2_bytes) : 0.0);
 }
 
 namespace {
@@ -203,12 +218,16 @@ void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std:
   const auto* g = gpu(dev);
   GpuTimer t;
   Telemetry telemetry(g ? g->pci_bus_id : "");
-  for (auto _ : state) {
-    if (before) before();
-    t.start(s);
-    body();
-    state.SetIterationTime(t.stop(s));
-    telemetry.tick();
+  {
+    // Samples taken here, between iterations after a synchronisation, would
+    // find the GPU idle; a thread samples while the work runs.
+    TelemetryThread sampler(telemetry);
+    for (auto _ : state) {
+      if (before) before();
+      t.start(s);
+      body();
+      state.SetIterationTime(t.stop(s));
+    }
   }
   CUDA_CHECK(cudaGetLastError());
   state.SetLabel(add_telemetry(state, telemetry.finish(), label));
@@ -236,9 +255,12 @@ void run_gpu_vector_add(benchmark::State& state, const std::string& what, const 
     if (!good) return;
     for (int i = 0; i < 3; ++i) add();  // warm-up
     CUDA_CHECK(cudaStreamSynchronize(s));
-    timed_gpu_loop(state, dev, s, add, [s] { flush_l2(s); }, flush_label());
+    const double bytes = static_cast<double>(n * vector_add::kBytesPerElement);
+    const std::string cache = cache_label(bytes, dev);
+    timed_gpu_loop(state, dev, s, add, [s] { before_timed_kernel(s); },
+                   cache.empty() ? flush_label() : flush_label() + "; " + cache);
     set_vector_add_counters(state, n);
-    set_peak_counters(state, static_cast<double>(n * vector_add::kBytesPerElement), dram_peak(dev));
+    if (cache.empty()) set_peak_counters(state, bytes, dram_peak(dev));
   } catch (const std::exception& e) {
     fail(state, e.what());
   }

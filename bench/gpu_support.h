@@ -17,6 +17,8 @@
 
 namespace cudabench::bench {
 
+// Device memory on the device current when it is made; freed with that
+// device current again.
 template <typename T>
 class DeviceBuffer {
  public:
@@ -25,13 +27,14 @@ class DeviceBuffer {
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; o.n_ = 0; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), n_(o.n_), dev_(o.dev_) { o.p_ = nullptr; o.n_ = 0; }
   T* get() const { return p_; }
   std::size_t size() const { return n_; }
 
  private:
   T* p_ = nullptr;
   std::size_t n_ = 0;
+  int dev_ = 0;
 };
 
 // Host memory, pinned (cudaMallocHost) or pageable (new[]).
@@ -69,15 +72,23 @@ cudaStream_t bench_stream();
 void upload(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 
-// Evicts L2 on `s` as options().l2_flush says (read, memset or none).
-void flush_l2(cudaStream_t s);
+// What runs on `s` before each timed kernel: the L2 flush that
+// options().l2_flush names, or with `none` a short delay. Either keeps the
+// stream busy while the host enqueues the start event, the kernel and the
+// stop event, so the host's enqueue time is not measured.
+void before_timed_kernel(cudaStream_t s);
 std::string flush_label();  // "L2 flushed (read)", ...
+// The delay alone, before timed work that needs no flush (copies).
+constexpr double kEnqueueCover = 30e-6;  // s
+void cover_enqueue(cudaStream_t s);
+// cache_label (bench_support.h) for a working set on device `dev`.
+std::string cache_label(double working_set_bytes, int dev);
 
 // Facts about CUDA device `dev` from the environment report.
 double dram_peak(int dev);  // theoretical DRAM bytes/s (0 if unknown)
 double pcie_peak(int dev);  // theoretical PCIe bytes/s per direction (0 if unknown)
-// Wall time per iteration spent outside the timed region: the flush, launch
-// and synchronisation (for bound_wall_time).
+// Wall time per iteration spent outside the timed region: the flush (or
+// the delay), launch and synchronisation (for bound_wall_time).
 double flush_overhead_s(int dev);
 // Lower bounds on the GPU time to move `bytes` through DRAM, or over PCIe
 // (gen 5 x16 assumed when the link is unknown): at least the ~2 us floor
@@ -88,11 +99,12 @@ double pcie_time_estimate(double bytes, int dev);
 // peak_GBps and frac_of_peak: achieved bytes/s over `peak_bytes_per_s`.
 void set_peak_counters(benchmark::State& state, double bytes_per_iteration, double peak_bytes_per_s);
 
-// The timed loop of every GPU benchmark: per iteration, `before` (e.g. the
-// L2 flush) outside the measurement, then `body` between two CUDA events on
-// `s` (SetIterationTime). Telemetry of device `dev` (NVML) is sampled at the
-// start, every 100 ms and at the end, and becomes counters; the label is
-// `label`, plus "throttled: ..." when the GPU throttled.
+// The timed loop of every GPU benchmark: per iteration, `before` (the L2
+// flush, a delay) outside the measurement, then `body` between two CUDA
+// events on `s` (SetIterationTime). A thread samples device `dev`'s
+// telemetry (NVML) while the loop runs, every 100 ms and at the end; the
+// samples become counters, and the label is `label`, plus "throttled: ..."
+// when the GPU throttled.
 void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std::function<void()>& body,
                     const std::function<void()>& before, const std::string& label);
 

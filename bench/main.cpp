@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -95,12 +96,27 @@ int main(int argc, char** argv) {
   }
   auto& opt = cudabench::bench::options();
   opt.l2_flush = *cudabench::bench::parse_l2_flush(l2_flush);
-  if (!devices_spec.empty() && report.status.usable) {
-    try {
-      opt.devices = cudabench::bench::parse_devices(devices_spec, static_cast<int>(report.gpus.size()));
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "bench: " << e.what() << "\n";
-      return 2;
+  if (report.status.usable) {
+    // A GPU in compute mode Prohibited can run nothing: "all" and the
+    // default leave it out, naming it is an error.
+    std::vector<int> runnable;
+    for (const auto& g : report.gpus)
+      if (g.nvml.compute_mode != 2) runnable.push_back(g.index);
+    opt.devices = {runnable.front()};  // usable: at least one
+    if (!devices_spec.empty()) {
+      try {
+        const auto chosen = cudabench::bench::parse_devices(devices_spec, static_cast<int>(report.gpus.size()));
+        opt.devices.clear();
+        for (int d : chosen) {
+          if (std::find(runnable.begin(), runnable.end(), d) != runnable.end()) opt.devices.push_back(d);
+          else if (devices_spec != "all")
+            throw std::invalid_argument("--devices " + devices_spec + ": GPU " + std::to_string(d) +
+                                        " is in compute mode Prohibited");
+        }
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "bench: " << e.what() << "\n";
+        return 2;
+      }
     }
   } else if (!devices_spec.empty() && devices_spec != "all") {
     std::cerr << "bench: --devices " << devices_spec << ": no GPU is usable: " << report.status.reason << "\n";

@@ -37,7 +37,6 @@ TelemetrySummary summarize(const std::vector<nvml::Sample>& samples) {
 Telemetry::Telemetry(const std::string& pci_bus_id, std::chrono::milliseconds mid_run_interval)
     : interval_(mid_run_interval) {
   if (!pci_bus_id.empty()) device_ = nvml::Session::get().device_by_pci_bus_id(pci_bus_id);
-  take();
 }
 
 void Telemetry::take() {
@@ -47,7 +46,26 @@ void Telemetry::take() {
 }
 
 void Telemetry::tick() {
-  if (device_ && std::chrono::steady_clock::now() - last_ >= interval_) take();
+  if (device_ && (samples_.empty() || std::chrono::steady_clock::now() - last_ >= interval_)) take();
+}
+
+TelemetryThread::TelemetryThread(Telemetry& t)
+    : thread_([this, &t] {
+        // The first sample 1 ms in, once the loop has the GPU working; then
+        // tick() decides (every 100 ms).
+        std::unique_lock<std::mutex> lock(mu_);
+        for (auto wait = std::chrono::milliseconds(1); !cv_.wait_for(lock, wait, [this] { return stop_; });
+             wait = std::chrono::milliseconds(5))
+          t.tick();
+      }) {}
+
+TelemetryThread::~TelemetryThread() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  thread_.join();
 }
 
 TelemetrySummary Telemetry::finish() {

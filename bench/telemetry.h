@@ -1,7 +1,8 @@
 // What the GPU did while a benchmark ran, the way nvbench records it: SM and
 // memory clocks, power draw, temperature and clock-event ("throttle")
-// reasons from NVML, sampled when the timed loop starts, every
-// `mid_run_interval` while it runs (at tick()), and when it ends. Written to
+// reasons from NVML, sampled at the first tick() (the run's start), every
+// `mid_run_interval` after that, and at finish() (its end); a
+// TelemetryThread calls tick() while the timed loop runs. Written to
 // the benchmark's JSON as the counters sm_clock_mhz, mem_clock_mhz, power_w
 // and temp_c, and as the label "throttled: <reasons>" when any reason other
 // than idle was active. Without NVML, or for a GPU NVML does not know, it
@@ -11,9 +12,12 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "env/nvml.h"
@@ -35,10 +39,10 @@ class Telemetry {
  public:
   static constexpr std::chrono::milliseconds kMidRunInterval{100};
   // `pci_bus_id` of the GPU the benchmark runs on ("" samples nothing).
-  // Takes the start sample.
   explicit Telemetry(const std::string& pci_bus_id,
                      std::chrono::milliseconds mid_run_interval = kMidRunInterval);
-  // A sample if `mid_run_interval` has passed since the last one.
+  // The first sample, or one more if `mid_run_interval` has passed since
+  // the last.
   void tick();
   // The end sample; then the counters (and a label part) for `state`.
   TelemetrySummary finish();
@@ -50,6 +54,22 @@ class Telemetry {
   std::chrono::milliseconds interval_;
   std::chrono::steady_clock::time_point last_;
   std::vector<env::nvml::Sample> samples_;
+};
+
+// Calls t.tick() from a thread of its own, from shortly after it starts
+// until it is destroyed, so that samples see the GPU while it works.
+class TelemetryThread {
+ public:
+  explicit TelemetryThread(Telemetry& t);
+  ~TelemetryThread();
+  TelemetryThread(const TelemetryThread&) = delete;
+  TelemetryThread& operator=(const TelemetryThread&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 // sm_clock_mhz, mem_clock_mhz, power_w, temp_c: those NVML answered.

@@ -57,7 +57,7 @@ void BM_transfer(benchmark::State& state, bool h2d, bool pinned) {
     if (!good) return;
     copy();  // warm-up
     CUDA_CHECK(cudaStreamSynchronize(s));
-    timed_gpu_loop(state, dev, s, copy, {}, "");
+    timed_gpu_loop(state, dev, s, copy, [s] { cover_enqueue(s); }, "");
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(bytes));
     set_peak_counters(state, static_cast<double>(bytes), pcie_peak(dev));
   } catch (const std::exception& e) {
@@ -78,7 +78,8 @@ void register_transfers() {
           name, "bytes", sizes, [h2d, pinned](benchmark::State& st) { BM_transfer(st, h2d, pinned); },
           [](Registered* b, std::int64_t bytes, int dev) {
             b->UseManualTime()->Unit(benchmark::kMicrosecond);
-            bound_wall_time(b, pcie_time_estimate(static_cast<double>(bytes), dev), kLaunchSyncOverhead);
+            bound_wall_time(b, pcie_time_estimate(static_cast<double>(bytes), dev),
+                            kEnqueueCover + kLaunchSyncOverhead);
           });
     }
 }

@@ -98,7 +98,7 @@ void BM_flow(benchmark::State& state, bool pinned) {
     if (!good) return;
     flow();  // warm-up
     CUDA_CHECK(cudaStreamSynchronize(s));
-    timed_gpu_loop(state, dev, s, flow, {}, "");
+    timed_gpu_loop(state, dev, s, flow, [s] { cover_enqueue(s); }, "");
     // 12 bytes per element cross the bus: a and b in, c out.
     set_vector_add_counters(state, n);
   } catch (const std::exception& e) {
@@ -126,7 +126,7 @@ void register_gpu_vector_add() {
           b->UseManualTime()->Unit(benchmark::kMicrosecond);
           // 12 bytes per element cross PCIe.
           bound_wall_time(b, pcie_time_estimate(static_cast<double>(n) * vector_add::kBytesPerElement, dev),
-                          kLaunchSyncOverhead);
+                          kEnqueueCover + kLaunchSyncOverhead);
         });
   }
 }

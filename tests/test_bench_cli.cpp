@@ -278,3 +278,20 @@ TEST(BenchCliGpu, EveryGpuFamilyRunsCheckedOnEveryDevice) {
     }
   }
 }
+
+TEST(BenchCliFakeGpu, ProhibitedGpusAreLeftOutOrRefused) {
+  Result r = run("--benchmark_list_tests", fakes("h200x2-first-prohibited"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "VectorAdd/cuda_v4/n:4096/manual_time\n"));  // one device: GPU 1
+  r = run("--devices all --benchmark_list_tests", fakes("h200x2-first-prohibited"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(has(r.out, "/dev:")) << "only GPU 1 is left, so names stay single-GPU";
+  r = run("--devices 0,1 --benchmark_list_tests", fakes("h200x2-first-prohibited"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_TRUE(has(r.out, "bench: --devices 0,1: GPU 0 is in compute mode Prohibited")) << r.out;
+  const fs::path out = temp_file("fake-prohibited.json");
+  r = run("--benchmark_filter='VectorAdd/cpu_scalar/n:4096/' --benchmark_min_time=0.01 --benchmark_out=" + out.string(),
+          fakes("h200x2-first-prohibited"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(read_json(out)["context"]["gpu_index"], "1");
+}

@@ -79,6 +79,17 @@ TEST(WallTimeBound, LongKernelsKeepTheDefaultCap) {
   EXPECT_LT(bounded_min_time(1e-5, 1e-4), bounded_min_time(1e-5, 1e-5));
 }
 
+TEST(CacheLabel, OnlyWorkingSetsWellBeyondL2AreDramBound) {
+  const double l2 = 60.0 * (1 << 20);  // an H200
+  const double per = cudabench::vector_add::kBytesPerElement;
+  EXPECT_EQ(cache_label(per * (1 << 20), l2), "working set 0.2x L2: not DRAM-bound");
+  EXPECT_EQ(cache_label(per * 1e7, l2), "working set 1.9x L2: not DRAM-bound");  // the headline size
+  EXPECT_EQ(cache_label(per * (1 << 27), l2), "");                              // 26x L2
+  EXPECT_EQ(cache_label(8 * l2, l2), "");
+  EXPECT_NE(cache_label(8 * l2 - 1, l2), "");
+  EXPECT_EQ(cache_label(1000, 0), "");  // L2 unknown: no claim either way
+}
+
 TEST(CheckOnce, PassesAreRememberedFailuresAreNot) {
   int calls = 0;
   EXPECT_TRUE(check_once("pass", [&] { ++calls; return true; }));

@@ -185,9 +185,10 @@ TEST(FakeDriver, AGpuNvmlDoesNotKnowHasNoNvmlFacts) {
 
 TEST(FakeTelemetry, SamplesAtStartMidRunAndEnd) {
   Machine m(fixture("h200-throttling.json"));
-  // Sampled every tick (interval 0): start, two ticks, end = the fixture's
-  // four readings in order.
+  // Sampled every tick (interval 0): three ticks and the end = the
+  // fixture's four readings in order.
   Telemetry t("0000:19:00.0", std::chrono::milliseconds(0));
+  t.tick();
   t.tick();
   t.tick();
   const auto s = t.finish();
@@ -205,15 +206,33 @@ TEST(FakeTelemetry, SamplesAtStartMidRunAndEnd) {
 TEST(FakeTelemetry, MidRunSamplesOnlyAfterTheInterval) {
   Machine m(fixture("h200-throttling.json"));
   Telemetry slow("0000:19:00.0", std::chrono::hours(1));
+  EXPECT_TRUE(slow.samples().empty());  // nothing before the run starts
   for (int i = 0; i < 100; ++i) slow.tick();
   slow.finish();
   EXPECT_EQ(slow.samples().size(), 2u);  // start and end only
   Telemetry fast("0000:19:00.0", std::chrono::milliseconds(5));
+  fast.tick();
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   fast.tick();
   fast.tick();  // too soon after the last one
   fast.finish();
   EXPECT_EQ(fast.samples().size(), 3u);
+}
+
+TEST(FakeTelemetry, AThreadSamplesWhileTheLoopRuns) {
+  Machine m(fixture("h200-throttling.json"));
+  Telemetry t("0000:19:00.0", std::chrono::milliseconds(10));
+  {
+    cudabench::bench::TelemetryThread sampler(t);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the "loop"
+  }
+  const std::size_t during = t.samples().size();
+  EXPECT_GE(during, 3u);   // the first at ~1 ms, then every 10 ms
+  EXPECT_LE(during, 25u);  // not more often than the interval
+  t.finish();
+  EXPECT_EQ(t.samples().size(), during + 1);
+  // The fixture's first reading is the idle one.
+  EXPECT_EQ(t.samples()[0].clock_event_reasons, nvml::kReasonGpuIdle);
 }
 
 TEST(FakeTelemetry, UnknownGpuRecordsNothing) {

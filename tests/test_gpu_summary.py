@@ -88,7 +88,8 @@ def test_the_rest_of_the_summary(tmp_path):
     assert "Tests: 120/120 passed, 2 skipped" in s
     assert "memcheck: test_vector_add_gpu: 0 errors" in s and "racecheck" in s
     assert "ERROR VectorAdd/cuda_v2/n:10000000/manual_time: cuda_v2 gave a wrong result" in s
-    assert "the default should be 'read'" in s
+    assert "cuda_v4 1048576" in s and "1.198" in s  # memset / read at 2^20
+    assert "the gap bounds either one's error" in s
     assert "(set for an H200" not in s
 
 
