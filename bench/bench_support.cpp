@@ -7,7 +7,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <stdexcept>
 
 #include "vector_add.cuh"
