@@ -91,9 +91,9 @@ FlushBuffer& flush_buffer() {
   const int dev = current_device();
   auto& slot = per_device[dev];
   if (!slot) {
-    int l2 = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
-    slot = std::make_unique<FlushBuffer>(flush_buffer_bytes(l2));
+    // The L2 size the probe read, as flush_overhead_s uses it.
+    const auto* g = gpu(dev);
+    slot = std::make_unique<FlushBuffer>(flush_buffer_bytes(g ? g->l2_bytes : 0));
   }
   return *slot;
 }
