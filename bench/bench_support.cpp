@@ -1,6 +1,9 @@
 #include "bench_support.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <cstdio>
 #include <iostream>
@@ -137,13 +140,31 @@ void poison(float* p, std::size_t n) {
   std::fill(p, p + n, std::numeric_limits<float>::quiet_NaN());
 }
 
+void HostArray::Free::operator()(void* p) const { std::free(p); }
+
+HostArray::HostArray(std::size_t n, std::size_t offset_bytes) : n_(n) {
+  constexpr std::size_t kPage = 4096, kHuge = 2u << 20;
+  if (offset_bytes % alignof(float) != 0 || offset_bytes >= kPage)
+    throw std::invalid_argument("HostArray offset must be a multiple of 4 below 4096");
+  const std::size_t bytes = n * sizeof(float) + offset_bytes;
+  const std::size_t align = bytes >= kHuge ? kHuge : kPage;
+  const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + align - 1) / align * align;
+  void* mem = nullptr;
+  if (posix_memalign(&mem, align, rounded) != 0) throw std::bad_alloc();
+  mem_.reset(mem);
+#ifdef MADV_HUGEPAGE
+  if (align == kHuge) madvise(mem, rounded, MADV_HUGEPAGE);  // a hint; may be refused
+#endif
+  p_ = reinterpret_cast<float*>(static_cast<char*>(mem) + offset_bytes);
+}
+
 const HostInputs& host_inputs(std::size_t n) {
   static std::map<std::size_t, std::unique_ptr<HostInputs>> cache;
   auto& slot = cache[n];
   if (!slot) {
     slot = std::make_unique<HostInputs>();
-    slot->a.resize(n);
-    slot->b.resize(n);
+    slot->a = HostArray(n, HostArray::kOffsetA);
+    slot->b = HostArray(n, HostArray::kOffsetB);
     fill_random(slot->a.data(), n, 0x5eed0000 + n);
     fill_random(slot->b.data(), n, 0xb0b00000 + n);
   }
@@ -177,6 +198,15 @@ void set_vector_add_counters(benchmark::State& state, std::size_t n) {
                           static_cast<std::int64_t>(n * vector_add::kBytesPerElement));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
                           static_cast<std::int64_t>(n));
+}
+
+void set_peak_counters(benchmark::State& state, double bytes_per_iteration, double peak) {
+  if (!(peak > 0)) return;
+  state.counters["peak_GBps"] = benchmark::Counter(peak / 1e9);
+  // A rate counter divides by the benchmark's time (real or manual time),
+  // so this is achieved bytes/s over peak bytes/s.
+  state.counters["frac_of_peak"] = benchmark::Counter(
+      bytes_per_iteration * static_cast<double>(state.iterations()) / peak, benchmark::Counter::kIsRate);
 }
 
 }  // namespace cudabench::bench

@@ -111,8 +111,37 @@ class LastOne {
 // Elements: 2^12, 2^14, ..., 2^26, 2^27 and the headline 1e7.
 const std::vector<std::int64_t>& vector_sizes();
 
+// Host memory for the benchmarks' arrays, laid out the same in every
+// process: page-aligned (2 MiB-aligned, with transparent huge pages asked
+// for, from 2 MiB up), then moved `offset_bytes` into the page. Give a, b and
+// c different offsets (kOffsetA/B/C) and a load never shares its low 12
+// address bits with a pending store ("4K aliasing"), which otherwise stalls
+// the loop in some processes and not others, depending on where malloc put
+// the arrays.
+class HostArray {
+ public:
+  static constexpr std::size_t kOffsetA = 0, kOffsetB = 1024, kOffsetC = 2048;
+  HostArray() = default;
+  HostArray(std::size_t n, std::size_t offset_bytes);
+  float* data() { return p_; }
+  const float* data() const { return p_; }
+  std::size_t size() const { return n_; }
+  float* begin() { return p_; }
+  float* end() { return p_ + n_; }
+  const float* begin() const { return p_; }
+  const float* end() const { return p_ + n_; }
+
+ private:
+  struct Free {
+    void operator()(void* p) const;
+  };
+  std::unique_ptr<void, Free> mem_;
+  float* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
 struct HostInputs {
-  std::vector<float> a, b;
+  HostArray a, b;
 };
 // Random a, b in [-1000, 1000) (never zeros), made once per n and reused.
 const HostInputs& host_inputs(std::size_t n);
@@ -132,5 +161,9 @@ bool check_vector_add(benchmark::State& state, const std::string& what,
 // bytes_per_second (12 bytes/element) and items_per_second for `n` elements
 // per iteration.
 void set_vector_add_counters(benchmark::State& state, std::size_t n);
+
+// peak_GBps and frac_of_peak: achieved bytes/s over `peak_bytes_per_s`
+// (nothing when the peak is unknown, <= 0).
+void set_peak_counters(benchmark::State& state, double bytes_per_iteration, double peak_bytes_per_s);
 
 }  // namespace cudabench::bench

@@ -204,15 +204,6 @@ double pcie_time_estimate(double bytes, int dev) {
   return std::max(kLaunchFloor, bytes / link);
 }
 
-void set_peak_counters(benchmark::State& state, double bytes_per_iteration, double peak) {
-  if (peak <= 0) return;
-  state.counters["peak_GBps"] = benchmark::Counter(peak / 1e9);
-  // A rate counter divides by the benchmark's time (the manual GPU time), so
-  // this is achieved bytes/s over peak bytes/s.
-  state.counters["frac_of_peak"] = benchmark::Counter(
-      bytes_per_iteration * static_cast<double>(state.iterations()) / peak, benchmark::Counter::kIsRate);
-}
-
 void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std::function<void()>& body,
                     const std::function<void()>& before, const std::string& label) {
   const auto* g = gpu(dev);

@@ -96,9 +96,6 @@ double flush_overhead_s(int dev);
 double dram_time_estimate(double bytes, int dev);
 double pcie_time_estimate(double bytes, int dev);
 
-// peak_GBps and frac_of_peak: achieved bytes/s over `peak_bytes_per_s`.
-void set_peak_counters(benchmark::State& state, double bytes_per_iteration, double peak_bytes_per_s);
-
 // The timed loop of every GPU benchmark: per iteration, `before` (the L2
 // flush, a delay) outside the measurement, then `body` between two CUDA
 // events on `s` (SetIterationTime). A thread samples device `dev`'s

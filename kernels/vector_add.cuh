@@ -7,6 +7,12 @@
 // CPU (kernels/vector_add_cpu.cpp; builds without CUDA):
 //   reference : plain scalar loop, auto-vectorisation switched off
 //   omp_simd  : OpenMP threads over `omp simd` chunks
+//   omp_nt    : OpenMP threads, non-temporal (streaming) stores for sizes
+//               beyond the last-level cache: a normal store first reads the
+//               line of c it writes (write-allocate), so the add moves 16
+//               bytes per element, not 12; a streaming store does not
+//   copy_nt   : STREAM Copy (c = a) the same way, the CPU's measured
+//               bandwidth the add is held against (8 bytes per element)
 // GPU (kernels/vector_add.cu):
 //   v1: one thread per element, grid = ceil(n / block)
 //   v2: the seed's fixed <<<512, 512>>> launch, made correct for any n with a
@@ -97,7 +103,12 @@ LaunchShape launch_shape(int variant, std::size_t n, unsigned block_size,
 // ---- CPU (vector_add_cpu.cpp) ----
 void cpu_reference(const float* a, const float* b, float* c, std::size_t n);
 void cpu_omp_simd(const float* a, const float* b, float* c, std::size_t n);
+void cpu_omp_nt(const float* a, const float* b, float* c, std::size_t n);
+void cpu_copy_nt(const float* a, float* c, std::size_t n);
 int cpu_threads();  // threads cpu_omp_simd uses
+// Which streaming stores cpu_omp_nt and cpu_copy_nt use on this CPU:
+// "avx2", "sse2", or "none" (not x86-64: plain stores).
+const char* cpu_nt_isa();
 
 // Index of the first element where c != a + b (exact: float addition is
 // correctly rounded, so every correct implementation gives identical bits),

@@ -4,6 +4,7 @@
 // telemetry summary.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <sstream>
 #include <stdexcept>
 
@@ -232,4 +233,23 @@ TEST(TelemetrySummary, ReasonNames) {
   EXPECT_EQ(nvml::reason_names(0), "");
   EXPECT_EQ(nvml::reason_names(nvml::kReasonGpuIdle | nvml::kReasonSwPowerCap), "gpu_idle,sw_power_cap");
   EXPECT_EQ(nvml::reason_names(0x1000 | nvml::kReasonHwSlowdown), "hw_slowdown,0x1000");
+}
+
+TEST(HostArray, SameLayoutEveryTimeAndNoSharedLowAddressBits) {
+  using cudabench::bench::HostArray;
+  for (std::size_t n : {std::size_t{1}, std::size_t{4096}, std::size_t{1} << 20}) {
+    HostArray a(n, HostArray::kOffsetA), b(n, HostArray::kOffsetB), c(n, HostArray::kOffsetC);
+    ASSERT_EQ(a.size(), n);
+    const auto low = [](const HostArray& x) { return reinterpret_cast<std::uintptr_t>(x.data()) % 4096; };
+    EXPECT_EQ(low(a), HostArray::kOffsetA);
+    EXPECT_EQ(low(b), HostArray::kOffsetB);
+    EXPECT_EQ(low(c), HostArray::kOffsetC);
+    // From 2 MiB up, the page the array starts in is a huge page's first.
+    if (n * sizeof(float) >= (2u << 20))
+      EXPECT_EQ((reinterpret_cast<std::uintptr_t>(a.data()) - HostArray::kOffsetA) % (2u << 20), 0u);
+    a.data()[n - 1] = 1.0f;  // the whole range is ours
+    EXPECT_EQ(*(a.end() - 1), 1.0f);
+  }
+  EXPECT_THROW(HostArray(16, 4096), std::invalid_argument);
+  EXPECT_THROW(HostArray(16, 3), std::invalid_argument);
 }

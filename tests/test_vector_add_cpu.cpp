@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "vector_add.cuh"
@@ -56,4 +57,29 @@ TEST(VectorAddCpu, ByteAccountingIsTwelveBytesPerElement) {
   EXPECT_EQ(va::kArraysRead, 2);
   EXPECT_EQ(va::kArraysWritten, 1);
   EXPECT_EQ(va::kBytesPerElement, 12u);
+}
+
+// The streaming-store variants: every size around the vector width and the
+// 64-byte split between threads, and c at every 4-byte offset within a
+// 32-byte vector, so the scalar head, the vector body and the tail all run.
+TEST(VectorAddCpu, NonTemporalAddAndCopyMatchAtEveryAlignmentAndTail) {
+  const float kNan = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t n : {0u, 1u, 3u, 7u, 8u, 15u, 16u, 17u, 33u, 1000u, 65537u}) {
+    auto a = random_vec(n + 8, 7), b = random_vec(n + 8, 8);
+    for (std::size_t off = 0; off < 8; ++off) {
+      std::vector<float> store(n + 8, kNan);
+      float* c = store.data() + off;
+      va::cpu_omp_nt(a.data() + off, b.data(), c, n);
+      ASSERT_EQ(va::first_mismatch(a.data() + off, b.data(), c, n), n) << "n=" << n << " offset=" << off;
+      for (std::size_t i = n + off; i < store.size(); ++i)
+        ASSERT_TRUE(std::isnan(store[i])) << "wrote past the end: n=" << n << " offset=" << off;
+      for (std::size_t i = 0; i < off; ++i) ASSERT_TRUE(std::isnan(store[i])) << "wrote before the start";
+      std::fill(store.begin(), store.end(), kNan);
+      va::cpu_copy_nt(a.data() + off, c, n);
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(c[i], a[off + i]) << "copy n=" << n << " i=" << i;
+      for (std::size_t i = n + off; i < store.size(); ++i) ASSERT_TRUE(std::isnan(store[i]));
+    }
+  }
+  const std::string isa = va::cpu_nt_isa();
+  EXPECT_TRUE(isa == "avx2" || isa == "sse2" || isa == "none") << isa;
 }
