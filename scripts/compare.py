@@ -11,9 +11,10 @@ without aggregate suffixes); every repetition is a sample. For each pair:
   better and d is reported so that positive still means slower), and a
   two-sided Mann-Whitney U test on the samples (scipy.stats.mannwhitneyu).
 
-  same     |d| <= threshold
-  faster / slower   |d| > threshold and p < alpha
-  noisy    |d| > threshold but p >= alpha, or too few repetitions to test
+  same     |d| <= the bar: the threshold, or with --floors the measured
+           noise floor when that is higher
+  faster / slower   |d| > the bar and p < alpha
+  noisy    |d| > the bar but p >= alpha, or too few repetitions to test
            (a single sample, or fewer than the test needs to reach alpha),
            or the GPU throttled during a sample of either file (cudabench's
            label "throttled: <reasons>"): a slowdown then says nothing
@@ -25,10 +26,22 @@ context (toolkit, driver, GPU and its settings, host) and the GPU clocks
 measured during the runs (the medians of cudabench's sm_clock_mhz and
 mem_clock_mhz counters), since a different clock explains a difference.
 
-Exit codes: 0 no regression; 1 some benchmark is slower beyond the threshold
+--floors FILE takes the noise floors an A/A run measured (scripts/ab.py
+calibrate): for each benchmark, the process medians of identical builds.
+The floor for n_base vs n_new samples is the change that comparisons of
+n_base vs n_new of those medians exceed only 1% of the time (resampled); it is
+shown beside each verdict. Use it with files whose samples are one per
+process (what scripts/ab.py writes); repetitions within one process are not
+independent samples.
+
+Exit codes: 0 no regression; 1 some benchmark is slower beyond the bar
 with significance (the CI gate; --report-only always exits 0 here); 2 bad input
 (unreadable JSON, not Google Benchmark output, no benchmarks in common,
-mismatched or unknown units). Works on any Google Benchmark program's JSON.
+mismatched or unknown units, a bad floors file); 3 the tool could not run
+(scipy missing, or an internal error), never read as a regression. Run with a
+python that lacks scipy, it re-runs itself with the project's venv
+(~/.cache/cudabench/venv, made by scripts/setup.sh). Works on any Google
+Benchmark program's JSON.
 
 Why Python: scipy's Mann-Whitney U and matplotlib (scripts/report.py) are the
 well-kept libraries for the statistics and the plots; the C++ side needs none.
@@ -37,11 +50,12 @@ import argparse
 import json
 import math
 import os
+import random
 import re
 import sys
 from dataclasses import dataclass, field
 
-EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_TOOL = 0, 1, 2, 3
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 HIGHER_IS_BETTER = {"bytes_per_second", "items_per_second"}
 # Context keys worth showing when they differ between runs.
@@ -63,6 +77,30 @@ THROTTLED = "throttled: "
 
 class BadInput(Exception):
     pass
+
+
+class ToolError(Exception):
+    """The tool itself cannot run (a missing library): exit 3, never 1."""
+
+
+def ensure_venv(tool="compare"):
+    """Make sure scipy can be imported: re-run this script with the project's
+    venv when the running python lacks it, or raise ToolError with one line
+    saying how to get it."""
+    try:
+        import scipy.stats  # noqa: F401
+        return
+    except ImportError:
+        pass
+    cache = os.environ.get("CUDABENCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "cudabench")
+    venv = os.environ.get("CUDABENCH_VENV") or os.path.join(cache, "venv")
+    py = os.path.join(venv, "bin", "python")
+    if os.access(py, os.X_OK) and not os.environ.get("CUDABENCH_REEXEC"):
+        os.environ["CUDABENCH_REEXEC"] = "1"
+        sys.stdout.flush()
+        os.execv(py, [py, os.path.abspath(sys.argv[0]), *sys.argv[1:]])
+    raise ToolError(f"needs scipy, which {sys.executable} lacks: run scripts/setup.sh "
+                    f"(it makes the project's venv, {venv}) or run with that venv's python")
 
 
 @dataclass
@@ -144,6 +182,53 @@ def min_p_value(n1, n2):
     return 2.0 / math.comb(n1 + n2, n1)
 
 
+FLOOR_QUANTILE = 0.999
+FLOOR_DRAWS = 4000
+
+
+def load_floors(path):
+    """{benchmark name: [relative process medians]} from an A/A calibration
+    file (scripts/ab.py calibrate)."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read ({e.strerror})")
+    except json.JSONDecodeError as e:
+        raise BadInput(f"{path}: not valid JSON ({e.msg} at line {e.lineno})")
+    benches = doc.get("benchmarks") if isinstance(doc, dict) else None
+    if not isinstance(benches, dict):
+        raise BadInput(f"{path}: not a floors file (no 'benchmarks' object; make one with scripts/ab.py calibrate)")
+    out = {}
+    for name, b in benches.items():
+        pool = b.get("process_medians") if isinstance(b, dict) else None
+        if not isinstance(pool, list) or not all(isinstance(x, (int, float)) and x > 0 for x in pool):
+            raise BadInput(f"{path}: {name}: 'process_medians' must be a list of positive numbers")
+        out[name] = [float(x) for x in pool]
+    return out
+
+
+def noise_floor(pool, n_a, n_b, quantile=FLOOR_QUANTILE, draws=FLOOR_DRAWS):
+    """The |relative change of medians| that n_a vs n_b samples drawn from
+    `pool` (process medians of identical builds) exceed with probability
+    1 - quantile: two disjoint random subsets per draw when the pool is big
+    enough, else draws with replacement. Deterministic (fixed seed)."""
+    if len(pool) < 4 or n_a < 1 or n_b < 1:
+        return float("nan")
+    rng = random.Random(20261130)
+    changes = []
+    for _ in range(draws):
+        if len(pool) >= n_a + n_b:
+            s = rng.sample(pool, n_a + n_b)
+            a, b = s[:n_a], s[n_a:]
+        else:
+            a = [rng.choice(pool) for _ in range(n_a)]
+            b = [rng.choice(pool) for _ in range(n_b)]
+        changes.append(abs(median(b) / median(a) - 1.0))
+    changes.sort()
+    return changes[min(len(changes) - 1, int(math.ceil(quantile * len(changes))) - 1)]
+
+
 @dataclass
 class Verdict:
     name: str
@@ -155,9 +240,10 @@ class Verdict:
     n_base: int = 0
     n_new: int = 0
     note: str = ""
+    floor: float = float("nan")  # the measured noise floor (nan: none)
 
 
-def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05):
+def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05, pool=None):
     if a.error or b.error:
         return Verdict(name, "error", note=(a.error or b.error))
     if not a.samples or not b.samples:
@@ -169,8 +255,13 @@ def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05):
     if metric in HIGHER_IS_BETTER:
         change = -change
     v = Verdict(name, "", ma, mb, change, n_base=len(a.samples), n_new=len(b.samples))
-    if abs(change) <= threshold:
+    if pool:
+        v.floor = noise_floor(pool, len(a.samples), len(b.samples))
+    bar = max(threshold, v.floor) if v.floor == v.floor else threshold
+    if abs(change) <= bar:
         v.verdict = "same"
+        if abs(change) > threshold:
+            v.note = "within the noise floor"
         return v
     if a.throttled or b.throttled:
         which = [f"{w} {', '.join(sorted(set(r.throttled)))}" for w, r in (("baseline", a), ("new", b)) if r.throttled]
@@ -255,8 +346,9 @@ def table(headers, rows, markdown):
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def compare(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None):
-    """Verdicts of every later file against the first: {label: [Verdict]}."""
+def compare(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None, floors=None):
+    """Verdicts of every later file against the first: {label: [Verdict]}.
+    floors: {name: [process medians of an A/A run]} (load_floors)."""
     base = files[0]
     names = [n for n in base.runs if all(n in f.runs for f in files[1:])]
     if name_filter:
@@ -265,7 +357,9 @@ def compare(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None):
     if not names:
         raise BadInput("no benchmarks in common" + (f" matching '{name_filter}'" if name_filter else "") +
                        " between " + ", ".join(f.path for f in files))
-    return names, {f.label: [judge(n, base.runs[n], f.runs[n], metric, threshold, alpha) for n in names]
+    floors = floors or {}
+    return names, {f.label: [judge(n, base.runs[n], f.runs[n], metric, threshold, alpha, floors.get(n))
+                             for n in names]
                    for f in files[1:]}
 
 
@@ -280,14 +374,18 @@ def render(files, names, results, metric, threshold, alpha, markdown):
         out.append("nothing in the recorded context")
     out.append("")
     what = "time (lower is better)" if metric == "time" else f"{metric} (higher is better)"
-    out.append(f"{h}Benchmarks: {what}; change > {100 * threshold:g}% with Mann-Whitney p < {alpha:g} is a verdict")
+    floored = any(v.floor == v.floor for vs in results.values() for v in vs)
+    bar = f"max({100 * threshold:g}%, the noise floor)" if floored else f"{100 * threshold:g}%"
+    out.append(f"{h}Benchmarks: {what}; change > {bar} with Mann-Whitney p < {alpha:g} is a verdict")
     if len(files) == 2:
         rows = []
         for v in results[files[1].label]:
-            rows.append([v.name, fmt_value(v.base, metric), fmt_value(v.new, metric), fmt_change(v.change),
-                         "-" if v.p != v.p else f"{v.p:.3g}", f"{v.n_base}/{v.n_new}", v.verdict, v.note])
-        out.append(table(["benchmark", files[0].label, files[1].label, "change", "p", "reps", "verdict", "note"],
-                         rows, markdown))
+            row = [v.name, fmt_value(v.base, metric), fmt_value(v.new, metric), fmt_change(v.change)]
+            if floored:
+                row.append("-" if v.floor != v.floor else f"{100 * v.floor:.1f}%")
+            rows.append(row + ["-" if v.p != v.p else f"{v.p:.3g}", f"{v.n_base}/{v.n_new}", v.verdict, v.note])
+        out.append(table(["benchmark", files[0].label, files[1].label, "change"] + (["floor"] if floored else [])
+                         + ["p", "samples", "verdict", "note"], rows, markdown))
     else:
         rows = []
         for i, n in enumerate(names):
@@ -316,6 +414,56 @@ def write_whole(path, text):
     os.replace(tmp, path)
 
 
+def finish(files, names, results, metric="time", threshold=0.05, alpha=0.05, markdown=None, fmt="text",
+           report_only=False, tool="compare"):
+    """Print the report (and write it as Markdown), return the exit code."""
+    print(render(files, names, results, metric, threshold, alpha, fmt == "markdown"))
+    if markdown:
+        write_whole(markdown, render(files, names, results, metric, threshold, alpha, True) + "\n")
+    slower = [v.name for vs in results.values() for v in vs if v.verdict == "slower"]
+    if slower and not report_only:
+        print(f"{tool}: {len(slower)} benchmark(s) slower beyond the bar (p < {alpha:g}): "
+              + ", ".join(slower[:10]), file=sys.stderr)
+        return EXIT_REGRESSION
+    return EXIT_OK
+
+
+def set_labels(files, labels):
+    if labels and len(labels) != len(files):
+        raise BadInput(f"--labels has {len(labels)} names for {len(files)} files")
+    for i, f in enumerate(files):
+        f.label = labels[i] if labels else default_label(f, i)
+    # Labels must be unique to index the columns.
+    seen = {}
+    for f in files:
+        if f.label in seen:
+            seen[f.label] += 1
+            f.label = f"{f.label} #{seen[f.label]}"
+        else:
+            seen[f.label] = 1
+
+
+def guarded(tool, body):
+    """Run body() and map every failure to its own exit code, in one line:
+    2 bad input, 3 the tool could not run (never 1, which means slower)."""
+    try:
+        return body()
+    except BadInput as e:
+        print(f"{tool}: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ToolError as e:
+        print(f"{tool}: {e}", file=sys.stderr)
+        return EXIT_TOOL
+    except KeyboardInterrupt:
+        print(f"{tool}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as e:  # an internal error must not read as a regression
+        print(f"{tool}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_TOOL
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -325,40 +473,23 @@ def main(argv=None):
     ap.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
     ap.add_argument("--filter", help="only benchmarks whose name matches this regex")
     ap.add_argument("--labels", help="comma-separated column labels, one per file")
+    ap.add_argument("--floors", metavar="FILE", help="noise floors from an A/A run (scripts/ab.py calibrate)")
     ap.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown (e.g. $GITHUB_STEP_SUMMARY)")
     ap.add_argument("--format", choices=["text", "markdown"], default="text", help="what to print")
     ap.add_argument("--report-only", action="store_true", help="never exit 1 for a regression")
     a = ap.parse_args(argv)
-    try:
+
+    def body():
+        ensure_venv()
         if len(a.files) < 2:
             raise BadInput("need at least two files (baseline first)")
         files = [load(p, a.metric) for p in a.files]
-        labels = a.labels.split(",") if a.labels else None
-        if labels and len(labels) != len(files):
-            raise BadInput(f"--labels has {len(labels)} names for {len(files)} files")
-        for i, f in enumerate(files):
-            f.label = labels[i] if labels else default_label(f, i)
-        # Labels must be unique to index the columns.
-        seen = {}
-        for f in files:
-            if f.label in seen:
-                seen[f.label] += 1
-                f.label = f"{f.label} #{seen[f.label]}"
-            else:
-                seen[f.label] = 1
-        names, results = compare(files, a.metric, a.threshold, a.alpha, a.filter)
-    except BadInput as e:
-        print(f"compare: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    print(render(files, names, results, a.metric, a.threshold, a.alpha, a.format == "markdown"))
-    if a.markdown:
-        write_whole(a.markdown, render(files, names, results, a.metric, a.threshold, a.alpha, True) + "\n")
-    slower = [v.name for vs in results.values() for v in vs if v.verdict == "slower"]
-    if slower and not a.report_only:
-        print(f"compare: {len(slower)} benchmark(s) slower beyond {100 * a.threshold:g}% (p < {a.alpha:g}): "
-              + ", ".join(slower[:10]), file=sys.stderr)
-        return EXIT_REGRESSION
-    return EXIT_OK
+        set_labels(files, a.labels.split(",") if a.labels else None)
+        floors = load_floors(a.floors) if a.floors else None
+        names, results = compare(files, a.metric, a.threshold, a.alpha, a.filter, floors)
+        return finish(files, names, results, a.metric, a.threshold, a.alpha, a.markdown, a.format, a.report_only)
+
+    return guarded("compare", body)
 
 
 if __name__ == "__main__":
