@@ -11,10 +11,11 @@ ones, with -2, -3 ... when two would share a name). Without ROOTs: every
 install the environment report found that has nvcc, in its order; with ROOTs:
 those, in the order given, each of which must be a toolkit the report knows.
 
---merge joins the one-repetition files of several rounds of one build into
-one Google Benchmark JSON whose repetitions are the rounds (the matrix runs
-the builds in turn, round after round, so that drift in a noisy machine
-falls on every toolkit alike instead of on whichever ran last).
+--merge joins the files of several rounds of one build into one Google
+Benchmark JSON with one sample per round, the way scripts/ab.py merges its
+processes (the matrix runs the builds in turn, round after round, so that
+drift in a noisy machine falls on every toolkit alike instead of on
+whichever ran last).
 """
 import json
 import os
@@ -34,23 +35,16 @@ def name_for(t, taken):
 
 
 def merge(out, rounds):
+    """One process per round: ab.py's merge, one sample per process."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import ab
+    import compare
     docs = []
     for p in rounds:
         with open(p) as f:
             docs.append(json.load(f))
-    merged = {"context": docs[0]["context"], "benchmarks": []}
-    for i, d in enumerate(docs):
-        for b in d["benchmarks"]:
-            if b.get("run_type") == "aggregate":
-                continue
-            b = dict(b, repetition_index=i, repetitions=len(docs))
-            merged["benchmarks"].append(b)
-    merged["benchmarks"].sort(key=lambda b: (b.get("family_index", 0), b.get("per_family_instance_index", 0),
-                                             b["repetition_index"]))
-    tmp = f"{out}.tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(merged, f, indent=1)
-    os.replace(tmp, out)
+    merged = ab.merge(docs, "matrix", {"rounds": len(docs)})
+    compare.write_whole(out, json.dumps(merged, indent=1) + "\n")
 
 
 def main():

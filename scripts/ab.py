@@ -1,0 +1,408 @@
+#!/usr/bin/env python3
+"""A/B runs of two builds, with the process as the unit of sampling.
+
+    ab.py run --a BENCH_A --b BENCH_B [options] [-- extra bench flags]
+    ab.py calibrate --bench BENCH --floors-out FILE [options]
+    ab.py trials N --a BENCH_A --b BENCH_B [options] --out DIR
+
+run: K processes per side, interleaved A B B A A B B A ... (so slow drift
+of a shared machine falls on both sides alike). Each process runs the chosen
+benchmarks with Google Benchmark's random interleaving and a few repetitions;
+its median per benchmark is one sample. The two sides' samples are compared
+by compare.py (medians, Mann-Whitney U on the process medians, the noise
+floor of --floors). Writes into --out: a.json and b.json (one entry per
+process: Google Benchmark JSON that compare.py and report.py read),
+report.md, and processes/ (each process's own JSON and stderr).
+
+Why process medians: repetitions inside one process share its state
+(memory placement, huge pages, frequency, neighbours), so they are not
+independent samples, and a test over them is overconfident. Processes are.
+
+calibrate: an A/A run (the same build on both sides) that stores, per
+benchmark, the process medians relative to their median: the noise floors
+(compare.py --floors) for this kind of machine.
+
+trials: N runs in a row; a table of how many gave each verdict, per benchmark
+(the false-alarm rate of A/A runs, the power against a known slowdown).
+
+Options: --processes K per side (default 6), --filter REGEX, --reps R
+repetitions per process (default 3), --min-time S (--benchmark_min_time),
+--a-env/--b-env KEY=VALUE (repeatable), --a-wrap/--b-wrap "CMD ARGS" (a
+command prefix, e.g. "scripts/cpu-quota.sh 0.9"), --labels A,B, --threshold,
+--alpha, --floors FILE, --report-only, --history DIR --rev-a SHA --rev-b SHA
+(store b.json as DIR/<rev-b>.json with its verdicts, and a.json as
+DIR/<rev-a>.json when that is absent).
+
+Exit codes: 0 no regression; 1 a benchmark slower beyond the bar with
+significance, or a wrong result in either build; 2 bad input (a bench that
+is not there, a bad option, a bad floors file); 3 a process failed without
+a result (crash, killed) or an internal error; 130 interrupted.
+"""
+import argparse
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402
+from compare import BadInput, ToolError, median  # noqa: E402
+
+EXIT_WRONG = 1
+# Google Benchmark's own fields; every other number in an entry is a counter.
+GB_FIELDS = {"family_index", "per_family_instance_index", "repetition_index", "repetitions", "threads",
+             "iterations"}
+
+
+def schedule(k):
+    """The order of 2k processes: A B B A, A B B A, ... (k=3: A B B A A B)."""
+    out = []
+    for i in range(k):
+        out += ["A", "B"] if i % 2 == 0 else ["B", "A"]
+    return out
+
+
+def process_entries(doc, process):
+    """One entry per benchmark of one process's JSON: the median of its
+    repetitions for every number (times, counters), its first label (a
+    throttled one when any repetition throttled), or its error."""
+    order, reps = [], {}
+    for b in doc.get("benchmarks", []):
+        if b.get("run_type") == "aggregate":
+            continue
+        name = b.get("run_name") or b["name"]
+        if name not in reps:
+            order.append(name)
+            reps[name] = []
+        reps[name].append(b)
+    out = []
+    for name in order:
+        rs = reps[name]
+        e = dict(rs[0])
+        e.update(name=rs[0]["name"], run_name=name, run_type="iteration", repetition_index=process,
+                 process=process, repetitions_in_process=len(rs))
+        errors = [r for r in rs if r.get("error_occurred")]
+        if errors:
+            e["error_occurred"] = True
+            e["error_message"] = errors[0].get("error_message", "error")
+            out.append(e)
+            continue
+        for k, v in rs[0].items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in GB_FIELDS:
+                xs = [r[k] for r in rs if isinstance(r.get(k), (int, float))]
+                if xs:
+                    e[k] = median(xs)
+        throttled = [r["label"] for r in rs if compare.THROTTLED in (r.get("label") or "")]
+        if throttled:
+            e["label"] = throttled[0]
+        out.append(e)
+    return out
+
+
+def merge(docs, side, meta):
+    """One Google Benchmark JSON for one side: an entry per benchmark per
+    process (repetition_index = the process), the first process's context."""
+    merged = {"context": dict(docs[0].get("context", {})) if docs else {}, "benchmarks": [],
+              "cudabench_ab": dict(meta, side=side, processes=len(docs),
+                                   sample="the median of one process's repetitions")}
+    for i, d in enumerate(docs):
+        merged["benchmarks"] += process_entries(d, i)
+    for e in merged["benchmarks"]:
+        e["repetitions"] = len(docs)
+    return merged
+
+
+def parse_env(pairs, opt):
+    env = {}
+    for p in pairs or []:
+        if "=" not in p or not p.split("=", 1)[0]:
+            raise BadInput(f"{opt} '{p}': expected KEY=VALUE")
+        k, v = p.split("=", 1)
+        env[k] = v
+    return env
+
+
+class Side:
+    def __init__(self, name, bench, env, wrap):
+        self.name, self.bench, self.env, self.wrap = name, bench, env, wrap
+        if not (os.path.isfile(bench) and os.access(bench, os.X_OK)):
+            raise BadInput(f"--{name.lower()} {bench}: no such executable (build it first)")
+
+
+def run_process(side, i, args, workdir, extra):
+    """Run one benchmark process; return its JSON document."""
+    out = os.path.join(workdir, f"{side.name}{i:02d}.json")
+    log = os.path.join(workdir, f"{side.name}{i:02d}.stderr")
+    cmd = side.wrap + [side.bench, f"--benchmark_filter={args.filter}",
+                       f"--benchmark_repetitions={args.reps}",
+                       "--benchmark_enable_random_interleaving=true",
+                       "--benchmark_report_aggregates_only=false",
+                       f"--benchmark_out={out}", "--benchmark_out_format=json"]
+    if args.min_time:
+        cmd.append(f"--benchmark_min_time={args.min_time}")
+    cmd += extra
+    env = dict(os.environ, **side.env)
+    with open(log, "w") as err:
+        rc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env).returncode
+    last = ""
+    with open(log, errors="replace") as f:
+        lines = [x.strip() for x in f if x.strip()]
+        last = lines[-1] if lines else ""
+    if rc == 2:
+        raise BadInput(f"{side.bench} refused its arguments: {last}")
+    if rc not in (0, EXIT_WRONG) or not os.path.exists(out):
+        how = f"signal {-rc}" if rc < 0 else f"exit {rc}"
+        raise ToolError(f"side {side.name} process {i} ({side.bench}) failed without a result ({how}): "
+                        f"{last or 'no message'}; log: {log}")
+    with open(out) as f:
+        doc = json.load(f)
+    if not doc.get("benchmarks"):
+        raise BadInput(f"--filter '{args.filter}' matches no benchmark of {side.bench}")
+    return doc
+
+
+def run_ab(args, a, b, extra, workdir, progress=True):
+    """The interleaved processes; returns the merged (a_doc, b_doc)."""
+    docs = {"A": [], "B": []}
+    order = schedule(args.processes)
+    started = time.monotonic()
+    for j, s in enumerate(order):
+        side = a if s == "A" else b
+        docs[s].append(run_process(side, len(docs[s]), args, workdir, extra))
+        if progress and sys.stderr.isatty():
+            print(f"\rab: process {j + 1}/{len(order)} ({s}), {time.monotonic() - started:.0f} s",
+                  end="", file=sys.stderr, flush=True)
+    if progress:
+        print(f"{chr(13) if sys.stderr.isatty() else ''}ab: {len(order)} processes ({''.join(order)}) in "
+              f"{time.monotonic() - started:.0f} s", file=sys.stderr)
+    meta = {"filter": args.filter, "reps_per_process": args.reps, "min_time": args.min_time,
+            "order": "".join(order), "wall_s": round(time.monotonic() - started, 1)}
+    return (merge(docs["A"], "A", dict(meta, bench=a.bench, env=a.env, wrap=a.wrap)),
+            merge(docs["B"], "B", dict(meta, bench=b.bench, env=b.env, wrap=b.wrap)))
+
+
+def write_json(path, doc):
+    compare.write_whole(path, json.dumps(doc, indent=1) + "\n")
+
+
+def loaded(path, label):
+    f = compare.load(path)
+    f.label = label
+    return f
+
+
+def sides(args):
+    wrap_a = shlex.split(args.a_wrap or "")
+    wrap_b = shlex.split(args.b_wrap or "")
+    a = Side("A", args.a, parse_env(args.a_env, "--a-env"), wrap_a)
+    b = Side("B", args.b, parse_env(args.b_env, "--b-env"), wrap_b)
+    return a, b
+
+
+def labels(args):
+    ls = (args.labels or "A,B").split(",")
+    if len(ls) != 2 or not all(ls) or ls[0] == ls[1]:
+        raise BadInput(f"--labels '{args.labels}': expected two different names, e.g. parent,this")
+    return ls
+
+
+def one_run(args, extra, out, floors, progress=True):
+    """Run, merge, compare: returns (files, names, results)."""
+    a, b = sides(args)
+    la, lb = labels(args)
+    procdir = os.path.join(out, "processes")
+    os.makedirs(procdir, exist_ok=True)
+    for f in os.listdir(procdir):
+        os.remove(os.path.join(procdir, f))
+    doc_a, doc_b = run_ab(args, a, b, extra, procdir, progress)
+    write_json(os.path.join(out, "a.json"), doc_a)
+    write_json(os.path.join(out, "b.json"), doc_b)
+    files = [loaded(os.path.join(out, "a.json"), la), loaded(os.path.join(out, "b.json"), lb)]
+    names, results = compare.compare(files, "time", args.threshold, args.alpha, None, floors)
+    return files, names, results, doc_a, doc_b
+
+
+def git_info(rev):
+    try:
+        r = subprocess.run(["git", "log", "-1", "--format=%H%x09%ct%x09%s", rev], capture_output=True, text=True,
+                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        sha, ts, subject = r.stdout.strip().split("\t", 2)
+        return {"commit": sha, "time": int(ts), "subject": subject}
+    except (OSError, ValueError):
+        return {"commit": rev}
+
+
+def store_history(args, doc_a, doc_b, results):
+    os.makedirs(args.history, exist_ok=True)
+    info_a, info_b = git_info(args.rev_a), git_info(args.rev_b)
+    verdicts = {v.name: {"verdict": v.verdict, "change": v.change, "p": v.p, "floor": v.floor}
+                for vs in results.values() for v in vs}
+    doc_b["cudabench_history"] = dict(info_b, parent=info_a.get("commit"), verdicts=verdicts)
+    write_json(os.path.join(args.history, f"{info_b.get('commit', args.rev_b)}.json"), doc_b)
+    path_a = os.path.join(args.history, f"{info_a.get('commit', args.rev_a)}.json")
+    if not os.path.exists(path_a):
+        doc_a["cudabench_history"] = dict(info_a, verdicts={})
+        write_json(path_a, doc_a)
+
+
+def cmd_run(args, extra):
+    floors = compare.load_floors(args.floors) if args.floors else None
+    if args.history and not (args.rev_a and args.rev_b):
+        raise BadInput("--history needs --rev-a and --rev-b")
+    os.makedirs(args.out, exist_ok=True)
+    files, names, results, doc_a, doc_b = one_run(args, extra, args.out, floors)
+    if args.history:
+        store_history(args, doc_a, doc_b, results)
+    wrong = [v for vs in results.values() for v in vs if v.verdict == "error"]
+    rc = compare.finish(files, names, results, "time", args.threshold, args.alpha,
+                        os.path.join(args.out, "report.md"), "text", args.report_only, tool="ab")
+    if wrong:
+        print(f"ab: {len(wrong)} benchmark(s) failed their check: {wrong[0].name}: {wrong[0].note}",
+              file=sys.stderr)
+        return EXIT_WRONG
+    return rc
+
+
+def relative(xs):
+    m = median(xs)
+    return [round(x / m, 6) for x in xs]
+
+
+def cmd_calibrate(args, extra):
+    args.a = args.b = args.bench
+    os.makedirs(args.out, exist_ok=True)
+    files, names, results, doc_a, doc_b = one_run(args, extra, args.out, None)
+    pools = {}
+    for f in files:
+        for n, r in f.runs.items():
+            if r.error:
+                raise BadInput(f"{n} failed its check during calibration: {r.error}")
+            pools.setdefault(n, []).extend(r.samples)
+    ctx = doc_a.get("context", {})
+    doc = {"what": "noise floors: per benchmark, the process medians of an A/A run (the same build on both "
+                   "sides), relative to their median; compare.py --floors",
+           "host_cpu_model": ctx.get("host_cpu_model"), "host_cores": ctx.get("host_cores"),
+           "gpu_name": ctx.get("gpu_name"), "cudabench_git": ctx.get("cudabench_git"),
+           "date": ctx.get("date"), "processes": 2 * args.processes, "reps_per_process": args.reps,
+           "min_time": args.min_time, "filter": args.filter,
+           "benchmarks": {n: {"process_medians": relative(p)} for n, p in sorted(pools.items())}}
+    write_json(args.floors_out, doc)
+    rows = []
+    for n, p in sorted(pools.items()):
+        rel = relative(p)
+        spread = (max(rel) - min(rel)) * 100
+        fl = compare.noise_floor(rel, args.processes, args.processes)
+        rows.append([n, len(p), f"{spread:.1f}%", f"{100 * fl:.1f}%"])
+    print(compare.table(["benchmark", "processes", "range", f"floor at {args.processes} vs {args.processes}"],
+                        rows, False))
+    print(f"ab: floors written to {args.floors_out}", file=sys.stderr)
+    return 0
+
+
+def cmd_trials(args, extra):
+    floors = compare.load_floors(args.floors) if args.floors else None
+    os.makedirs(args.out, exist_ok=True)
+    tally, changes, walls = {}, {}, []
+    for t in range(args.n):
+        files, names, results, doc_a, _ = one_run(args, extra, os.path.join(args.out, "last"), floors, False)
+        walls.append(doc_a["cudabench_ab"]["wall_s"])
+        for v in results[files[1].label]:
+            tally.setdefault(v.name, {})
+            tally[v.name][v.verdict] = tally[v.name].get(v.verdict, 0) + 1
+            changes.setdefault(v.name, []).append(v.change)
+        line = ", ".join(f"{n.split('/real_time')[0]}: {v.verdict}" for n, v in
+                         ((x.name, x) for x in results[files[1].label]) if v.verdict != "same")
+        print(f"ab: trial {t + 1}/{args.n} ({walls[-1]:.0f} s): {line or 'all same'}", file=sys.stderr, flush=True)
+    verdicts = ["slower", "faster", "same", "noisy", "error"]
+    rows = []
+    for n, c in tally.items():
+        ch = sorted(changes[n])
+        rows.append([n] + [c.get(v, 0) for v in verdicts] +
+                    [f"{100 * median(ch):+.1f}%", f"{100 * ch[0]:+.1f}% .. {100 * ch[-1]:+.1f}%"])
+    head = ["benchmark"] + verdicts + ["median change", "range"]
+    desc = (f"{args.n} trials of {args.processes} vs {args.processes} processes, {args.reps} repetitions each; "
+            f"A: {args.a} {' '.join(args.a_env or [])} {args.a_wrap or ''}; "
+            f"B: {args.b} {' '.join(args.b_env or [])} {args.b_wrap or ''}; "
+            f"median wall time per trial {median(walls):.0f} s")
+    print(desc)
+    print(compare.table(head, rows, False))
+    compare.write_whole(os.path.join(args.out, "trials.md"),
+                        f"{desc}\n\n{compare.table(head, rows, True)}\n")
+    write_json(os.path.join(args.out, "trials.json"),
+               {"trials": args.n, "processes": args.processes, "reps": args.reps, "filter": args.filter,
+                "a": {"bench": args.a, "env": args.a_env, "wrap": args.a_wrap},
+                "b": {"bench": args.b, "env": args.b_env, "wrap": args.b_wrap},
+                "floors": args.floors, "threshold": args.threshold, "alpha": args.alpha,
+                "wall_s": walls, "verdicts": tally, "changes": changes})
+    return 0
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    extra = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def common(p, two_sides=True):
+        if two_sides:
+            p.add_argument("--a", required=True, help="the baseline's bench executable")
+            p.add_argument("--b", required=True, help="the contender's bench executable")
+            p.add_argument("--a-env", action="append", metavar="KEY=VALUE")
+            p.add_argument("--b-env", action="append", metavar="KEY=VALUE")
+            p.add_argument("--a-wrap", metavar="CMD")
+            p.add_argument("--b-wrap", metavar="CMD")
+            p.add_argument("--labels", help="two names, baseline first (default A,B)")
+            p.add_argument("--floors", metavar="FILE", help="noise floors (ab.py calibrate)")
+            p.add_argument("--report-only", action="store_true")
+        p.add_argument("--processes", type=int, default=15, help="processes per side (default 15)")
+        p.add_argument("--filter", default=".", help="benchmark regex")
+        p.add_argument("--reps", type=int, default=3, help="repetitions per process (default 3)")
+        p.add_argument("--min-time", help="--benchmark_min_time for each process")
+        p.add_argument("--threshold", type=float, default=0.05)
+        p.add_argument("--alpha", type=float, default=0.05)
+        p.add_argument("--out", default="build/ab", help="output folder (default build/ab)")
+
+    p = sub.add_parser("run", help="compare two builds")
+    common(p)
+    p.add_argument("--history", metavar="DIR", help="store the results per commit here")
+    p.add_argument("--rev-a")
+    p.add_argument("--rev-b")
+    p = sub.add_parser("calibrate", help="A/A run: store the noise floors")
+    common(p, two_sides=False)
+    p.add_argument("--bench", required=True)
+    p.add_argument("--floors-out", required=True, metavar="FILE")
+    p = sub.add_parser("trials", help="N runs; verdict counts per benchmark")
+    p.add_argument("n", type=int)
+    common(p)
+    args = ap.parse_args(argv)
+
+    def body():
+        compare.ensure_venv("ab")
+        if args.processes < 2 or args.reps < 1:
+            raise BadInput("--processes must be at least 2 and --reps at least 1")
+        if args.cmd == "calibrate":
+            args.a_env = args.b_env = args.a_wrap = args.b_wrap = None
+            args.labels = "A,A'"
+            return cmd_calibrate(args, extra)
+        if args.cmd == "trials":
+            return cmd_trials(args, extra)
+        return cmd_run(args, extra)
+
+    # A signal ends the run like ^C does: the child gets it too (same process
+    # group), files already written are whole, partial ones are never renamed.
+    def on_term(*_):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    return compare.guarded("ab", body)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""The A/B runner (scripts/ab.py): its interleaving, its merging of processes,
+its statistics with the process as the unit, its exit codes, and the history
+it keeps. Real processes run: a stand-in Google Benchmark program,
+tests/fakes/fake_gbench.py."""
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import ab  # noqa: E402
+import compare  # noqa: E402
+
+FAKE = os.path.join(ROOT, "tests", "fakes", "fake_gbench.py")
+STEADY = "Fake/steady/n:1/real_time"
+OTHER = "Fake/other/n:1/real_time"
+
+
+def run_ab(tmp_path, *extra, a_env=(), b_env=(), processes=4, sub="run"):
+    log = tmp_path / "order.log"
+    cmd = [sys.executable, os.path.join(ROOT, "scripts", "ab.py"), sub, "--a", FAKE, "--b", FAKE,
+           "--processes", str(processes), "--reps", "3", "--out", str(tmp_path / "out"),
+           "--a-env", f"FAKE_GBENCH_LOG={log}", "--a-env", "FAKE_GBENCH_SIDE=A",
+           "--b-env", f"FAKE_GBENCH_LOG={log}", "--b-env", "FAKE_GBENCH_SIDE=B"]
+    for e in a_env:
+        cmd += ["--a-env", e]
+    for e in b_env:
+        cmd += ["--b-env", e]
+    r = subprocess.run(cmd + list(extra), capture_output=True, text=True)
+    order = log.read_text().split() if log.exists() else []
+    return r, order
+
+
+def test_schedule_is_abba_and_balanced():
+    assert "".join(ab.schedule(1)) == "AB"
+    assert "".join(ab.schedule(2)) == "ABBA"
+    assert "".join(ab.schedule(3)) == "ABBAAB"
+    for k in range(1, 12):
+        s = ab.schedule(k)
+        assert s.count("A") == s.count("B") == k
+        # Every pair of neighbours in time holds one process of each side.
+        assert all(sorted(s[i:i + 2]) == ["A", "B"] for i in range(0, 2 * k, 2))
+
+
+def test_runner_interleaves_processes_and_merges_one_sample_per_process(tmp_path):
+    r, order = run_ab(tmp_path, b_env=["FAKE_GBENCH_TIME=130"])
+    assert "".join(order) == "ABBAABBA", r.stderr
+    a = json.loads((tmp_path / "out" / "a.json").read_text())
+    steady = [b for b in a["benchmarks"] if b["run_name"] == STEADY]
+    assert [b["repetition_index"] for b in steady] == [0, 1, 2, 3]
+    assert all(b["repetitions_in_process"] == 3 and b["repetitions"] == 4 for b in steady)
+    # One sample per process: the median of its three repetitions, counters too.
+    assert all(b["real_time"] == pytest.approx(100, rel=0.003) for b in steady)
+    assert all(b["bytes_per_second"] == pytest.approx(12e4, rel=0.003) for b in steady)
+    assert a["cudabench_ab"]["order"] == "ABBAABBA"
+    assert compare.load(str(tmp_path / "out" / "a.json")).runs[STEADY].samples.__len__() == 4
+    # 30% slower with 4 vs 4 fully separated samples: a regression, exit 1.
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "slower" in r.stderr and STEADY in r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith(OTHER))
+    assert "same" in line
+    assert (tmp_path / "out" / "report.md").exists()
+
+
+def test_same_build_on_both_sides_passes(tmp_path):
+    r, order = run_ab(tmp_path, processes=3)
+    assert "".join(order) == "ABBAAB"
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "slower" not in r.stdout
+
+
+@pytest.mark.parametrize("mode,code,words", [
+    ("crash", 3, "failed without a result (signal 11)"),
+    ("refuse", 2, "refused its arguments: fake_gbench: unknown flag"),
+    ("wrong", 1, "failed their check"),
+    ("empty", 2, "matches no benchmark"),
+])
+def test_exit_codes_when_a_side_fails(tmp_path, mode, code, words):
+    r, _ = run_ab(tmp_path, b_env=[f"FAKE_GBENCH_MODE={mode}"], processes=2)
+    assert r.returncode == code, r.stdout + r.stderr
+    assert words in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_bad_input_is_exit_2_in_one_line(tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "ab.py"), "run", "--a", "/no/such/bench",
+                        "--b", FAKE], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip() == "ab: --a /no/such/bench: no such executable (build it first)"
+    (tmp_path / "floors.json").write_text('{"benchmarks": {"x": {"process_medians": [1, -2]}}}')
+    r, _ = run_ab(tmp_path, "--floors", str(tmp_path / "floors.json"))
+    assert r.returncode == 2 and "process_medians" in r.stderr
+
+
+def test_process_entries_take_medians_keep_throttling_and_errors():
+    doc = {"benchmarks": [
+        {"name": "X/real_time", "run_type": "iteration", "real_time": t, "time_unit": "us", "iterations": 10,
+         "sm_clock_mhz": c, "label": lab}
+        for t, c, lab in ((10, 1980, "ok"), (30, 1700, "throttled: hw_slowdown"), (20, 1900, "ok"))] + [
+        {"name": "X/real_time_median", "run_name": "X/real_time", "run_type": "aggregate", "real_time": 99},
+        {"name": "Y", "run_type": "iteration", "error_occurred": True, "error_message": "wrong"}]}
+    e = {x["run_name"]: x for x in ab.process_entries(doc, 5)}
+    assert e["X/real_time"]["real_time"] == 20 and e["X/real_time"]["sm_clock_mhz"] == 1900
+    assert e["X/real_time"]["repetition_index"] == 5 and e["X/real_time"]["iterations"] == 10
+    assert e["X/real_time"]["label"].startswith("throttled: ")
+    assert e["Y"]["error_occurred"] and e["Y"]["error_message"] == "wrong"
+
+
+def bimodal_processes(states, reps, jitter, seed):
+    """One Google Benchmark document per process: each process draws a state
+    (1.0 or 1.2) that holds for all its repetitions, as memory placement or
+    frequency do."""
+    rng = random.Random(seed)
+    docs = []
+    for s in states:
+        docs.append({"context": {}, "benchmarks": [
+            {"name": "B/real_time", "run_type": "iteration", "time_unit": "us", "iterations": 100,
+             "real_time": 100 * s * (1 + rng.uniform(-jitter, jitter))} for _ in range(reps)]})
+    return docs
+
+
+def test_bimodal_processes_fool_the_within_process_test_but_not_the_per_process_one(tmp_path):
+    def write(name, doc):
+        p = tmp_path / name
+        p.write_text(json.dumps(doc))
+        f = compare.load(str(p))
+        f.label = name
+        return f
+
+    # The old way: one process per side, its repetitions as samples. A drew
+    # the fast state, B the slow one: 15 tight repetitions each.
+    old_a = bimodal_processes([1.0], 15, 0.002, 1)[0]
+    old_b = bimodal_processes([1.2], 15, 0.002, 2)[0]
+    _, res = compare.compare([write("old_a", old_a), write("old_b", old_b)])
+    old = res["old_b"][0]
+    assert old.verdict == "slower" and old.p < 1e-4
+
+    # The new way. An A/A calibration on this machine: 40 processes, half in
+    # each state, their medians stored as the floors.
+    cal = ab.merge(bimodal_processes([1.0, 1.2] * 20, 3, 0.01, 3), "A", {})
+    pool = [b["real_time"] for b in cal["benchmarks"]]
+    floors = {"B/real_time": ab.relative(pool)}
+    # A run of 10 + 10 processes of the same code: 4 slow ones on A, 6 on B,
+    # so the medians differ by 20%, as in the old run.
+    a = write("new_a", ab.merge(bimodal_processes([1.0] * 6 + [1.2] * 4, 3, 0.002, 4), "A", {}))
+    b = write("new_b", ab.merge(bimodal_processes([1.0] * 4 + [1.2] * 6, 3, 0.002, 5), "B", {}))
+    _, res = compare.compare([a, b], floors=floors)
+    new = res["new_b"][0]
+    assert new.change == pytest.approx(0.2, abs=0.01)
+    assert new.floor > new.change
+    assert new.verdict == "same" and new.note == "within the noise floor"
+    # Without the floor the same processes are not called slower either: the
+    # process medians overlap, so Mann-Whitney finds nothing.
+    _, res = compare.compare([a, b])
+    assert res["new_b"][0].verdict == "noisy"
+
+
+def test_noise_floor_follows_spread_and_sample_count():
+    rng = random.Random(7)
+    narrow = [1 + rng.gauss(0, 0.02) for _ in range(40)]
+    wide = [1 + rng.gauss(0, 0.08) for _ in range(40)]
+    assert compare.noise_floor(narrow, 10, 10) == compare.noise_floor(narrow, 10, 10)  # deterministic
+    assert compare.noise_floor(wide, 10, 10) > 2 * compare.noise_floor(narrow, 10, 10)
+    assert compare.noise_floor(wide, 20, 20) < compare.noise_floor(wide, 5, 5)
+    assert compare.noise_floor([1.0, 1.1, 0.9], 3, 3) != compare.noise_floor([1.0, 1.1, 0.9], 3, 3)  # nan: too few
+
+
+def test_a_change_beyond_threshold_but_within_floor_is_same_and_beyond_both_is_slower(tmp_path):
+    floors = tmp_path / "floors.json"
+    floors.write_text(json.dumps({"benchmarks": {STEADY: {"process_medians": [0.9, 1.1] * 10}}}))
+    r, _ = run_ab(tmp_path, "--floors", str(floors), b_env=["FAKE_GBENCH_TIME=110"])
+    line = next(x for x in r.stdout.splitlines() if x.startswith(STEADY))
+    assert r.returncode == 0 and "same" in line and "within the noise floor" in line, r.stdout
+    r, _ = run_ab(tmp_path, "--floors", str(floors), b_env=["FAKE_GBENCH_TIME=160"])
+    assert r.returncode == 1, r.stdout + r.stderr
+
+
+def test_calibrate_stores_relative_process_medians(tmp_path):
+    out = tmp_path / "floors.json"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "ab.py"), "calibrate", "--bench", FAKE,
+                        "--processes", "3", "--reps", "2", "--floors-out", str(out), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, env=dict(os.environ, FAKE_GBENCH_STATES="1.0,1.1,0.9",
+                                                  FAKE_GBENCH_LOG=str(tmp_path / "log")))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    pool = doc["benchmarks"][STEADY]["process_medians"]
+    assert len(pool) == 6 and compare.median(pool) == pytest.approx(1.0)
+    assert max(pool) / min(pool) == pytest.approx(1.1 / 0.9, rel=0.01)
+    assert compare.load_floors(str(out))[OTHER]
+
+
+def test_history_keeps_one_file_per_commit_and_draws_the_trend(tmp_path):
+    hist = tmp_path / "hist"
+    # c0 and c1 take 100 us, c2 and c3 140: c2 is the slow-down.
+    for t_a, t_b, rev_a, rev_b in ((100, 100, "c0", "c1"), (100, 140, "c1", "c2"), (140, 140, "c2", "c3")):
+        r, _ = run_ab(tmp_path, "--history", str(hist), "--rev-a", rev_a, "--rev-b", rev_b,
+                      a_env=[f"FAKE_GBENCH_TIME={t_a}"], b_env=[f"FAKE_GBENCH_TIME={t_b}"], processes=4)
+        assert r.returncode == (1 if rev_b == "c2" else 0), r.stdout + r.stderr
+    assert sorted(os.listdir(hist)) == ["c0.json", "c1.json", "c2.json", "c3.json"]
+    c2 = json.loads((hist / "c2.json").read_text())["cudabench_history"]
+    assert c2["parent"] == "c1" and c2["verdicts"][STEADY]["verdict"] == "slower"
+    out = tmp_path / "report"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "report.py"), "--history", str(hist),
+                        "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (out / "trend.png").stat().st_size > 10000
+    md = (out / "history.md").read_text()
+    assert "`c2`" in md and f"{STEADY} slower +40.0%" in md
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "report.py"), "--history",
+                        str(tmp_path / "none"), "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 2 and "cannot read" in r.stderr
+
+
+def test_compare_without_scipy_says_how_in_one_line_and_exits_3():
+    fix = os.path.join(ROOT, "tests", "fixtures", "compare")
+    args = [sys.executable, "-S", os.path.join(ROOT, "scripts", "compare.py"),
+            os.path.join(fix, "base.json"), os.path.join(fix, "regression.json")]
+    r = subprocess.run(args, capture_output=True, text=True,
+                       env=dict(os.environ, CUDABENCH_VENV="/nonexistent", PYTHONPATH=""))
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert r.stderr.count("\n") == 1 and "needs scipy" in r.stderr and "scripts/setup.sh" in r.stderr
+    # With the project's venv there, it re-runs itself with it: a real verdict.
+    if sys.prefix == sys.base_prefix:
+        return  # these tests run outside a venv (the GPU machine's python3): nothing to re-run with
+    venv = sys.prefix
+    r = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, CUDABENCH_VENV=venv,
+                                                                      PYTHONPATH=""))
+    assert r.returncode == 1 and "slower" in r.stdout, r.stdout + r.stderr
+
+
+def test_an_internal_error_is_never_exit_1(capsys):
+    assert compare.guarded("compare", lambda: {}["missing"]) == compare.EXIT_TOOL
+    assert "compare: internal error: KeyError" in capsys.readouterr().err
