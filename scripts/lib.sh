@@ -3,15 +3,29 @@
 # Configure quietly (the log is shown only when it fails), then build.
 # Usage: configure_and_build <build-dir> [cmake args...]
 configure_and_build() {
-  local dir="$1"; shift
-  local log
+  configure_and_build_source "$CUDABENCH_ROOT" "$@"
+}
+
+# The same for another source tree (the revision gate's base revision).
+# With ccache installed, compiles go through it, with its cache in
+# $CUDABENCH_CACHE/ccache and paths taken relative to the source tree, so
+# another clone or worktree of the same revision compiles from the cache.
+# CUDABENCH_BUILD_TARGET builds one target instead of all.
+# Usage: configure_and_build_source <source-dir> <build-dir> [cmake args...]
+configure_and_build_source() {
+  local src="$1" dir="$2"; shift 2
+  local log launcher=()
+  if command -v ccache >/dev/null 2>&1 && [ "${CUDABENCH_NO_CCACHE:-0}" != 1 ]; then
+    local l="env;CCACHE_DIR=${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/ccache;CCACHE_BASEDIR=$src;CCACHE_NOHASHDIR=1;ccache"
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$l" -DCMAKE_CUDA_COMPILER_LAUNCHER="$l")
+  fi
   log="$(mktemp)"
-  if ! cmake -S "$CUDABENCH_ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >"$log" 2>&1; then
+  if ! cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >"$log" 2>&1; then
     cat "$log" >&2; rm -f "$log"; return 1
   fi
   grep -E '^-- cudabench:' "$log" >&2 || true
   rm -f "$log"
-  cmake --build "$dir"
+  cmake --build "$dir" ${CUDABENCH_BUILD_TARGET:+--target "$CUDABENCH_BUILD_TARGET"}
 }
 
 # A name for this kind of machine: the GPU's, or the CPU's with its core count.
@@ -34,4 +48,20 @@ toolkit_label() {
   local v
   v="$("$1/bench" --env=json 2>/dev/null | sed -n 's/.*"cuda_toolkit_version": *"\([^"]*\)".*/\1/p' | head -n1)"
   if [ -n "$v" ]; then echo "cuda-$v"; else echo "cpu-only"; fi
+}
+
+# The CI subset the revision gate compares (scripts/regress.sh) and the A/A
+# and power trials calibrate (scripts/ab-calibration.sh): CPU rows whose
+# process-to-process spread on a shared 2-core VM lets a 10% change show
+# (cpu_omp_simd at 65536 and 1e7 move by 10-40% from process to process
+# there: see README, "Regression tracking"), the CPU training step, and with
+# a usable GPU the GPU headline rows. Usage: ci_subset_filter [cpu|gpu|auto].
+ci_subset_filter() {
+  local cpu='VectorAdd/cpu_scalar/n:(65536|1048576|10000000)/|VectorAdd/cpu_omp_simd/n:(1048576|4194304)/|MnistTrain/cpu/batch:64/'
+  local gpu='VectorAdd/(cuda_v[1-4]|cublas_geam)/n:(10000000|134217728)/|Transfer/h2d_pinned/bytes:40000000/|MnistTrain/cuda(_graph)?/batch:64/'
+  case "${1:-auto}" in
+    cpu) echo "^($cpu)" ;;
+    gpu) echo "^($cpu|$gpu)" ;;
+    auto) if "$CUDABENCH_ROOT/build/bench" --env --require-gpu >/dev/null 2>&1; then echo "^($cpu|$gpu)"; else echo "^($cpu)"; fi ;;
+  esac
 }

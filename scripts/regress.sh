@@ -1,57 +1,103 @@
 #!/usr/bin/env bash
-# Regression tracking: run a fixed subset with repetitions and compare it
-# against the committed baseline for this kind of machine,
-# results/baselines/<machine>.json (compare.py: medians, Mann-Whitney U).
+# The revision gate: this commit against its parent, measured in one run,
+# interleaved, with the process as the unit of sampling (scripts/ab.py).
 #
-#   scripts/regress.sh                    # exit 1 when something is slower, with significance
-#   scripts/regress.sh --report-only      # print the verdicts, never fail on speed (what CI does:
-#                                         # a shared 2-core VM is too noisy for a hard gate)
-#   scripts/regress.sh --update-baseline  # run, and store the result as the new baseline
+#   scripts/regress.sh                  # exit 1 when a benchmark is slower beyond the bar
+#   scripts/regress.sh --report-only    # the same, never failing on speed
+#   scripts/regress.sh --base v1.2      # against another revision
+#   scripts/regress.sh --calibrate      # measure this machine's noise floors (A/A, ~3 min)
 #
-# Writes build/regress/latest.json and build/regress/report.md (Markdown for
-# a CI job summary). CUDABENCH_REGRESS_REPS sets repetitions (default 5),
-# CUDABENCH_MACHINE the baseline's name. Exit 2: no baseline for this machine
-# (except with --report-only) or unreadable results.
+# B is build/ (this tree, built first if needed); A is the base revision
+# (default: HEAD^ when the tree is clean, HEAD when tracked files have
+# changes, i.e. the work in progress against the last commit), checked out
+# in a worktree under .ab/ and built there (bench only; ccache makes a
+# revision built before cheap). When no file that goes into bench differs
+# between the two, both sides run build/bench: an A/A run, which checks the
+# gate itself. The CI subset (lib.sh: ci_subset_filter), 15 + 15 processes.
+#
+# The bar: a change counts when it is beyond 5% and beyond the noise floor
+# measured for this kind of machine (results/baselines/<machine>.floors.json,
+# made by --calibrate or scripts/ab-calibration.sh), with Mann-Whitney
+# p < 0.05 over the process medians. Without floors for this machine the
+# run is report-only, and says so.
+#
+# Writes build/regress/ (a.json, b.json, report.md for a CI job summary) and,
+# for a clean tree, keeps one JSON per commit in
+# $CUDABENCH_HISTORY/<machine>/ (default ~/.cache/cudabench/history), drawn
+# as trends into build/regress/history/ (report.py --history).
+# Exit codes: ab.py's (0 no regression, 1 slower or a wrong result, 2 bad
+# input, 3 the run failed without a result).
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
-mode=gate
-case "${1:-}" in
-  "") ;;
-  --report-only) mode=report ;;
-  --update-baseline) mode=update ;;
-  *) echo "regress: unknown argument '$1' (--report-only, --update-baseline)" >&2; exit 2 ;;
-esac
-build="$CUDABENCH_ROOT/build"
+cd "$CUDABENCH_ROOT"
+mode=gate base=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --report-only) mode=report; shift ;;
+    --calibrate) mode=calibrate; shift ;;
+    --base) [ $# -ge 2 ] || { echo "regress: --base needs a revision" >&2; exit 2; }; base="$2"; shift 2 ;;
+    --base=*) base="${1#*=}"; shift ;;
+    *) echo "regress: unknown argument '$1' (--report-only, --base REV, --calibrate)" >&2; exit 2 ;;
+  esac
+done
 py="${CUDABENCH_VENV:-${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/venv}/bin/python"
-[ -x "$build/bench" ] || { bash "$CUDABENCH_ROOT/scripts/setup.sh"; configure_and_build "$build" >/dev/null; }
-
+[ -x build/bench ] || { bash scripts/setup.sh; configure_and_build build >/dev/null; }
 machine="$(machine_label)"
-baseline="$CUDABENCH_ROOT/results/baselines/$machine.json"
-out="$build/regress"
+floors="results/baselines/$machine.floors.json"
+filter="$(ci_subset_filter)"
+out=build/regress
 mkdir -p "$out"
-# The fixed subset: CPU always; GPU where one is usable.
-filter='^(VectorAdd/cpu_(scalar|omp_simd)/n:(65536|1048576|10000000)/|MnistTrain/cpu/batch:64/'
-if "$build/bench" --env --require-gpu >/dev/null 2>&1; then
-  filter="$filter|VectorAdd/(cuda_v[1-4]|cublas_geam)/n:(10000000|134217728)/|Transfer/h2d_pinned/bytes:40000000/|MnistTrain/cuda(_graph)?/batch:64/"
-fi
-filter="$filter)"
-echo "regress: running the fixed subset ($machine, ${CUDABENCH_REGRESS_REPS:-5} repetitions)" >&2
-"$build/bench" --benchmark_filter="$filter" --benchmark_repetitions="${CUDABENCH_REGRESS_REPS:-5}" \
-  --benchmark_min_time="${CUDABENCH_MIN_TIME:-0.05}" --benchmark_report_aggregates_only=false \
-  --benchmark_out="$out/latest.json" --benchmark_out_format=json --benchmark_format=json >/dev/null
 
-if [ "$mode" = update ]; then
-  mkdir -p "$(dirname "$baseline")"
-  cp "$out/latest.json" "$baseline.tmp.$$" && mv "$baseline.tmp.$$" "$baseline"
-  echo "regress: baseline stored: ${baseline#$CUDABENCH_ROOT/}" >&2
-  exit 0
+if [ "$mode" = calibrate ]; then
+  exec "$py" scripts/ab.py calibrate --bench build/bench --processes 20 --filter "$filter" --min-time 0.05 \
+    --floors-out "$floors" --out "$out/calibrate"
 fi
-if [ ! -f "$baseline" ]; then
-  echo "regress: no baseline for '$machine' (results/baselines/: $(ls "$CUDABENCH_ROOT/results/baselines" 2>/dev/null | tr '\n' ' '))" >&2
-  echo "regress: make one with scripts/regress.sh --update-baseline" >&2
+
+# ---- the two sides ----
+# Whatever goes into the bench executable.
+inputs=(CMakeLists.txt CMakePresets.json cmake bench kernels env models data)
+clean=1
+git diff --quiet HEAD -- . 2>/dev/null || clean=0
+if [ -z "$base" ]; then
+  if [ "$clean" = 1 ]; then base="HEAD^"; else base="HEAD"; fi
+fi
+if ! base_sha="$(git rev-parse --verify -q "$base^{commit}")"; then
+  echo "regress: no revision '$base' here (a shallow clone? fetch more history, or give --base)" >&2
   [ "$mode" = report ] && exit 0 || exit 2
 fi
-args=("$baseline" "$out/latest.json" --labels "baseline,this run" --markdown "$out/report.md")
+this="$(git rev-parse --short HEAD)"; [ "$clean" = 1 ] || this="$this+changes"
+if git diff --quiet "$base_sha" -- "${inputs[@]}"; then
+  echo "regress: nothing that goes into bench differs from ${base_sha:0:7}: an A/A run of build/bench" >&2
+  a_bench=build/bench
+else
+  wt=".ab/src-${base_sha:0:12}"
+  if [ ! -d "$wt" ]; then
+    git worktree prune
+    git worktree add --detach -q "$wt" "$base_sha"
+  fi
+  echo "regress: building ${base_sha:0:7} in $wt/build (bench only)" >&2
+  CUDABENCH_BUILD_TARGET=bench configure_and_build_source "$CUDABENCH_ROOT/$wt" "$wt/build" \
+    -DCUDABENCH_BUILD_TESTS=OFF >/dev/null
+  a_bench="$wt/build/bench"
+fi
+
+args=(run --a "$a_bench" --b build/bench --labels "${base_sha:0:7},$this" --filter "$filter" --min-time 0.05
+      --out "$out")
+if [ -f "$floors" ]; then
+  args+=(--floors "$floors")
+else
+  echo "regress: no noise floors for '$machine' ($floors): report only; calibrate with scripts/regress.sh --calibrate" >&2
+  mode=report
+fi
 [ "$mode" = report ] && args+=(--report-only)
-"$py" "$CUDABENCH_ROOT/scripts/compare.py" "${args[@]}"
+history="${CUDABENCH_HISTORY:-${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/history}/$machine"
+[ "$clean" = 1 ] && args+=(--history "$history" --rev-a "$base_sha" --rev-b "$(git rev-parse HEAD)")
+echo "regress: ${base_sha:0:7} (A) against $this (B) on $machine, 15 + 15 processes, interleaved" >&2
+rc=0
+"$py" scripts/ab.py "${args[@]}" || rc=$?
+if [ "$clean" = 1 ] && [ -d "$history" ]; then
+  "$py" scripts/report.py --history "$history" --out "$out/history" --title "cudabench history on $machine" \
+    >/dev/null || echo "regress: the history plot failed (see report.py --history $history)" >&2
+fi
+exit "$rc"

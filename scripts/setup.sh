@@ -22,7 +22,7 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 # ---- 1. Debian packages ----
-pkgs=(build-essential cmake ninja-build git pkg-config libgtest-dev nlohmann-json3-dev
+pkgs=(build-essential cmake ninja-build ccache git pkg-config libgtest-dev nlohmann-json3-dev
       libcli11-dev zlib1g-dev dataset-fashion-mnist dpkg-dev)
 python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
 missing=()

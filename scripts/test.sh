@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# README command 2: install what is missing, build, run the test suite (CTest).
+# README command 2: install what is missing, build, run the test suite (CTest),
+# then the revision gate: this commit against its parent, interleaved
+# (scripts/regress.sh; it fails on a real slowdown where this kind of machine
+# has measured noise floors, and reports only elsewhere).
+# CUDABENCH_SKIP_REGRESS=1 skips the gate; arguments go to ctest.
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
 bash "$CUDABENCH_ROOT/scripts/setup.sh"
 configure_and_build "$CUDABENCH_ROOT/build"
-# A short benchmark run against the committed baseline, report-only: these
-# machines are too noisy for a hard speed gate (the gate itself is tested on
-# fixtures in tests/test_compare.py). CUDABENCH_SKIP_REGRESS=1 skips it.
+(cd "$CUDABENCH_ROOT/build" && ctest --output-on-failure --no-tests=error -j2 "$@")
 if [ "${CUDABENCH_SKIP_REGRESS:-0}" != 1 ]; then
-  CUDABENCH_REGRESS_REPS="${CUDABENCH_REGRESS_REPS:-3}" bash "$CUDABENCH_ROOT/scripts/regress.sh" --report-only
+  bash "$CUDABENCH_ROOT/scripts/regress.sh"
 fi
-cd "$CUDABENCH_ROOT/build"
-ctest --output-on-failure --no-tests=error -j2 "$@"
