@@ -2,6 +2,7 @@
 """Plots and a Markdown report from Google Benchmark JSON files.
 
     report.py RUN.json [RUN.json ...] --out DIR [--labels a,b,...] [--title T]
+    report.py --history DIR --out DIR [--title T]
 
 Writes into DIR (each file whole: temp file, then renamed):
   vector_add.png   GB/s against elements, one panel per implementation,
@@ -12,11 +13,23 @@ Writes into DIR (each file whole: temp file, then renamed):
                    sizes (1e7 and 2^27), and with two or more files the
                    compare.py verdicts against the first
 Plots that have no data in the files are left out.
+
+--history DIR reads the per-commit results the revision gate keeps
+(scripts/regress.sh; one JSON per commit and machine, each with its
+process samples and its verdicts against its parent) and writes, in the
+manner of github-action-benchmark's charts:
+  trend.png        each benchmark's time over the commits (oldest left): the
+                   median of the process samples, a bar from the lowest to
+                   the highest, and the verdict against the parent marked
+                   (red up: slower, green down: faster, hollow: noisy)
+  history.md       the plot and a table: commit, date, subject, verdicts
 """
 import argparse
+import json
 import os
 import re
 import sys
+import time
 from collections import defaultdict
 
 import matplotlib
@@ -122,14 +135,109 @@ def headline_table(datasets, labels):
     return "\n".join(lines) if keys or len(lines) > 2 else ""
 
 
+def load_history(folder):
+    """The per-commit files of one machine, oldest first:
+    [(info, {benchmark: [process samples, seconds]})]."""
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+    except OSError as e:
+        raise compare.BadInput(f"{folder}: cannot read ({e.strerror})")
+    out = []
+    for n in names:
+        path = os.path.join(folder, n)
+        f = compare.load(path)
+        with open(path) as fh:
+            info = json.load(fh).get("cudabench_history")
+        if not isinstance(info, dict) or "commit" not in info:
+            raise compare.BadInput(f"{path}: no 'cudabench_history' (written by scripts/ab.py run --history)")
+        out.append((info, {name: r.samples for name, r in f.runs.items() if r.samples and not r.error}))
+    if not out:
+        raise compare.BadInput(f"{folder}: no per-commit JSON files")
+    out.sort(key=lambda e: (e[0].get("time", 0), e[0]["commit"]))
+    return out
+
+
+MARKS = {"slower": ("^", "tab:red", "tab:red"), "faster": ("v", "tab:green", "tab:green"),
+         "noisy": ("o", "none", "tab:gray")}
+
+
+def plot_history(history, title, path):
+    benches = sorted({b for _, d in history for b in d})
+    cols = min(2, len(benches))
+    nrows = (len(benches) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(7 * cols, 2.8 * nrows), squeeze=False)
+    ticks = [info["commit"][:7] for info, _ in history]
+    for ax, b in zip(axes.flat, benches):
+        xs, med, lo, hi = [], [], [], []
+        for i, (_, d) in enumerate(history):
+            if b in d:
+                xs.append(i)
+                med.append(compare.median(d[b]))
+                lo.append(min(d[b]))
+                hi.append(max(d[b]))
+        scale, unit = next(((s, u) for s, u in ((1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
+                            if max(med) >= s), (1e-9, "ns"))
+        m = [v / scale for v in med]
+        ax.errorbar(xs, m, yerr=[[(v - l) / scale for v, l in zip(med, lo)], [(h - v) / scale for v, h in zip(med, hi)]],
+                    fmt="-", color="tab:blue", ecolor="lightsteelblue", lw=1.2, capsize=2)
+        ax.plot(xs, m, "o", color="tab:blue", ms=3)
+        for i, y in zip(xs, m):
+            v = history[i][0].get("verdicts", {}).get(b, {}).get("verdict")
+            if v in MARKS:
+                marker, face, edge = MARKS[v]
+                ax.plot([i], [y], marker, ms=10, markerfacecolor=face, markeredgecolor=edge, label=v)
+        ax.set_title(b, fontsize=9)
+        ax.set_ylabel(unit)
+        ax.set_xticks(range(len(ticks)))
+        ax.set_xticklabels(ticks, rotation=60, fontsize=7)
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        handles = dict(zip(*ax.get_legend_handles_labels()[::-1]))
+        if handles:
+            ax.legend(handles.values(), handles.keys(), fontsize=7)
+    for ax in axes.flat[len(benches):]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout()
+    save(fig, path)
+
+
+def history_report(folder, out, title):
+    history = load_history(folder)
+    os.makedirs(out, exist_ok=True)
+    plot_history(history, title, os.path.join(out, "trend.png"))
+    md = [f"# {title}", "", "![trend](trend.png)", "", "| commit | date | subject | verdicts against the parent |",
+          "|---|---|---|---|"]
+    for info, _ in reversed(history):
+        vs = info.get("verdicts", {})
+        counts = {}
+        for v in vs.values():
+            counts[v.get("verdict")] = counts.get(v.get("verdict"), 0) + 1
+        flagged = [f"{n} {v['verdict']} {100 * v['change']:+.1f}%" for n, v in sorted(vs.items())
+                   if v.get("verdict") in ("slower", "faster")]
+        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(info["time"])) if "time" in info else "-"
+        summary = ", ".join(f"{k} {c}" for k, c in sorted(counts.items())) or "(no parent measured)"
+        md.append(f"| `{info['commit'][:10]}` | {when} | {info.get('subject', '')[:60]} | "
+                  f"{summary}{'; ' + '; '.join(flagged) if flagged else ''} |")
+    compare.write_whole(os.path.join(out, "history.md"), "\n".join(md) + "\n")
+    print(f"report: wrote {os.path.join(out, 'history.md')} ({len(history)} commits)")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("files", nargs="+")
+    ap.add_argument("files", nargs="*")
     ap.add_argument("--out", required=True, help="folder for the PNGs and report.md")
     ap.add_argument("--labels")
     ap.add_argument("--title", default="cudabench report")
+    ap.add_argument("--history", metavar="DIR", help="per-commit results (regress.sh) to draw as trends")
     a = ap.parse_args(argv)
+    if a.history:
+        return compare.guarded("report", lambda: history_report(a.history, a.out, a.title))
+    if not a.files:
+        print("report: give result files, or --history DIR", file=sys.stderr)
+        return compare.EXIT_BAD_INPUT
     try:
         loaded = [rows(p) for p in a.files]
     except compare.BadInput as e:
