@@ -19,16 +19,22 @@ if ! [[ "$frac" =~ ^(0?\.[0-9]+|1(\.0*)?)$ ]] || [ $# -lt 2 ]; then
 fi
 shift
 period=100000
-quota="$(awk -v f="$frac" -v n="$(nproc)" -v p="$period" 'BEGIN { printf "%d", f * n * p }')"
+# All the machine's cores: nproc --all, since plain nproc follows
+# OMP_NUM_THREADS and this process's affinity.
+quota="$(awk -v f="$frac" -v n="$(nproc --all)" -v p="$period" 'BEGIN { printf "%d", f * n * p }')"
+if [ "$quota" -lt 1000 ]; then
+  echo "cpu-quota: FRACTION '$frac' is too small (the kernel takes 1 ms per period at least)" >&2
+  exit 2
+fi
 if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
   cg="/sys/fs/cgroup/cudabench-quota-$$"
-  mkdir "$cg" 2>/dev/null && echo "$quota $period" > "$cg/cpu.max" 2>/dev/null || {
+  { mkdir "$cg" && echo "$quota $period" > "$cg/cpu.max"; } 2>/dev/null || {
     rmdir "$cg" 2>/dev/null || true
     echo "cpu-quota: cannot make a cgroup with cpu.max under /sys/fs/cgroup (root, and the cpu controller in cgroup.subtree_control)" >&2
     exit 3; }
 elif [ -d /sys/fs/cgroup/cpu ]; then
   cg="/sys/fs/cgroup/cpu/cudabench-quota-$$"
-  mkdir "$cg" 2>/dev/null && echo "$period" > "$cg/cpu.cfs_period_us" && echo "$quota" > "$cg/cpu.cfs_quota_us" 2>/dev/null || {
+  { mkdir "$cg" && echo "$period" > "$cg/cpu.cfs_period_us" && echo "$quota" > "$cg/cpu.cfs_quota_us"; } 2>/dev/null || {
     rmdir "$cg" 2>/dev/null || true
     echo "cpu-quota: cannot make a cgroup under /sys/fs/cgroup/cpu (needs root)" >&2
     exit 3; }
@@ -37,8 +43,9 @@ else
   exit 3
 fi
 # Join the cgroup in a child shell, so this shell can leave it and remove it.
+child=""
 trap 'rmdir "$cg" 2>/dev/null || true' EXIT
-trap 'kill -TERM "$child" 2>/dev/null || true' INT TERM
+trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null || true' INT TERM
 bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' cpu-quota "$cg" "$@" &
 child=$!
 rc=0

@@ -28,6 +28,11 @@ configure_and_build_source() {
   cmake --build "$dir" ${CUDABENCH_BUILD_TARGET:+--target "$CUDABENCH_BUILD_TARGET"}
 }
 
+# The project's venv python (scripts/setup.sh makes it).
+project_python() {
+  echo "${CUDABENCH_VENV:-${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/venv}/bin/python"
+}
+
 # A name for this kind of machine: the GPU's, or the CPU's with its core count.
 # CUDABENCH_MACHINE overrides.
 machine_label() {

@@ -41,7 +41,7 @@ while [ $# -gt 0 ]; do
 done
 
 bash scripts/setup.sh
-py="${CUDABENCH_VENV:-${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/venv}/bin/python"
+py="$(project_python)"
 
 # ---- a toolkit from PyPI wheels ----
 pip_root=""

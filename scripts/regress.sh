@@ -10,23 +10,26 @@
 # B is build/ (this tree, built first if needed); A is the base revision
 # (default: HEAD^ when the tree is clean, HEAD when tracked files have
 # changes, i.e. the work in progress against the last commit), checked out
-# in a worktree under .ab/ and built there (bench only; ccache makes a
-# revision built before cheap). When no file that goes into bench differs
+# in a worktree, .ab/src, and built there like build/ is configured (bench
+# only; incremental, and ccache makes a revision built before cheap). No
+# parent (a shallow clone, the first commit): nothing to compare, exit 0. When no file that goes into bench differs
 # between the two, both sides run build/bench: an A/A run, which checks the
 # gate itself. The CI subset (lib.sh: ci_subset_filter), 15 + 15 processes.
 #
 # The bar: a change counts when it is beyond 5% and beyond the noise floor
 # measured for this kind of machine (results/baselines/<machine>.floors.json,
 # made by --calibrate or scripts/ab-calibration.sh), with Mann-Whitney
-# p < 0.05 over the process medians. Without floors for this machine the
-# run is report-only, and says so.
+# p < 0.05 over the process medians, and when a second interleaved run of
+# the benchmarks found slower finds it again (ab.py --confirm). Without
+# floors for this machine the run is report-only, and says so.
 #
 # Writes build/regress/ (a.json, b.json, report.md for a CI job summary) and,
 # for a clean tree, keeps one JSON per commit in
 # $CUDABENCH_HISTORY/<machine>/ (default ~/.cache/cudabench/history), drawn
 # as trends into build/regress/history/ (report.py --history).
-# Exit codes: ab.py's (0 no regression, 1 slower or a wrong result, 2 bad
-# input, 3 the run failed without a result).
+# Exit codes: ab.py's (0 no regression, 1 slower or a failed check in this
+# tree's build, 2 bad input, 3 the run failed without a result); 3 also when
+# a build fails.
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
@@ -41,55 +44,77 @@ while [ $# -gt 0 ]; do
     *) echo "regress: unknown argument '$1' (--report-only, --base REV, --calibrate)" >&2; exit 2 ;;
   esac
 done
-py="${CUDABENCH_VENV:-${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/venv}/bin/python"
-[ -x build/bench ] || { bash scripts/setup.sh; configure_and_build build >/dev/null; }
+py="$(project_python)"
 machine="$(machine_label)"
 floors="results/baselines/$machine.floors.json"
-filter="$(ci_subset_filter)"
 out=build/regress
 mkdir -p "$out"
+# B, this tree: built (a no-op when it is up to date), so a stale binary is
+# never measured and filed under HEAD. A build that breaks is exit 3.
+bash scripts/setup.sh
+configure_and_build build >/dev/null || { echo "regress: building this tree failed" >&2; exit 3; }
+filter="$(ci_subset_filter)"
 
 if [ "$mode" = calibrate ]; then
   exec "$py" scripts/ab.py calibrate --bench build/bench --processes 20 --filter "$filter" --min-time 0.05 \
     --floors-out "$floors" --out "$out/calibrate"
 fi
+if [ "$mode" = gate ] && [ ! -f "$floors" ]; then
+  echo "regress: no noise floors for '$machine' ($floors): report only; calibrate with scripts/regress.sh --calibrate" >&2
+  mode=report
+fi
 
-# ---- the two sides ----
+# ---- the base revision ----
 # Whatever goes into the bench executable.
 inputs=(CMakeLists.txt CMakePresets.json cmake bench kernels env models data)
 clean=1
 git diff --quiet HEAD -- . 2>/dev/null || clean=0
+picked=0
 if [ -z "$base" ]; then
+  picked=1
   if [ "$clean" = 1 ]; then base="HEAD^"; else base="HEAD"; fi
 fi
-if ! base_sha="$(git rev-parse --verify -q "$base^{commit}")"; then
-  echo "regress: no revision '$base' here (a shallow clone? fetch more history, or give --base)" >&2
-  [ "$mode" = report ] && exit 0 || exit 2
+if ! base_sha="$(git rev-parse --verify -q "$base^{commit}" 2>/dev/null)"; then
+  if [ "$picked" = 1 ]; then
+    echo "regress: no parent revision here (a shallow clone, or the first commit): nothing to compare with; skipped" >&2
+    exit 0
+  fi
+  echo "regress: --base '$base': no such revision here" >&2
+  exit 2
 fi
 this="$(git rev-parse --short HEAD)"; [ "$clean" = 1 ] || this="$this+changes"
 if git diff --quiet "$base_sha" -- "${inputs[@]}"; then
   echo "regress: nothing that goes into bench differs from ${base_sha:0:7}: an A/A run of build/bench" >&2
   a_bench=build/bench
 else
-  wt=".ab/src-${base_sha:0:12}"
-  if [ ! -d "$wt" ]; then
+  # One worktree, moved from revision to revision, so its build is incremental.
+  # (Checked to be a worktree of its own: inside this clone, a plain folder
+  # would make git act on this tree.)
+  wt=.ab/src
+  if [ ! -f "$wt/.git" ] || [ "$(git -C "$wt" rev-parse --show-toplevel 2>/dev/null)" != "$(pwd -P)/$wt" ]; then
+    rm -rf "$wt"
     git worktree prune
     git worktree add --detach -q "$wt" "$base_sha"
   fi
+  git -C "$wt" checkout -q --force --detach "$base_sha"
+  # The base is configured like this tree's build (architectures, LibTorch,
+  # CUDA on or off), so the two differ in their code only.
+  same=()
+  for v in CMAKE_CUDA_ARCHITECTURES CMAKE_CUDA_COMPILER Torch_DIR CUDABENCH_ENABLE_CUDA CUDABENCH_ENABLE_TORCH \
+           CUDABENCH_VENV_DIR CUDABENCH_CACHE_DIR; do
+    val="$(sed -n "s/^$v:[A-Z]*=//p" build/CMakeCache.txt | head -n1)"
+    case "$val" in ""|*-NOTFOUND) ;; *) same+=("-D$v=$val") ;; esac
+  done
   echo "regress: building ${base_sha:0:7} in $wt/build (bench only)" >&2
   CUDABENCH_BUILD_TARGET=bench configure_and_build_source "$CUDABENCH_ROOT/$wt" "$wt/build" \
-    -DCUDABENCH_BUILD_TESTS=OFF >/dev/null
+    -DCUDABENCH_BUILD_TESTS=OFF -DCUDABENCH_DEPS_DIR="$CUDABENCH_ROOT/.deps" "${same[@]}" >/dev/null \
+    || { echo "regress: building ${base_sha:0:7} failed (see: cmake --build $wt/build --target bench)" >&2; exit 3; }
   a_bench="$wt/build/bench"
 fi
 
 args=(run --a "$a_bench" --b build/bench --labels "${base_sha:0:7},$this" --filter "$filter" --min-time 0.05
-      --out "$out")
-if [ -f "$floors" ]; then
-  args+=(--floors "$floors")
-else
-  echo "regress: no noise floors for '$machine' ($floors): report only; calibrate with scripts/regress.sh --calibrate" >&2
-  mode=report
-fi
+      --out "$out" --confirm)
+[ -f "$floors" ] && args+=(--floors "$floors")
 [ "$mode" = report ] && args+=(--report-only)
 history="${CUDABENCH_HISTORY:-${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/history}/$machine"
 [ "$clean" = 1 ] && args+=(--history "$history" --rev-a "$base_sha" --rev-b "$(git rev-parse HEAD)")

@@ -13,7 +13,7 @@ build="$CUDABENCH_ROOT/build"
 configure_and_build "$build" >/dev/null
 out_dir="$CUDABENCH_ROOT/results/$(machine_label)/$(toolkit_label "$build")"
 mkdir -p "$out_dir"
-filter="${CUDABENCH_FILTER:-^(VectorAdd/|VectorAddFlow/|Transfer/|MnistTrain/(cpu|cuda)/batch:64/|MnistEval/(cpu|cuda)/)}"
+filter="${CUDABENCH_FILTER:-^(VectorAdd/|VectorAddFlow/|Copy/|Transfer/|MnistTrain/(cpu|cuda)/batch:64/|MnistEval/(cpu|cuda)/)}"
 "$build/bench" --benchmark_filter="$filter" \
   --benchmark_min_time="${CUDABENCH_MIN_TIME:-0.1}" \
   --benchmark_out="$out_dir/latest.json" --benchmark_out_format=json "$@"

@@ -8,7 +8,7 @@ export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
 bash "$CUDABENCH_ROOT/scripts/setup.sh"
 configure_and_build "$CUDABENCH_ROOT/build" >/dev/null
-py="${CUDABENCH_VENV:-${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/venv}/bin/python"
+py="$(project_python)"
 args=("$@")
 [ "${#args[@]}" -gt 0 ] || args=(--device cpu --epochs 1)
 tmp="$(mktemp -d)"

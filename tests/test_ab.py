@@ -25,7 +25,10 @@ def run_ab(tmp_path, *extra, a_env=(), b_env=(), processes=4, sub="run"):
     cmd = [sys.executable, os.path.join(ROOT, "scripts", "ab.py"), sub, "--a", FAKE, "--b", FAKE,
            "--processes", str(processes), "--reps", "3", "--out", str(tmp_path / "out"),
            "--a-env", f"FAKE_GBENCH_LOG={log}", "--a-env", "FAKE_GBENCH_SIDE=A",
-           "--b-env", f"FAKE_GBENCH_LOG={log}", "--b-env", "FAKE_GBENCH_SIDE=B"]
+           "--b-env", f"FAKE_GBENCH_LOG={log}", "--b-env", "FAKE_GBENCH_SIDE=B",
+           # CTest runs other tests beside this one: no re-runs for their load,
+           # except where a test asks for them.
+           "--max-interference", "1"]
     for e in a_env:
         cmd += ["--a-env", e]
     for e in b_env:
@@ -66,6 +69,38 @@ def test_runner_interleaves_processes_and_merges_one_sample_per_process(tmp_path
     assert (tmp_path / "out" / "report.md").exists()
 
 
+def test_a_process_that_ran_beside_other_load_runs_again(tmp_path):
+    r, order = run_ab(tmp_path, "--max-interference", "0.05", a_env=["FAKE_GBENCH_BURN_FIRST=1"], processes=2)
+    assert r.returncode == 0, r.stderr
+    # The first A ran beside busy processes and was run again, in its place
+    # (other tests' load may add re-runs, never remove that one).
+    assert "".join(order).startswith("AA"), r.stderr
+    assert "process A0 ran beside" in r.stderr and "running it again" in r.stderr
+    a = json.loads((tmp_path / "out" / "a.json").read_text())["cudabench_ab"]
+    assert a["reruns"] >= 1 and len(a["interference"]) == 2
+    # --max-interference 1 never runs a process again.
+    (tmp_path / "order.log").unlink()
+    r, order = run_ab(tmp_path, "--max-interference", "1", a_env=["FAKE_GBENCH_BURN_FIRST=1"], processes=2)
+    assert "".join(order) == "ABBA" and r.returncode == 0
+
+
+def test_confirm_runs_what_came_out_slower_again_and_counts_it_only_twice(tmp_path):
+    # B is slow in its first four processes only (a burst): the first run says
+    # slower, the confirming run of that benchmark alone does not.
+    burst = ",".join(["1.0", "1.3", "1.3", "1.0", "1.0", "1.3", "1.3"] + ["1.0"] * 9)
+    r, order = run_ab(tmp_path, "--confirm", b_env=[f"FAKE_GBENCH_STATES={burst}"])
+    assert "".join(order) == "ABBAABBA" * 2, r.stderr
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "confirming 1 slower benchmark(s)" in r.stderr and "no slowdown confirmed" in r.stderr
+    confirm = json.loads((tmp_path / "out" / "confirm" / "b.json").read_text())
+    assert {b["run_name"] for b in confirm["benchmarks"]} == {STEADY}
+    # A slowdown that holds is confirmed: exit 1.
+    (tmp_path / "order.log").unlink()
+    r, order = run_ab(tmp_path, "--confirm", b_env=["FAKE_GBENCH_TIME=130"])
+    assert r.returncode == 1 and len(order) == 16, r.stdout + r.stderr
+    assert ab.name_prefix(STEADY) == "^Fake/steady/n:1/"
+
+
 def test_same_build_on_both_sides_passes(tmp_path):
     r, order = run_ab(tmp_path, processes=3)
     assert "".join(order) == "ABBAAB"
@@ -84,6 +119,12 @@ def test_exit_codes_when_a_side_fails(tmp_path, mode, code, words):
     assert r.returncode == code, r.stdout + r.stderr
     assert words in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_failed_check_in_the_baseline_alone_is_reported_not_failed_on(tmp_path):
+    r, _ = run_ab(tmp_path, a_env=["FAKE_GBENCH_MODE=wrong"], processes=2)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "benchmark(s) of A (A) failed their check" in r.stderr
 
 
 def test_bad_input_is_exit_2_in_one_line(tmp_path):

@@ -6,12 +6,15 @@ with times the environment sets, and logs each start.
   FAKE_GBENCH_LOG    file to append this process's FAKE_GBENCH_SIDE to
   FAKE_GBENCH_TIME   Fake/steady's time in us (default 100); Fake/other is 50
   FAKE_GBENCH_STATES "1.0,1.2": a process's state, picked by its index in the
-                     log, multiplies every time (bimodal machines)
+                     log, multiplies Fake/steady's time (bimodal machines)
+  FAKE_GBENCH_BURN_FIRST  the first process runs beside busy processes
   FAKE_GBENCH_MODE   ok | crash (killed by SIGSEGV) | refuse (exit 2) |
-                     wrong (a failed check, exit 1) | empty (no benchmarks)
+                     wrong (a failed check, exit 1) | empty (the filter
+                     matches nothing: a message, an empty file, exit 0)
 """
 import json
 import os
+import re
 import signal
 import sys
 
@@ -25,6 +28,15 @@ if log:
             index = sum(1 for _ in f)
     with open(log, "a") as f:
         f.write(os.environ.get("FAKE_GBENCH_SIDE", "?") + "\n")
+if os.environ.get("FAKE_GBENCH_BURN_FIRST") and index == 0:
+    # Other load beside the first process: one busy process per CPU for
+    # 0.6 s, not ours to wait for (their CPU time is not this process's).
+    import subprocess
+    import time
+    for _ in range(os.cpu_count() or 1):
+        subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 0.6: pass"],
+                         start_new_session=True)
+    time.sleep(0.8)
 if mode == "refuse":
     print("fake_gbench: unknown flag --nonsense", file=sys.stderr)
     sys.exit(2)
@@ -35,8 +47,12 @@ state = states[index % len(states)]
 reps = int(args.get("--benchmark_repetitions", "1"))
 steady = float(os.environ.get("FAKE_GBENCH_TIME", "100"))
 benchmarks = []
+wanted = re.compile(args.get("--benchmark_filter", "."))
 for name, t in (("Fake/steady/n:1/real_time", steady), ("Fake/other/n:1/real_time", 50.0)):
-    times = [t * state * (1 + 0.001 * ((r * 7 + index * 3) % 5 - 2)) for r in range(reps)]
+    if not wanted.search(name):
+        continue
+    scale = state if name.startswith("Fake/steady") else 1.0  # Fake/other is the control
+    times = [t * scale * (1 + 0.001 * ((r * 7 + index * 3) % 5 - 2)) for r in range(reps)]
     for r, x in enumerate(times):
         e = {"name": name, "run_name": name, "run_type": "iteration", "repetitions": reps, "repetition_index": r,
              "threads": 1, "iterations": 1000, "real_time": x, "cpu_time": x, "time_unit": "us",
@@ -47,8 +63,10 @@ for name, t in (("Fake/steady/n:1/real_time", steady), ("Fake/other/n:1/real_tim
         benchmarks.append(e)
     benchmarks.append({"name": name + "_median", "run_name": name, "run_type": "aggregate",
                        "aggregate_name": "median", "real_time": sorted(times)[len(times) // 2], "time_unit": "us"})
-if mode == "empty":
-    benchmarks = []
+if mode == "empty":  # what Google Benchmark does when the filter matches nothing
+    print(f"Failed to match any benchmarks against regex: {args.get('--benchmark_filter')}", file=sys.stderr)
+    open(args["--benchmark_out"], "w").close()
+    sys.exit(0)
 with open(args["--benchmark_out"], "w") as f:
     json.dump({"context": {"host_name": "fake", "fake_process": index}, "benchmarks": benchmarks}, f)
 sys.exit(1 if mode == "wrong" else 0)
