@@ -120,15 +120,20 @@ class ResultFile:
     benchmarks: list = field(default_factory=list)  # the file's entries, as read
 
 
-def load(path, metric="time"):
-    """Read one Google Benchmark JSON file into samples per benchmark."""
+def read_json(path):
+    """A JSON file's content; BadInput, naming the file, when it cannot be read."""
     try:
         with open(path) as f:
-            doc = json.load(f)
+            return json.load(f)
     except OSError as e:
         raise BadInput(f"{path}: cannot read ({e.strerror})")
     except json.JSONDecodeError as e:
         raise BadInput(f"{path}: not valid JSON ({e.msg} at line {e.lineno})")
+
+
+def load(path, metric="time"):
+    """Read one Google Benchmark JSON file into samples per benchmark."""
+    doc = read_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise BadInput(f"{path}: not Google Benchmark JSON (no 'benchmarks' list)")
     runs = {}
@@ -189,13 +194,7 @@ FLOOR_DRAWS = 4000
 def load_floors(path):
     """{benchmark name: [relative process medians]} from an A/A calibration
     file (scripts/ab.py calibrate)."""
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise BadInput(f"{path}: cannot read ({e.strerror})")
-    except json.JSONDecodeError as e:
-        raise BadInput(f"{path}: not valid JSON ({e.msg} at line {e.lineno})")
+    doc = read_json(path)
     benches = doc.get("benchmarks") if isinstance(doc, dict) else None
     if not isinstance(benches, dict):
         raise BadInput(f"{path}: not a floors file (no 'benchmarks' object; make one with scripts/ab.py calibrate)")

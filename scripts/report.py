@@ -25,7 +25,6 @@ manner of github-action-benchmark's charts:
   history.md       the plot and a table: commit, date, subject, verdicts
 """
 import argparse
-import json
 import os
 import re
 import sys
@@ -146,8 +145,7 @@ def load_history(folder):
     for n in names:
         path = os.path.join(folder, n)
         f = compare.load(path)
-        with open(path) as fh:
-            info = json.load(fh).get("cudabench_history")
+        info = compare.read_json(path).get("cudabench_history")
         if not isinstance(info, dict) or "commit" not in info:
             raise compare.BadInput(f"{path}: no 'cudabench_history' (written by scripts/ab.py run --history)")
         out.append((info, {name: r.samples for name, r in f.runs.items() if r.samples and not r.error}))
