@@ -3,13 +3,18 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
+#include <regex>
+#include <set>
 #include <stdexcept>
 
 #include "vector_add.cuh"
@@ -68,6 +73,69 @@ std::vector<int> parse_devices(const std::string& spec, int available) {
     out.push_back(d);
   }
   return out;
+}
+
+namespace {
+bool parse_long(const std::string& v, long long* out) {
+  if (v.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  *out = std::strtoll(v.c_str(), &end, 10);
+  return *end == '\0' && errno != ERANGE;
+}
+bool parse_finite(const std::string& v, double* out) {
+  if (v.empty()) return false;
+  char* end = nullptr;
+  *out = std::strtod(v.c_str(), &end);
+  return *end == '\0' && std::isfinite(*out);
+}
+}  // namespace
+
+std::string check_benchmark_flags(const std::vector<std::string>& args) {
+  static const std::set<std::string> bools{"true", "false", "1", "0", "yes", "no", "on", "off",
+                                           "t", "f", "y", "n"};
+  for (const std::string& a : args) {
+    if (a.rfind("--benchmark_", 0) != 0 && a.rfind("--v=", 0) != 0) continue;
+    const auto eq = a.find('=');
+    const std::string flag = a.substr(0, eq);
+    const bool has_value = eq != std::string::npos;
+    const std::string v = has_value ? a.substr(eq + 1) : "";
+    auto bad = [&](const std::string& expected) {
+      return flag + "=" + v + ": expected " + expected;
+    };
+    long long n = 0;
+    double x = 0;
+    if (flag == "--benchmark_repetitions") {
+      if (!parse_long(v, &n) || n < 1 || n > 100000) return bad("a whole number in 1..100000");
+    } else if (flag == "--benchmark_min_time") {
+      // Google Benchmark 1.7 (the one this project builds) takes seconds only.
+      if (!parse_finite(v, &x) || x <= 0 || x > 1e6) return bad("seconds > 0, e.g. 0.5");
+    } else if (flag == "--benchmark_min_warmup_time") {
+      if (!parse_finite(v, &x) || x < 0 || x > 1e6) return bad("seconds >= 0");
+    } else if (flag == "--benchmark_format" || flag == "--benchmark_out_format") {
+      if (v != "console" && v != "json" && v != "csv") return bad("console, json or csv");
+    } else if (flag == "--benchmark_time_unit") {
+      if (v != "ns" && v != "us" && v != "ms" && v != "s") return bad("ns, us, ms or s");
+    } else if (flag == "--benchmark_out") {
+      if (v.empty()) return bad("a file name");
+    } else if (flag == "--benchmark_filter") {
+      const std::string re = !v.empty() && v[0] == '-' ? v.substr(1) : v;
+      try {
+        std::regex check(re, std::regex::extended);
+      } catch (const std::regex_error& e) {
+        return bad(std::string("a regular expression (") + e.what() + ")");
+      }
+    } else if (flag == "--benchmark_list_tests" || flag == "--benchmark_enable_random_interleaving" ||
+               flag == "--benchmark_report_aggregates_only" || flag == "--benchmark_display_aggregates_only" ||
+               flag == "--benchmark_counters_tabular" || flag == "--benchmark_dry_run") {
+      std::string lower = v;
+      for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (has_value && !bools.count(lower)) return bad("true or false");
+    } else if (flag == "--v") {
+      if (!parse_long(v, &n) || n < 0 || n > 100) return bad("a verbosity in 0..100");
+    }
+  }
+  return "";
 }
 
 void register_per_device(const std::string& name, const char* arg_name, const std::vector<std::int64_t>& values,

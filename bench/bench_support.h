@@ -40,6 +40,14 @@ Options& options();
 // std::invalid_argument with a one-line message naming the bad part.
 std::vector<int> parse_devices(const std::string& spec, int available);
 
+// Checks the values of the Google Benchmark flags among `args` (the
+// arguments bench does not parse itself) before Google Benchmark sees them:
+// it aborts on some bad values (--benchmark_repetitions=-3) and takes any
+// word as "true". Returns "" when all are fine, else one line naming the
+// flag and what it expects. Flags it does not know are left to Google
+// Benchmark, which rejects unknown ones.
+std::string check_benchmark_flags(const std::vector<std::string>& args);
+
 // Registers `name` once per value of `values` and selected device, calling
 // add(benchmark, value, device) for each so that each can get its own
 // settings. With one device selected the name is <name>/<arg>:<value>; with

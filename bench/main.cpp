@@ -18,6 +18,7 @@
 
 #include "bench_support.h"
 #include "atomic_file.h"
+#include "cli_support.h"
 #include "env/probe.h"
 #include "env/report.h"
 #include "registry.h"
@@ -31,15 +32,19 @@ Google Benchmark flags (all of them work; the common ones):
   --benchmark_list_tests          list the benchmarks and exit
   --benchmark_min_time=SECONDS    minimum time per benchmark (e.g. 0.1)
   --benchmark_repetitions=N       repeat, then report mean/median/stddev/cv
-  --benchmark_out=FILE            also write results (written whole: temp file, then renamed)
+  --benchmark_out=FILE            also write results (written whole at the end, or not at all)
   --benchmark_out_format=json|console|csv
   --benchmark_format=console|json|csv
 )";
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+// The run itself; main() maps what escapes it to exit 3.
+int run(int argc, char** argv) {
   namespace env = cudabench::env;
+  using namespace cudabench;
   CLI::App app{"cudabench: CUDA vector-add, copy and LibTorch training benchmarks, and an "
                "environment report of every CUDA version in play"};
   app.allow_extras();
@@ -65,15 +70,41 @@ int main(int argc, char** argv) {
                  "leaving clean lines), memset (writes it, leaving dirty lines) or none")
       ->capture_default_str()
       ->check(CLI::IsMember({"read", "memset", "none"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; any misuse is 2
-  }
+  if (auto rc = parse_command_line(app, argc, argv, "bench")) return *rc;
   const bool want_env = app.count("--env") > 0;
   if (!want_env && (check || !env_out.empty())) {
     std::cerr << "bench: --check and --env-out go with --env\n";
-    return 2;
+    return kExitBadInput;
+  }
+
+  // Everything the user gave is checked before anything runs or is written.
+  std::vector<std::string> rest = app.remaining();
+  if (const std::string err = bench::check_benchmark_flags(rest); !err.empty()) {
+    std::cerr << "bench: " << err << "\n";
+    return kExitBadInput;
+  }
+  std::string out_path, out_format = "json";
+  bool list_only = false;
+  for (auto& a : rest) {
+    if (a.rfind("--benchmark_out=", 0) == 0) {
+      // Google Benchmark's own file is a sink: the results are kept in
+      // memory and written whole at the end (no partial or empty file).
+      out_path = a.substr(16);
+      a = "--benchmark_out=/dev/null";
+    }
+    if (a.rfind("--benchmark_out_format=", 0) == 0) out_format = a.substr(23);
+    if (a.rfind("--benchmark_list_tests", 0) == 0) {
+      const auto eq = a.find('=');
+      const std::string v = eq == std::string::npos ? "true" : a.substr(eq + 1);
+      list_only = !(v == "false" || v == "0" || v == "no" || v == "n" || v == "f" || v == "off");
+    }
+  }
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--benchmark_out", out_path},
+                                   {"--env-out", env_out}}) {
+    if (std::string why; !path.empty() && !data::check_writable(path, &why)) {
+      std::cerr << "bench: " << flag << "=" << path << ": cannot write: " << why << "\n";
+      return kExitBadInput;
+    }
   }
 
   const env::Report& report = env::collect();
@@ -82,20 +113,20 @@ int main(int argc, char** argv) {
                                                   : env::to_text(report);
     if (env_out.empty()) {
       std::cout << text;
-    } else if (!cudabench::data::write_file_atomically(env_out, text)) {
-      std::cerr << "bench: cannot write " << env_out << "\n";
-      return 2;
+    } else if (std::string why; !data::write_file_atomically(env_out, text, &why)) {
+      std::cerr << "bench: --env-out=" << env_out << ": cannot write: " << why << "\n";
+      return kExitFailed;
     }
-    if (check && env::has_errors(report)) return 1;
-    if (require_gpu && !report.status.usable) return 1;
-    return 0;
+    if (check && env::has_errors(report)) return kExitWrongResult;
+    if (require_gpu && !report.status.usable) return kExitWrongResult;
+    return kExitOk;
   }
   if (require_gpu && !report.status.usable) {
     std::cerr << "bench: --require-gpu: " << report.status.reason << "\n";
-    return 1;
+    return kExitWrongResult;
   }
-  auto& opt = cudabench::bench::options();
-  opt.l2_flush = *cudabench::bench::parse_l2_flush(l2_flush);
+  auto& opt = bench::options();
+  opt.l2_flush = *bench::parse_l2_flush(l2_flush);
   if (report.status.usable) {
     // A GPU in compute mode Prohibited can run nothing: "all" and the
     // default leave it out, naming it is an error.
@@ -105,7 +136,7 @@ int main(int argc, char** argv) {
     opt.devices = {runnable.front()};  // usable: at least one
     if (!devices_spec.empty()) {
       try {
-        const auto chosen = cudabench::bench::parse_devices(devices_spec, static_cast<int>(report.gpus.size()));
+        const auto chosen = bench::parse_devices(devices_spec, static_cast<int>(report.gpus.size()));
         opt.devices.clear();
         for (int d : chosen) {
           if (std::find(runnable.begin(), runnable.end(), d) != runnable.end()) opt.devices.push_back(d);
@@ -115,31 +146,23 @@ int main(int argc, char** argv) {
         }
       } catch (const std::invalid_argument& e) {
         std::cerr << "bench: " << e.what() << "\n";
-        return 2;
+        return kExitBadInput;
       }
     }
   } else if (!devices_spec.empty() && devices_spec != "all") {
     std::cerr << "bench: --devices " << devices_spec << ": no GPU is usable: " << report.status.reason << "\n";
-    return 2;
+    return kExitBadInput;
   }
 
   // Google Benchmark gets argv[0] and whatever we did not parse.
-  std::vector<std::string> rest = app.remaining();
-  std::string out_path, out_tmp;
-  for (auto& a : rest) {
+  for (auto& a : rest)
     if (a.rfind("--benchmark_min_time", 0) == 0) opt.user_min_time = true;
-    if (a.rfind("--benchmark_out=", 0) == 0) {
-      out_path = a.substr(16);
-      out_tmp = out_path + ".tmp." + std::to_string(::getpid());
-      a = "--benchmark_out=" + out_tmp;
-    }
-  }
   std::vector<char*> args{argv[0]};
   for (auto& a : rest) args.push_back(a.data());
   int bargc = static_cast<int>(args.size());
   args.push_back(nullptr);
   benchmark::Initialize(&bargc, args.data());
-  if (benchmark::ReportUnrecognizedArguments(bargc, args.data())) return 2;
+  if (benchmark::ReportUnrecognizedArguments(bargc, args.data())) return kExitBadInput;
 
   // The flat facts go into the context here; the whole report is added to
   // a JSON output file as an object after the run (on the console it would
@@ -150,66 +173,80 @@ int main(int argc, char** argv) {
     std::string devs;
     for (int d : opt.devices) devs += (devs.empty() ? "" : ",") + std::to_string(d);
     benchmark::AddCustomContext("gpu_devices", devs);
-    benchmark::AddCustomContext("l2_flush", cudabench::bench::l2_flush_name(opt.l2_flush));
+    benchmark::AddCustomContext("l2_flush", bench::l2_flush_name(opt.l2_flush));
   }
 
-  cudabench::bench::register_cpu_vector_add();
+  bench::register_cpu_vector_add();
   if (report.status.usable) {
 #ifdef CUDABENCH_HAVE_CUDA  // usable implies it; without CUDA these do not exist
-    cudabench::bench::register_gpu_vector_add();
-    cudabench::bench::register_transfers();
+    bench::register_gpu_vector_add();
+    bench::register_transfers();
 #endif
-  } else {
-    std::cerr << "cudabench: GPU benchmarks not run: " << report.status.reason << "\n";
   }
-  cudabench::bench::register_torch(report.status.usable);
+  bench::register_torch(report.status.usable);
 
   // Reporters that keep names free of the per-benchmark minimum time.
-  std::string out_format = "json";
-  bool list_only = false;
-  for (const auto& a : rest) {
-    if (a.rfind("--benchmark_out_format=", 0) == 0) out_format = a.substr(23);
-    if (a.rfind("--benchmark_list_tests", 0) == 0) {
-      const auto eq = a.find('=');
-      const std::string v = eq == std::string::npos ? "true" : a.substr(eq + 1);
-      list_only = !(v == "false" || v == "0" || v == "no" || v == "n" || v == "f" || v == "off");
-    }
+  auto display = bench::stable_display_reporter();
+  std::unique_ptr<bench::StableNames> file;
+  std::ostringstream file_text;
+  if (!out_path.empty()) {
+    file = bench::stable_file_reporter(out_format);  // the format was checked above
+    file->pin_output(&file_text);
   }
-  auto display = cudabench::bench::stable_display_reporter();
-  std::unique_ptr<benchmark::BenchmarkReporter> file;
-  if (!out_tmp.empty()) {
-    file = cudabench::bench::stable_file_reporter(out_format);
-    if (!file) {
-      std::cerr << "bench: --benchmark_out_format=" << out_format << ": expected json, console or csv\n";
-      return 2;
-    }
-  }
+  // Until benchmarks are about to run, Google Benchmark's own errors (a
+  // filter that matches nothing) are held back, to be said in one line.
+  std::ostringstream held_errors;
+  display->SetErrorStream(&held_errors);
+  display->before_context([&] {
+    display->SetErrorStream(&std::cerr);
+    if (!report.status.usable) std::cerr << "cudabench: GPU benchmarks not run: " << report.status.reason << "\n";
+  });
   std::ostringstream listing;
   if (list_only) display->SetOutputStream(&listing);
-  benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
+  const std::size_t matched = benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
   benchmark::Shutdown();
+  if (matched == 0) {
+    std::string filter = ".";
+    for (const auto& a : rest)
+      if (a.rfind("--benchmark_filter=", 0) == 0) filter = a.substr(19);
+    const std::string held = held_errors.str();
+    if (held.find("compile") != std::string::npos)
+      std::cerr << "bench: --benchmark_filter=" << filter << ": not a valid regular expression ("
+                << held.substr(0, held.find('\n')) << ")\n";
+    else
+      std::cerr << "bench: --benchmark_filter=" << filter
+                << " matches no benchmark (see --benchmark_list_tests)\n";
+    return kExitBadInput;
+  }
   if (list_only) {
+    if (!report.status.usable) std::cerr << "cudabench: GPU benchmarks not run: " << report.status.reason << "\n";
     std::istringstream lines(listing.str());
-    for (std::string line; std::getline(lines, line);) std::cout << cudabench::bench::stable_name(line) << "\n";
+    for (std::string line; std::getline(lines, line);) std::cout << bench::stable_name(line) << "\n";
   }
-  if (!out_tmp.empty() && std::filesystem::exists(out_tmp)) {
+  if (!out_path.empty() && !list_only) {
+    std::string text = file_text.str();
     if (out_format == "json") {
-      // Add the environment report to the file's context, then write it whole.
-      try {
-        std::ifstream in(out_tmp);
-        nlohmann::json j = nlohmann::json::parse(in);
-        j["context"]["cudabench_env"] = env::to_json(report);
-        if (!cudabench::data::write_file_atomically(out_tmp, j.dump(2) + "\n")) throw std::runtime_error("write failed");
-      } catch (const std::exception& e) {
-        std::cerr << "bench: cannot add the environment to " << out_path << ": " << e.what() << "\n";
-      }
+      // The environment report goes into the file's context.
+      nlohmann::json j = nlohmann::json::parse(text);
+      j["context"]["cudabench_env"] = env::to_json(report);
+      text = j.dump(2) + "\n";
     }
-    std::error_code ec;
-    std::filesystem::rename(out_tmp, out_path, ec);
-    if (ec) {
-      std::cerr << "bench: cannot move results to " << out_path << ": " << ec.message() << "\n";
-      return 2;
+    if (std::string why; !data::write_file_atomically(out_path, text, &why)) {
+      std::cerr << "bench: --benchmark_out=" << out_path << ": cannot write: " << why << "\n";
+      return kExitFailed;
     }
   }
-  return cudabench::bench::any_failure() ? 1 : 0;
+  return bench::any_failure() ? kExitWrongResult : kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    std::cerr << "bench: stopped: " << what.substr(0, what.find('\n')) << "\n";
+    return cudabench::kExitFailed;
+  }
 }

@@ -7,11 +7,16 @@ namespace cudabench::bench {
 StableNames::StableNames(std::unique_ptr<benchmark::BenchmarkReporter> inner) : inner_(std::move(inner)) {}
 
 void StableNames::share_streams() {
-  inner_->SetOutputStream(&GetOutputStream());
+  inner_->SetOutputStream(pinned_ ? pinned_ : &GetOutputStream());
   inner_->SetErrorStream(&GetErrorStream());
 }
 
 bool StableNames::ReportContext(const Context& context) {
+  if (before_context_) {
+    auto f = std::move(before_context_);
+    before_context_ = nullptr;
+    f();
+  }
   share_streams();
   return inner_->ReportContext(context);
 }
@@ -28,12 +33,12 @@ void StableNames::Finalize() {
   inner_->Finalize();
 }
 
-std::unique_ptr<benchmark::BenchmarkReporter> stable_display_reporter() {
+std::unique_ptr<StableNames> stable_display_reporter() {
   return std::make_unique<StableNames>(std::unique_ptr<benchmark::BenchmarkReporter>(
       benchmark::CreateDefaultDisplayReporter()));
 }
 
-std::unique_ptr<benchmark::BenchmarkReporter> stable_file_reporter(const std::string& format) {
+std::unique_ptr<StableNames> stable_file_reporter(const std::string& format) {
   std::unique_ptr<benchmark::BenchmarkReporter> inner;
   if (format == "json") inner = std::make_unique<benchmark::JSONReporter>();
   else if (format == "console") inner = std::make_unique<benchmark::ConsoleReporter>(benchmark::ConsoleReporter::OO_None);

@@ -8,7 +8,9 @@
 
 #include <benchmark/benchmark.h>
 
+#include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 
 namespace cudabench::bench {
@@ -19,17 +21,25 @@ class StableNames : public benchmark::BenchmarkReporter {
   bool ReportContext(const Context& context) override;
   void ReportRuns(const std::vector<Run>& runs) override;
   void Finalize() override;
+  // Output to `os` instead of the stream Google Benchmark gives (bench keeps
+  // the file's text in memory and writes it whole at the end).
+  void pin_output(std::ostream* os) { pinned_ = os; }
+  // Called once, just before the context is reported: when Google
+  // Benchmark has found benchmarks to run.
+  void before_context(std::function<void()> f) { before_context_ = std::move(f); }
 
  private:
   void share_streams();  // the streams Google Benchmark gave us go to the inner reporter
   std::unique_ptr<benchmark::BenchmarkReporter> inner_;
+  std::ostream* pinned_ = nullptr;
+  std::function<void()> before_context_;
 };
 
 // The display reporter --benchmark_format asks for, with stable names.
-std::unique_ptr<benchmark::BenchmarkReporter> stable_display_reporter();
+std::unique_ptr<StableNames> stable_display_reporter();
 // A file reporter for --benchmark_out_format (json, console or csv), with
 // stable names; nullptr for an unknown format.
-std::unique_ptr<benchmark::BenchmarkReporter> stable_file_reporter(const std::string& format);
+std::unique_ptr<StableNames> stable_file_reporter(const std::string& format);
 // A benchmark name without its "/min_time:..." part (for --benchmark_list_tests).
 std::string stable_name(const std::string& name);
 

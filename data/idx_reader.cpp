@@ -1,8 +1,15 @@
 #include "idx_reader.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <limits>
 #include <sstream>
 
 #ifdef CUDABENCH_HAVE_ZLIB
@@ -31,41 +38,127 @@ std::string hex(std::uint32_t v) {
 
 }  // namespace
 
-std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) bad(path, "cannot open (missing or unreadable)");
-  std::vector<std::uint8_t> raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+std::optional<std::uint64_t> idx_implied_size(const std::uint8_t* b, std::size_t n) {
+  if (n < 4 || b[0] != 0 || b[1] != 0) return std::nullopt;
+  std::uint64_t elem = 0;
+  switch (b[2]) {
+    case 0x08: case 0x09: elem = 1; break;  // unsigned, signed byte
+    case 0x0B: elem = 2; break;             // short
+    case 0x0C: case 0x0D: elem = 4; break;  // int, float
+    case 0x0E: elem = 8; break;             // double
+    default: return std::nullopt;
+  }
+  const unsigned dims = b[3];
+  if (dims < 1 || dims > 4) return std::nullopt;
+  const std::size_t header = 4 + 4 * std::size_t{dims};
+  if (n < header) return std::nullopt;
+  std::uint64_t size = elem;
+  for (unsigned d = 0; d < dims; ++d) {
+    const std::uint64_t extent = (std::uint64_t{b[4 + 4 * d]} << 24) | (std::uint64_t{b[5 + 4 * d]} << 16) |
+                                 (std::uint64_t{b[6 + 4 * d]} << 8) | std::uint64_t{b[7 + 4 * d]};
+    if (extent != 0 && size > (kMaxIdxBytes + 1) / extent) return kMaxIdxBytes + 1;  // beyond the cap
+    size *= extent;
+  }
+  return header + size;
+}
+
+namespace {
+
+std::string size_text(std::uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / double(1ull << 30));
+  else if (bytes >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / double(1ull << 20));
+  else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
+  return buf;
+}
+
+#ifdef CUDABENCH_HAVE_ZLIB
+// Inflates gzip data, and stops as soon as the output passes the size its
+// IDX header implies: a small file cannot inflate into gigabytes. Output
+// that is not IDX at all stops after its first bytes; the parser then
+// names what is wrong with them.
+std::vector<std::uint8_t> gunzip_idx(const std::vector<std::uint8_t>& raw, const std::string& name) {
+  if (raw.size() > std::numeric_limits<uInt>::max()) bad(name, "gzip file too large (" + size_text(raw.size()) + ")");
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) bad(name, "zlib init failed");
+  struct End {
+    z_stream* z;
+    ~End() { inflateEnd(z); }
+  } end{&z};
+  std::vector<std::uint8_t> out(64);  // enough for any IDX header first
+  std::optional<std::uint64_t> limit;
+  z.next_in = const_cast<std::uint8_t*>(raw.data());
+  z.avail_in = static_cast<uInt>(raw.size());
+  for (;;) {
+    z.next_out = out.data() + z.total_out;
+    z.avail_out = static_cast<uInt>(out.size() - z.total_out);
+    const int rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
+      bad(name, std::string("corrupt gzip data (") + (z.msg ? z.msg : "zlib error") + ")");
+    const std::uint64_t have = z.total_out;
+    if (!limit) {
+      limit = idx_implied_size(out.data(), have);
+      if (!limit && (have >= 20 || rc == Z_STREAM_END || (have >= 4 && (out[0] != 0 || out[1] != 0)))) {
+        out.resize(have);  // not an IDX header: the parser says what is wrong
+        return out;
+      }
+      if (limit && *limit > kMaxIdxBytes)
+        bad(name, "its header implies more than " + size_text(kMaxIdxBytes) + ": not an MNIST-format file");
+    }
+    if (limit && have > *limit)
+      bad(name, "gzip data inflates beyond the " + size_text(*limit) + " its IDX header implies");
+    if (rc == Z_STREAM_END) break;
+    if (rc == Z_BUF_ERROR && z.avail_in == 0) bad(name, "truncated gzip data");
+    if (z.avail_out == 0) {
+      // Grow toward the implied size (one byte past it shows an overrun).
+      std::uint64_t next = std::max<std::uint64_t>(out.size() * 2, 1 << 16);
+      if (limit) next = std::min<std::uint64_t>(next, *limit + 1);
+      if (next <= out.size()) next = out.size() + 1;
+      out.resize(next);
+    }
+  }
+  out.resize(z.total_out);
+  return out;
+}
+#endif
+
+}  // namespace
+
+std::vector<std::uint8_t> decode_idx_bytes(std::vector<std::uint8_t> raw, const std::string& name) {
   if (raw.size() >= 2 && raw[0] == 0x1f && raw[1] == 0x8b) {
 #ifdef CUDABENCH_HAVE_ZLIB
-    z_stream z{};
-    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) bad(path, "zlib init failed");
-    std::vector<std::uint8_t> out;
-    out.resize(raw.size() * 4 + 1024);
-    z.next_in = raw.data();
-    z.avail_in = static_cast<uInt>(raw.size());
-    int rc = Z_OK;
-    while (rc != Z_STREAM_END) {
-      if (z.total_out == out.size()) out.resize(out.size() * 2);
-      z.next_out = out.data() + z.total_out;
-      z.avail_out = static_cast<uInt>(out.size() - z.total_out);
-      rc = inflate(&z, Z_NO_FLUSH);
-      if (rc == Z_BUF_ERROR && z.avail_in == 0) {
-        inflateEnd(&z);
-        bad(path, "truncated gzip data");
-      }
-      if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
-        inflateEnd(&z);
-        bad(path, std::string("corrupt gzip data (") + (z.msg ? z.msg : "zlib error") + ")");
-      }
-    }
-    out.resize(z.total_out);
-    inflateEnd(&z);
-    return out;
+    return gunzip_idx(raw, name);
 #else
-    bad(path, "gzip-compressed, and this build has no zlib: gunzip it first");
+    bad(name, "gzip-compressed, and this build has no zlib: gunzip it first");
 #endif
   }
   return raw;
+}
+
+std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) bad(path, std::string("cannot open: ") + std::strerror(errno));
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) bad(path, std::string("cannot stat: ") + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) bad(path, "is a directory, not an IDX file");
+  if (!S_ISREG(st.st_mode)) bad(path, "is not a regular file");
+  if (static_cast<std::uint64_t>(st.st_size) > kMaxIdxBytes)
+    bad(path, "is " + size_text(st.st_size) + ", more than the " + size_text(kMaxIdxBytes) + " this reader takes");
+  std::vector<std::uint8_t> raw(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < raw.size()) {
+    const ssize_t n = ::read(fd, raw.data() + done, raw.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) bad(path, std::string("read failed: ") + std::strerror(errno));
+    if (n == 0) break;  // shrank while reading
+    done += static_cast<std::size_t>(n);
+  }
+  raw.resize(done);
+  return decode_idx_bytes(std::move(raw), path);
 }
 
 IdxImages parse_idx_images(const std::vector<std::uint8_t>& b, const std::string& name) {
@@ -118,7 +211,8 @@ namespace {
 std::string pick(const fs::path& dir, const std::string& base) {
   for (const std::string& suffix : {"", ".gz"}) {
     const fs::path p = dir / (base + suffix);
-    if (fs::exists(p)) return p.string();
+    std::error_code ec;
+    if (fs::exists(p, ec)) return p.string();
   }
   return "";
 }
@@ -129,7 +223,11 @@ MnistSplit load_mnist_split(const std::string& dir, const std::string& prefix) {
   const std::string ip = pick(dir, ib), lp = pick(dir, lb);
   if (ip.empty()) bad((fs::path(dir) / ib).string(), "missing (nor .gz)");
   if (lp.empty()) bad((fs::path(dir) / lb).string(), "missing (nor .gz)");
-  MnistSplit s{read_idx_images(ip), read_idx_labels(lp)};
+  MnistSplit s{read_idx_images(ip), read_idx_labels(lp), ip, lp};
+  if (s.images.rows != kMnistSide || s.images.cols != kMnistSide)
+    bad(ip, "images are " + std::to_string(s.images.rows) + "x" + std::to_string(s.images.cols) +
+                "; MNIST-format data is " + std::to_string(kMnistSide) + "x" + std::to_string(kMnistSide));
+  if (s.images.count == 0) bad(ip, "holds no images");
   if (s.images.count != s.labels.count)
     bad(dir, ip + " has " + std::to_string(s.images.count) + " images but " + lp + " has " +
                  std::to_string(s.labels.count) + " labels");
@@ -143,12 +241,20 @@ std::string find_dataset_dir(const std::string& flag_dir) {
   };
   if (!flag_dir.empty()) {
     if (has(flag_dir)) return flag_dir;
+    std::error_code ec;
+    if (!fs::is_directory(flag_dir, ec)) throw IdxError("--data-dir " + flag_dir + ": no such folder");
     throw IdxError(flag_dir + ": no MNIST-format IDX files (train-images-idx3-ubyte[.gz], "
                               "t10k-images-idx3-ubyte[.gz], and their label files)");
   }
+  // A folder the user named is used or refused, never passed over.
   if (const char* e = std::getenv("CUDABENCH_DATA_DIR"); e && *e) {
     if (has(e)) return e;
-    tried.emplace_back(e, "$CUDABENCH_DATA_DIR");
+    std::error_code ec;
+    throw IdxError(std::string("CUDABENCH_DATA_DIR=") + e +
+                   (fs::is_directory(e, ec) ? ": no MNIST-format IDX files (train-images-idx3-ubyte[.gz], "
+                                              "t10k-images-idx3-ubyte[.gz], and their label files)"
+                                            : ": no such folder") +
+                   "; unset it to use " + kDebianFashionMnist);
   }
   if (has(kDebianFashionMnist)) return kDebianFashionMnist;
   tried.emplace_back(kDebianFashionMnist, "Debian's dataset-fashion-mnist");

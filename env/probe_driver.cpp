@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "nvml.h"
+#include "parsers.h"
 #include "probe.h"
 
 namespace fs = std::filesystem;
@@ -39,19 +40,7 @@ std::string kernel_module_version() {
   if (!f) return "";
   std::string line;
   std::getline(f, line);
-  // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.95.05  Tue ..."
-  static const std::regex re(R"(Kernel Module\s+(?:for \S+\s+)?([0-9]+\.[0-9]+(?:\.[0-9]+)?))");
-  std::smatch m;
-  if (std::regex_search(line, m, re)) return m[1];
-  return line;
-}
-
-// libcuda.so.580.95.05 -> 580.95.05
-std::string version_from_soname(const std::string& path) {
-  static const std::regex re(R"(\.so\.([0-9]+\.[0-9]+(?:\.[0-9]+)?)$)");
-  std::smatch m;
-  if (std::regex_search(path, m, re)) return m[1];
-  return "";
+  return parse_proc_driver_version(line);
 }
 
 // The driver API entry points the probe uses (CUresult and CUdevice are ints).

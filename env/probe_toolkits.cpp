@@ -6,8 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "parsers.h"
 #include "probe.h"
 
 extern char** environ;
@@ -78,54 +80,65 @@ bool has_cudart(const fs::path& dir) {
   return !find_entry(dir, re).empty();
 }
 
+// The first entry of `dir` whose name `parse` finds a version in, and that name.
+template <class Parse>
+std::pair<Version, std::string> first_versioned(const fs::path& dir, Parse parse) {
+  for (const auto& p : list_dir(dir)) {
+    const std::string name = p.filename().string();
+    if (const Version v = parse(name); v.known()) return {v, name};
+  }
+  return {Version{}, ""};
+}
+
+// `nvcc --version` of an nvcc that nothing else dates (5 s at most).
+std::string nvcc_version_output(const fs::path& nvcc) {
+  std::string quoted = "'";
+  for (char c : nvcc.string()) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  FILE* p = ::popen(("timeout 5 " + quoted + " --version 2>/dev/null").c_str(), "r");
+  if (!p) return "";
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0 && out.size() < (1 << 16);) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
 // The version of the toolkit in `root`, and the file that told it.
 std::pair<Version, std::string> toolkit_version(const fs::path& root) {
-  std::smatch m;
-  Groups g;
   // 1. version.json (CUDA 11.1+ runfile/deb installs)
-  if (path_exists(root / "version.json")) {
-    try {
-      auto j = nlohmann::json::parse(read_file(root / "version.json"));
-      if (j.contains("cuda") && j["cuda"].contains("version"))
-        return {Version::parse(j["cuda"]["version"].get<std::string>()), "version.json"};
-    } catch (const std::exception&) {
-    }
-  }
+  if (path_exists(root / "version.json"))
+    if (const Version v = parse_version_json(read_file(root / "version.json")); v.known())
+      return {v, "version.json"};
   // 2. version.txt (CUDA <= 11.0): "CUDA Version 10.2.89"
-  if (path_exists(root / "version.txt")) {
-    static const std::regex re(R"(CUDA Version\s+([0-9.]+))");
-    const std::string s = read_file(root / "version.txt");
-    if (std::regex_search(s, m, re)) return {Version::parse(m[1].str()), "version.txt"};
-  }
+  if (path_exists(root / "version.txt"))
+    if (const Version v = parse_version_txt(read_file(root / "version.txt")); v.known())
+      return {v, "version.txt"};
   // 3. a tree assembled from NVIDIA's wheels: dist-info/nvidia_cuda_nvcc-13.0.88.dist-info
-  {
-    static const std::regex re(R"(nvidia_cuda_(nvcc|runtime)(?:_cu[0-9]+)?-([0-9.]+)\.dist-info)");
-    for (const char* sub : {"dist-info", ""}) {
-      const fs::path d = *sub ? root / sub : root;
-      if (!(g = find_entry(d, re)).empty())
-        return {Version::parse(g[2]), std::string(*sub ? "dist-info/" : "") + g[0]};
-    }
+  for (const char* sub : {"dist-info", ""}) {
+    auto [v, name] = first_versioned(*sub ? root / sub : root,
+                                     [](const std::string& n) { return parse_wheel_dist_info(n); });
+    if (v.known()) return {v, std::string(*sub ? "dist-info/" : "") + name};
   }
   // 4. conda metadata: cuda-nvcc-12.4.131-*.json, cuda-cudart-*, cudatoolkit-11.8.0-*.json
-  {
-    static const std::regex re(R"((cuda-nvcc|cuda-cudart|cudatoolkit)-([0-9][0-9.]*)-.*\.json)");
-    if (!(g = find_entry(root / "conda-meta", re)).empty())
-      return {Version::parse(g[2]), "conda-meta/" + g[0]};
-  }
+  if (auto [v, name] = first_versioned(root / "conda-meta", [](const std::string& n) { return parse_conda_meta_name(n); });
+      v.known())
+    return {v, "conda-meta/" + name};
   // 5. the runtime header's CUDART_VERSION
-  for (const fs::path inc : {root / "include", root / "targets/x86_64-linux/include"}) {
-    static const std::regex re(R"(#define\s+CUDART_VERSION\s+([0-9]+))");
-    const std::string s = read_file(inc / "cuda_runtime_api.h");
-    if (std::regex_search(s, m, re))
-      return {Version::from_cuda_int(std::stoi(m[1].str())),
-              fs::relative(inc, root).string() + "/cuda_runtime_api.h"};
-  }
+  for (const fs::path inc : {root / "include", root / "targets/x86_64-linux/include"})
+    if (const Version v = parse_cudart_header(read_file(inc / "cuda_runtime_api.h")); v.known())
+      return {v, fs::relative(inc, root).string() + "/cuda_runtime_api.h"};
   // 6. a versioned runtime library name: libcudart.so.11.8.89
   for (const fs::path lib : {root / "lib64", root / "lib", root / "targets/x86_64-linux/lib"}) {
-    static const std::regex re(R"(libcudart\.so\.([0-9]+\.[0-9]+(?:\.[0-9]+)?))");
-    if (!(g = find_entry(lib, re)).empty())
-      return {Version::parse(g[1]), fs::relative(lib, root).string() + "/" + g[0]};
+    auto [v, name] = first_versioned(lib, [](const std::string& n) {
+      return n.rfind("libcudart.so.", 0) == 0 ? Version::parse(version_from_soname(n)) : Version{};
+    });
+    if (v.known()) return {v, fs::relative(lib, root).string() + "/" + name};
   }
+  // 7. what its nvcc says
+  if (is_executable(root / "bin/nvcc"))
+    if (const Version v = parse_nvcc_version(nvcc_version_output(root / "bin/nvcc")); v.known())
+      return {v, "bin/nvcc --version"};
   return {Version{}, ""};
 }
 
@@ -210,11 +223,10 @@ std::optional<ToolkitInstall> inspect_pip_site(const std::string& site_in) {
   if (!t.has_nvcc && !t.has_headers && !t.has_runtime) return std::nullopt;
   // The version of the compiler wheel if present, else the runtime's.
   for (const char* comp : {"nvcc", "runtime"}) {
-    const std::regex re(std::string("nvidia_cuda_") + comp +
-                        R"((?:_cu[0-9]+)?-([0-9.]+)\.dist-info)");
-    if (const Groups g = find_entry(site, re); !g.empty()) {
-      t.version = Version::parse(g[1]);
-      t.version_source = g[0];
+    auto [v, name] = first_versioned(site, [comp](const std::string& n) { return parse_wheel_dist_info(n, comp); });
+    if (v.known()) {
+      t.version = v;
+      t.version_source = name;
       break;
     }
   }

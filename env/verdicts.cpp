@@ -340,6 +340,23 @@ std::vector<Verdict> evaluate(const Report& r) {
                                r.build.cuda_toolkit_version));
     }
   }
+  // A variable that names a toolkit must name one: build systems trust it.
+  for (const char* k : {"CUDA_HOME", "CUDA_PATH"}) {
+    const auto it = r.env_vars.find(k);
+    if (it == r.env_vars.end() || it->second.empty()) continue;
+    bool found = false;
+    for (const auto& t : r.toolkits)
+      for (const auto& via : t.found_via) found = found || via == k;
+    if (!found)
+      out.push_back(make(std::string("env.") + k, L::Warning,
+                         std::string(k) + "=" + it->second +
+                             " is not a CUDA toolkit (no bin/nvcc, include/cuda_runtime_api.h or libcudart "
+                             "there, or no such folder); CMake, PyTorch extensions and conda builds that read "
+                             "it will fail or pick another CUDA",
+                         std::string("point ") + k + " at a toolkit root such as " +
+                             (r.toolkits.empty() ? std::string("/usr/local/cuda") : r.toolkits.front().root) +
+                             ", or unset it"));
+  }
   if (r.toolkits.empty())
     out.push_back(make("toolkits.none", L::Info, "no CUDA toolkit install found on this machine"));
   return out;

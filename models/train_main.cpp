@@ -5,17 +5,24 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
 #include <cstdio>
+#include <regex>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "atomic_file.h"
+#include "cli_support.h"
 #include "env/probe.h"
 #include "env/report.h"
 #include "idx_reader.h"
 #include "trainer.h"
+
+namespace {
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace cudabench;
@@ -24,53 +31,57 @@ int main(int argc, char** argv) {
   models::TrainConfig cfg;
   int threads = 0;
   int64_t limit = -1, test_limit = -1;
-  bool quiet = false;
+  bool quiet = false, debug = false;
   app.add_option("--device", device, "cpu or cuda (cuda:N for another GPU)")->capture_default_str();
-  app.add_option("--epochs", cfg.epochs, "epochs")->capture_default_str()->check(CLI::Range(1, 10000));
-  app.add_option("--batch-size", cfg.batch_size, "batch size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  app.add_option("--lr", cfg.lr, "SGD learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--momentum", cfg.momentum, "SGD momentum")->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  app.add_option("--epochs", cfg.epochs, "epochs")->capture_default_str()->check(int_range(1, 10000));
+  app.add_option("--batch-size", cfg.batch_size, "batch size")->capture_default_str()->check(int_range(1, 1 << 20));
+  app.add_option("--lr", cfg.lr, "SGD learning rate")->capture_default_str()->check(finite_range(0, 1e6, true));
+  app.add_option("--momentum", cfg.momentum, "SGD momentum")->capture_default_str()->check(finite_range(0, 1));
   app.add_option("--seed", cfg.seed, "seed for weights and shuffling")->capture_default_str();
-  app.add_option("--threads", threads, "CPU threads for LibTorch (0 = its default)")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", threads, "CPU threads for LibTorch (0 = its default)")->check(int_range(0, 1 << 16));
   app.add_option("--data-dir", data_dir,
                  "folder of MNIST IDX files (default: $CUDABENCH_DATA_DIR, then " +
                      std::string(data::kDebianFashionMnist) + ")");
   app.add_option("--json", json_out, "write a JSON summary to FILE");
-  app.add_option("--limit", limit, "train on the first N images only");
-  app.add_option("--test-limit", test_limit, "evaluate on the first N test images only");
+  app.add_option("--limit", limit, "train on the first N images only")->check(int_range(1, int64_t{1} << 40));
+  app.add_option("--test-limit", test_limit, "evaluate on the first N test images only")
+      ->check(int_range(1, int64_t{1} << 40));
   app.add_flag("--bf16", cfg.bf16, "bf16 autocast");
   app.add_flag("--channels-last", cfg.channels_last, "channels-last memory format");
   app.add_flag("--cuda-graph", cfg.cuda_graph, "capture the whole training step in a CUDA graph");
   app.add_option("--tf32", tf32, "TF32 for cuBLAS/cuDNN: on or off")->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--quiet", quiet, "no progress line");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; any misuse is 2
-  }
+  app.add_flag("--debug", debug, "on an internal error, print LibTorch's whole message (with its backtrace)");
+  if (auto rc = parse_command_line(app, argc, argv, "train")) return *rc;
   if (!tf32.empty()) cfg.tf32 = tf32 == "on";
 
-  try {
-    cfg.device = torch::Device(device);
-  } catch (const std::exception&) {
+  // Only the devices this program can train on reach LibTorch.
+  static const std::regex device_re(R"(cpu|cuda(:[0-9]{1,3})?)");
+  if (!std::regex_match(device, device_re)) {
     std::cerr << "train: --device " << device << ": expected cpu, cuda or cuda:N\n";
-    return 2;
+    return kExitBadInput;
+  }
+  cfg.device = torch::Device(device);
+  // Checked now, not after the whole run.
+  if (std::string why; !json_out.empty() && !data::check_writable(json_out, &why)) {
+    std::cerr << "train: --json " << json_out << ": cannot write: " << why << "\n";
+    return kExitBadInput;
   }
   if (cfg.device.is_cuda()) {
     const auto& rep = env::collect();
     if (!rep.status.usable) {
       std::cerr << "train: --device " << device << " unavailable: " << rep.status.reason << "\n";
-      return 2;
+      return kExitBadInput;
     }
     if (!torch::cuda::is_available()) {
       std::cerr << "train: --device " << device << " unavailable: LibTorch sees no GPU\n";
-      return 2;
+      return kExitBadInput;
     }
     const auto count = static_cast<int>(torch::cuda::device_count());
     if (cfg.device.has_index() && cfg.device.index() >= count) {
       std::cerr << "train: --device " << device << ": there is no GPU " << static_cast<int>(cfg.device.index())
                 << " (" << count << " usable: 0.." << count - 1 << ")\n";
-      return 2;
+      return kExitBadInput;
     }
   }
   if (threads > 0) torch::set_num_threads(threads);
@@ -83,7 +94,10 @@ int main(int argc, char** argv) {
     test_split = data::load_mnist_split(dir, "t10k");
   } catch (const data::IdxError& e) {
     std::cerr << "train: " << e.what() << "\n";
-    return 2;
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "train: out of memory reading the dataset in " << (dir.empty() ? data_dir : dir) << "\n";
+    return kExitFailed;
   }
 
   try {
@@ -140,14 +154,18 @@ int main(int argc, char** argv) {
                           {"final_test_loss", last.loss},
                           {"per_epoch", epochs},
                           {"environment", env::to_json(env::collect())}};
-      if (!cudabench::data::write_file_atomically(json_out, j.dump(2) + "\n")) {
-        std::cerr << "train: cannot write " << json_out << "\n";
-        return 2;
+      if (std::string why; !data::write_file_atomically(json_out, j.dump(2) + "\n", &why)) {
+        std::cerr << "train: --json " << json_out << ": cannot write: " << why << "\n";
+        return kExitFailed;
       }
     }
+  } catch (const c10::Error& e) {
+    // LibTorch's message carries a C++ backtrace: its first line only, unless --debug.
+    std::cerr << "train: stopped: " << (debug ? e.what() : first_line(e.what_without_backtrace())) << "\n";
+    return kExitFailed;
   } catch (const std::exception& e) {
-    std::cerr << "train: " << e.what() << "\n";
-    return 1;
+    std::cerr << "train: stopped: " << first_line(e.what()) << "\n";
+    return kExitFailed;
   }
-  return 0;
+  return kExitOk;
 }

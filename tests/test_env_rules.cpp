@@ -435,3 +435,21 @@ TEST(Verdicts, NoNvmlBesideADriverIsSaid) {
   r.driver.nvml_found = true;
   EXPECT_EQ(find(evaluate(r), "nvml.missing"), nullptr);
 }
+
+TEST(Verdicts, CudaHomeThatIsNotAToolkitIsFlagged) {
+  Report r = base_report();
+  ToolkitInstall sys;
+  sys.root = "/usr/local/cuda-13.0";
+  sys.found_via = {"/usr/local/cuda", "CUDA_PATH"};
+  r.toolkits.push_back(sys);
+  r.env_vars["CUDA_HOME"] = "/opt/not-cuda";
+  r.env_vars["CUDA_PATH"] = "/usr/local/cuda-13.0";
+  const auto v = evaluate(r);
+  const Verdict* h = find(v, "env.CUDA_HOME");
+  ASSERT_NE(h, nullptr);
+  EXPECT_EQ(h->level, L::Warning);
+  EXPECT_NE(h->message.find("/opt/not-cuda"), std::string::npos);
+  EXPECT_NE(h->fix.find("/usr/local/cuda-13.0"), std::string::npos);
+  // CUDA_PATH found the toolkit it names: nothing to say.
+  EXPECT_EQ(find(v, "env.CUDA_PATH"), nullptr);
+}

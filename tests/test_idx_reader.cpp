@@ -119,12 +119,61 @@ TEST_F(IdxFiles, DatasetDirFlagEnvAndDefault) {
   EXPECT_EQ(find_dataset_dir(dir.string()), dir.string());
   ::setenv("CUDABENCH_DATA_DIR", dir.string().c_str(), 1);
   EXPECT_EQ(find_dataset_dir(), dir.string());
+  // A folder the variable names is used or refused: never a silent fall-back
+  // to Debian's dataset.
   ::setenv("CUDABENCH_DATA_DIR", "/nonexistent-cudabench", 1);
-  if (fs::exists(std::string(kDebianFashionMnist) + "/train-images-idx3-ubyte.gz")) {
-    EXPECT_EQ(find_dataset_dir(), kDebianFashionMnist);
-  } else {
-    const std::string m = error_of([&] { find_dataset_dir(); });
-    EXPECT_NE(m.find("/nonexistent-cudabench ($CUDABENCH_DATA_DIR)"), std::string::npos) << m;
-  }
+  const std::string m = error_of([&] { find_dataset_dir(); });
+  EXPECT_NE(m.find("CUDABENCH_DATA_DIR=/nonexistent-cudabench: no such folder"), std::string::npos) << m;
+  fs::create_directories(dir / "empty");
+  ::setenv("CUDABENCH_DATA_DIR", (dir / "empty").c_str(), 1);
+  EXPECT_NE(error_of([&] { find_dataset_dir(); }).find("no MNIST-format IDX files"), std::string::npos);
   ::unsetenv("CUDABENCH_DATA_DIR");
+  EXPECT_NE(error_of([&] { find_dataset_dir((dir / "nope").string()); }).find("no such folder"), std::string::npos);
+}
+
+TEST_F(IdxFiles, AFolderOrADeviceInPlaceOfAFileIsNamed) {
+  fs::create_directories(dir / "train-images-idx3-ubyte");
+  const std::string e = error_of([&] { read_idx_images((dir / "train-images-idx3-ubyte").string()); });
+  EXPECT_NE(e.find("train-images-idx3-ubyte: is a directory"), std::string::npos) << e;
+  EXPECT_NE(error_of([&] { read_idx_images("/dev/zero"); }).find("/dev/zero: is not a regular file"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { read_idx_images((dir / "missing").string()); }).find("No such file"), std::string::npos);
+}
+
+TEST_F(IdxFiles, SplitsNeedImagesOfTwentyEightSquare) {
+  write_bytes(dir / "train-images-idx3-ubyte", idx_images(2, 32, 32));
+  write_bytes(dir / "train-labels-idx1-ubyte", idx_labels(2));
+  std::string e = error_of([&] { load_mnist_split(dir.string(), "train"); });
+  EXPECT_NE(e.find("train-images-idx3-ubyte: images are 32x32; MNIST-format data is 28x28"), std::string::npos) << e;
+  write_bytes(dir / "train-images-idx3-ubyte", idx_images(0, 28, 28));
+  write_bytes(dir / "train-labels-idx1-ubyte", idx_labels(0));
+  e = error_of([&] { load_mnist_split(dir.string(), "train"); });
+  EXPECT_NE(e.find("train-images-idx3-ubyte: holds no images"), std::string::npos) << e;
+}
+
+TEST(IdxHeader, ImpliedSize) {
+  const auto h = idx_images(3, 28, 28);
+  EXPECT_EQ(idx_implied_size(h.data(), 16), 16u + 3 * 28 * 28);
+  EXPECT_EQ(idx_implied_size(h.data(), 15), std::nullopt);  // header not whole yet
+  const std::vector<std::uint8_t> huge{0, 0, 8, 3, 0xff, 0xff, 0xff, 0xff, 0, 0, 0x10, 0, 0, 0, 0x10, 0};
+  EXPECT_EQ(idx_implied_size(huge.data(), huge.size()), kMaxIdxBytes + 1);
+  const std::vector<std::uint8_t> text{'h', 'e', 'l', 'l', 'o'};
+  EXPECT_EQ(idx_implied_size(text.data(), text.size()), std::nullopt);
+}
+
+TEST_F(IdxFiles, GzipInflationStopsAtTheSizeTheHeaderImplies) {
+#ifndef CUDABENCH_HAVE_ZLIB
+  GTEST_SKIP() << "built without zlib";
+#endif
+  // A valid header for 2 images, then 64 MiB of zeros: about 64 KiB of gzip.
+  std::vector<std::uint8_t> plain = idx_images(2, 28, 28);
+  plain.resize(plain.size() + (64u << 20), 0);
+  write_gz(dir / "bomb.gz", plain);
+  ASSERT_LT(fs::file_size(dir / "bomb.gz"), 1u << 20);
+  const std::string e = error_of([&] { read_idx_images((dir / "bomb.gz").string()); });
+  EXPECT_NE(e.find("inflates beyond the 1584 bytes its IDX header implies"), std::string::npos) << e;
+  // Not IDX at all: inflating stops at once and the parser names the magic.
+  std::vector<std::uint8_t> junk(1u << 20, 'x');
+  write_gz(dir / "junk.gz", junk);
+  EXPECT_NE(error_of([&] { read_idx_images((dir / "junk.gz").string()); }).find("bad magic"), std::string::npos);
 }

@@ -198,3 +198,14 @@ TEST_F(FakeTree, PipRootNamedDirectlyKeepsTheWheelVersion) {
   EXPECT_EQ(all[0].version.str(), "13.2.86");
   EXPECT_EQ(all[0].found_via[0], "CUDABENCH_EXTRA_TOOLKITS");
 }
+
+// A toolkit that nothing but its nvcc dates.
+TEST_F(FakeTree, NvccVersionIsTheLastResort) {
+  const fs::path nvcc = file("usr/local/cuda-12.2/bin/nvcc",
+                             "#!/bin/sh\necho 'Cuda compilation tools, release 12.2, V12.2.140'\n");
+  ::chmod(nvcc.c_str(), 0755);
+  const auto t = inspect_toolkit((root / "usr/local/cuda-12.2").string());
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->version.str(), "12.2.140");
+  EXPECT_EQ(t->version_source, "bin/nvcc --version");
+}

@@ -1,0 +1,77 @@
+// The exit-code contract of bench and train (README, "Exit codes"), and the
+// command-line helpers that keep it: a misuse is one line on stderr that
+// names the flag and what it expects, then exit 2; --help is exit 0.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+
+namespace cudabench {
+
+constexpr int kExitOk = 0;
+constexpr int kExitWrongResult = 1;  // a failed correctness check or a regression: only that
+constexpr int kExitBadInput = 2;     // bad input or usage, one line naming it
+constexpr int kExitFailed = 3;       // anything else that stopped the run (I/O, CUDA, internal)
+
+// A number for messages: 0.5, 1e+06; never 309 digits.
+inline std::string short_number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
+// Parses argv; nullopt to go on, else the exit code (0 after --help).
+inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* tool) {
+  try {
+    app.parse(argc, argv);
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::string what = e.what();
+    while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+    for (auto& c : what)
+      if (c == '\n') c = ' ';
+    std::cerr << tool << ": " << what << " (see --help)\n";
+    return kExitBadInput;
+  }
+}
+
+// A finite number within [lo, hi] (either bound may be open): NaN and
+// infinities are refused, and the bounds are printed short.
+inline CLI::Validator finite_range(double lo, double hi, bool lo_open = false) {
+  std::string desc = std::string(lo_open ? "(" : "[") + short_number(lo) + ", " + short_number(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, lo_open, desc](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(s.c_str(), &end);
+        if (end == s.c_str() || *end != '\0') return "'" + s + "' is not a number";
+        if (!std::isfinite(x)) return "'" + s + "' is not a finite number";
+        if (x < lo || x > hi || (lo_open && x == lo))
+          return "'" + s + "' is out of range: expected a number in " + desc;
+        return "";
+      },
+      "NUMBER in " + desc);
+}
+
+// A whole number within [lo, hi].
+inline CLI::Validator int_range(long long lo, long long hi) {
+  const std::string desc = std::to_string(lo) + ".." + std::to_string(hi);
+  return CLI::Validator(
+      [lo, hi, desc](std::string& s) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long long x = std::strtoll(s.c_str(), &end, 10);
+        if (end == s.c_str() || *end != '\0' || errno == ERANGE) return "'" + s + "' is not a whole number";
+        if (x < lo || x > hi) return "'" + s + "' is out of range: expected " + desc;
+        return "";
+      },
+      "INT in " + desc);
+}
+
+}  // namespace cudabench

@@ -1,0 +1,148 @@
+#include "parsers.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+namespace cudabench::env {
+namespace {
+
+bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+// The dotted number at `at` ("13.0.88"), its length in *len; "" if none.
+std::string_view dotted_at(std::string_view s, std::size_t at) {
+  std::size_t i = at;
+  while (i < s.size() && (is_digit(s[i]) || (s[i] == '.' && i > at && i + 1 < s.size() && is_digit(s[i + 1]))))
+    ++i;
+  return s.substr(at, i - at);
+}
+
+// The dotted number right after the first `key` followed by spaces.
+std::string_view number_after(std::string_view s, std::string_view key, bool need_space) {
+  for (std::size_t pos = s.find(key); pos != std::string_view::npos; pos = s.find(key, pos + 1)) {
+    std::size_t i = pos + key.size();
+    const std::size_t start = i;
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    if (need_space && i == start) continue;
+    const auto num = dotted_at(s, i);
+    if (!num.empty()) return num;
+  }
+  return {};
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+}  // namespace
+
+Version parse_version_json(std::string_view text) {
+  const auto j = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return {};
+  const auto cuda = j.find("cuda");
+  if (cuda == j.end() || !cuda->is_object()) return {};
+  const auto v = cuda->find("version");
+  if (v == cuda->end() || !v->is_string()) return {};
+  return Version::parse(v->get_ref<const std::string&>());
+}
+
+Version parse_version_txt(std::string_view text) {
+  return Version::parse(number_after(text, "CUDA Version", true));
+}
+
+Version parse_wheel_dist_info(std::string_view name, std::string_view component) {
+  // nvidia_cuda_<component>[_cu<N>]-<version>.dist-info
+  if (!starts_with(name, "nvidia_cuda_") || !ends_with(name, ".dist-info")) return {};
+  std::string_view rest = name.substr(12, name.size() - 12 - 10);
+  std::string_view comp;
+  for (std::string_view c : {std::string_view("nvcc"), std::string_view("runtime")})
+    if (starts_with(rest, c) && (component.empty() || component == c)) comp = c;
+  if (comp.empty()) return {};
+  rest.remove_prefix(comp.size());
+  if (starts_with(rest, "_cu")) {
+    std::size_t i = 3;
+    while (i < rest.size() && is_digit(rest[i])) ++i;
+    if (i == 3) return {};
+    rest.remove_prefix(i);
+  }
+  if (!starts_with(rest, "-")) return {};
+  rest.remove_prefix(1);
+  // The whole remainder is the version: digits and dots only.
+  if (rest.empty() || !is_digit(rest[0])) return {};
+  for (char c : rest)
+    if (!is_digit(c) && c != '.') return {};
+  return Version::parse(rest);
+}
+
+Version parse_conda_meta_name(std::string_view name) {
+  // <package>-<version>-<build>.json for cuda-nvcc, cuda-cudart, cudatoolkit
+  if (!ends_with(name, ".json")) return {};
+  for (std::string_view pkg : {"cuda-nvcc-", "cuda-cudart-", "cudatoolkit-"}) {
+    if (!starts_with(name, pkg)) continue;
+    std::string_view rest = name.substr(pkg.size(), name.size() - pkg.size() - 5);
+    const auto ver = dotted_at(rest, 0);
+    if (ver.empty() || ver.size() >= rest.size() || rest[ver.size()] != '-') return {};
+    return Version::parse(ver);
+  }
+  return {};
+}
+
+Version parse_cudart_header(std::string_view text) {
+  constexpr std::string_view key = "#define";
+  for (std::size_t pos = text.find(key); pos != std::string_view::npos; pos = text.find(key, pos + 1)) {
+    std::size_t i = pos + key.size();
+    const std::size_t gap = i;
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    if (i == gap || !starts_with(text.substr(i), "CUDART_VERSION")) continue;
+    i += 14;
+    const std::size_t gap2 = i;
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+    if (i == gap2) continue;
+    long v = 0;
+    std::size_t digits = 0;
+    for (; i < text.size() && is_digit(text[i]) && digits < 9; ++i, ++digits) v = v * 10 + (text[i] - '0');
+    if (digits == 0 || (i < text.size() && is_digit(text[i]))) return {};  // none, or too long to be a version
+    return Version::from_cuda_int(static_cast<int>(v));
+  }
+  return {};
+}
+
+std::string parse_proc_driver_version(std::string_view text) {
+  std::string_view line = text.substr(0, text.find('\n'));
+  constexpr std::string_view key = "Kernel Module";
+  for (std::size_t pos = line.find(key); pos != std::string_view::npos; pos = line.find(key, pos + 1)) {
+    std::size_t i = pos + key.size();
+    while (i < line.size() && is_space(line[i])) ++i;
+    if (starts_with(line.substr(i), "for ")) {  // "Kernel Module for aarch64  580.95.05"
+      i += 4;
+      while (i < line.size() && !is_space(line[i])) ++i;
+      while (i < line.size() && is_space(line[i])) ++i;
+    }
+    const auto num = dotted_at(line, i);
+    if (num.find('.') != std::string_view::npos) return std::string(num);
+  }
+  return std::string(line);
+}
+
+Version parse_nvcc_version(std::string_view text) {
+  // The last line says it twice: "release 13.0, V13.0.88"; the V form is exact.
+  constexpr std::string_view key = ", V";
+  for (std::size_t pos = text.find(key); pos != std::string_view::npos; pos = text.find(key, pos + 1)) {
+    const auto num = dotted_at(text, pos + key.size());
+    if (num.find('.') != std::string_view::npos) return Version::parse(num);
+  }
+  return Version::parse(number_after(text, "release", true));
+}
+
+std::string version_from_soname(std::string_view path) {
+  const std::size_t so = path.rfind(".so.");
+  if (so == std::string_view::npos) return "";
+  const std::string_view v = path.substr(so + 4);
+  const auto num = dotted_at(v, 0);
+  if (num.size() != v.size() || num.find('.') == std::string_view::npos) return "";
+  return std::string(num);
+}
+
+}  // namespace cudabench::env

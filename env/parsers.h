@@ -1,0 +1,38 @@
+// The text parsers of the environment probe, apart from the files they read
+// so that tests and the fuzz targets (fuzz/) can drive them with any bytes.
+// Hand-written scans, not std::regex: libstdc++'s regex recurses once per
+// character and overflows the stack on a long enough file.
+// Each returns an unknown Version (or "") when the text states none.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "env_types.h"
+
+namespace cudabench::env {
+
+// version.json of a toolkit install: {"cuda": {"version": "13.0.88", ...}}.
+Version parse_version_json(std::string_view text);
+// version.txt (CUDA <= 11.0): "CUDA Version 10.2.89".
+Version parse_version_txt(std::string_view text);
+// A wheel's dist-info folder name: nvidia_cuda_nvcc-13.0.88.dist-info,
+// nvidia_cuda_runtime_cu12-12.4.127.dist-info. `component` is "nvcc",
+// "runtime", or "" for either.
+Version parse_wheel_dist_info(std::string_view name, std::string_view component = "");
+// A conda-meta record's file name: cuda-nvcc-12.4.131-0.json,
+// cuda-cudart-12.4.127-h99ab3db_0.json, cudatoolkit-11.8.0-h6a678d5_0.json.
+Version parse_conda_meta_name(std::string_view name);
+// The runtime header's "#define CUDART_VERSION 13000".
+Version parse_cudart_header(std::string_view text);
+// /proc/driver/nvidia/version's first line: "NVRM version: NVIDIA UNIX
+// x86_64 Kernel Module  580.95.05  Tue ..." (also "... Kernel Module for
+// aarch64  580.95.05"); the line itself when it has no version, "" when empty.
+std::string parse_proc_driver_version(std::string_view text);
+// `nvcc --version`: "Cuda compilation tools, release 13.0, V13.0.88".
+Version parse_nvcc_version(std::string_view text);
+// A versioned library file name: libcuda.so.580.95.05 -> "580.95.05",
+// libcudart.so.13.0.96 -> "13.0.96"; "" when unversioned.
+std::string version_from_soname(std::string_view path);
+
+}  // namespace cudabench::env
