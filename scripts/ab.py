@@ -349,6 +349,7 @@ def cmd_run(args, extra):
     floors = compare.load_floors(args.floors) if args.floors else None
     if args.history and not (args.rev_a and args.rev_b):
         raise BadInput("--history needs --rev-a and --rev-b")
+    sides(args), labels(args)  # bad input is found before anything is made
     os.makedirs(args.out, exist_ok=True)
     files, names, results, doc_a, doc_b = one_run(args, extra, args.out, floors)
     rc = compare.finish(files, names, results, "time", args.threshold, args.alpha,
@@ -408,6 +409,7 @@ def relative(xs):
 
 def cmd_calibrate(args, extra):
     args.a = args.b = args.bench
+    sides(args), labels(args)
     os.makedirs(args.out, exist_ok=True)
     files, names, results, doc_a, doc_b = one_run(args, extra, args.out, None)
     pools = {}
@@ -439,6 +441,7 @@ def cmd_calibrate(args, extra):
 
 def cmd_trials(args, extra):
     floors = compare.load_floors(args.floors) if args.floors else None
+    sides(args), labels(args)
     os.makedirs(args.out, exist_ok=True)
     tally, changes, walls, reruns = {}, {}, [], []
     for t in range(args.n):
@@ -484,8 +487,8 @@ def main(argv=None):
     if "--" in argv:
         i = argv.index("--")
         argv, extra = argv[:i], argv[i + 1:]
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap = compare.ArgParser(prog="ab", description=__doc__.split("\n\n")[0],
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     def common(p, two_sides=True):

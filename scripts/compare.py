@@ -52,6 +52,7 @@ import math
 import os
 import random
 import re
+import signal
 import sys
 from dataclasses import dataclass, field
 
@@ -83,15 +84,17 @@ class ToolError(Exception):
     """The tool itself cannot run (a missing library): exit 3, never 1."""
 
 
-def ensure_venv(tool="compare"):
-    """Make sure scipy can be imported: re-run this script with the project's
-    venv when the running python lacks it, or raise ToolError with one line
-    saying how to get it."""
+def ensure_venv(tool="compare", modules=("scipy.stats",)):
+    """Make sure `modules` can be imported: re-run this script with the
+    project's venv when the running python lacks one, or raise ToolError
+    with one line saying how to get it."""
+    import importlib
     try:
-        import scipy.stats  # noqa: F401
+        for m in modules:
+            importlib.import_module(m)
         return
-    except ImportError:
-        pass
+    except ImportError as e:
+        missing = e.name or modules[0]
     cache = os.environ.get("CUDABENCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "cudabench")
     venv = os.environ.get("CUDABENCH_VENV") or os.path.join(cache, "venv")
     py = os.path.join(venv, "bin", "python")
@@ -99,7 +102,7 @@ def ensure_venv(tool="compare"):
         os.environ["CUDABENCH_REEXEC"] = "1"
         sys.stdout.flush()
         os.execv(py, [py, os.path.abspath(sys.argv[0]), *sys.argv[1:]])
-    raise ToolError(f"needs scipy, which {sys.executable} lacks: run scripts/setup.sh "
+    raise ToolError(f"needs {missing.split('.')[0]}, which {sys.executable} lacks: run scripts/setup.sh "
                     f"(it makes the project's venv, {venv}) or run with that venv's python")
 
 
@@ -123,12 +126,38 @@ class ResultFile:
 def read_json(path):
     """A JSON file's content; BadInput, naming the file, when it cannot be read."""
     try:
-        with open(path) as f:
-            return json.load(f)
+        with open(path, "rb") as f:
+            raw = f.read()
     except OSError as e:
         raise BadInput(f"{path}: cannot read ({e.strerror})")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadInput(f"{path}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}): expected JSON")
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as e:
         raise BadInput(f"{path}: not valid JSON ({e.msg} at line {e.lineno})")
+    except RecursionError:
+        raise BadInput(f"{path}: JSON nested too deeply")
+
+
+def check_writable(path, flag):
+    """BadInput naming `flag` unless a file can be written at `path` (tried
+    beside it, then removed): found before any work, not after."""
+    if os.path.isdir(path):
+        raise BadInput(f"{flag} {path}: cannot write: is a directory")
+    if os.path.exists(path) and not os.path.isfile(path):  # a device or a pipe: written in place
+        if os.access(path, os.W_OK):
+            return
+        raise BadInput(f"{flag} {path}: cannot write: permission denied")
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError as e:
+        raise BadInput(f"{flag} {path}: cannot write: {e.strerror}")
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def load(path, metric="time"):
@@ -136,15 +165,21 @@ def load(path, metric="time"):
     doc = read_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise BadInput(f"{path}: not Google Benchmark JSON (no 'benchmarks' list)")
+    if not isinstance(doc.get("context", {}), dict):
+        raise BadInput(f"{path}: 'context' is a {type(doc['context']).__name__}: expected an object")
     runs = {}
     aggregates = {}
-    for b in doc["benchmarks"]:
-        if not isinstance(b, dict) or "name" not in b:
-            raise BadInput(f"{path}: a benchmark entry has no name")
+    for i, b in enumerate(doc["benchmarks"]):
+        if not isinstance(b, dict) or not isinstance(b.get("name"), str) or not b["name"]:
+            raise BadInput(f"{path}: benchmarks[{i}] has no name (expected an object with a 'name' string)")
+        if not isinstance(b.get("run_name", ""), str):
+            raise BadInput(f"{path}: {b['name']}: 'run_name' must be a string")
+        if not isinstance(b.get("label", ""), str):
+            raise BadInput(f"{path}: {b['name']}: 'label' must be a string")
         name = b.get("run_name") or b["name"]
         run = runs.setdefault(name, Run(name))
         if b.get("error_occurred"):
-            run.error = b.get("error_message", "error")
+            run.error = str(b.get("error_message") or "error")
             continue
         if b.get("run_type") == "aggregate":
             aggregates.setdefault(name, []).append(b)
@@ -163,17 +198,25 @@ def load(path, metric="time"):
     return ResultFile(path, doc.get("context", {}), runs, benchmarks=doc["benchmarks"])
 
 
+def _sample(b, key, path):
+    """b[key] as a sample: a finite number > 0, else BadInput naming it."""
+    x = b.get(key)
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
+        raise BadInput(f"{path}: {b['name']}: {key} is {json.dumps(x)}: expected a finite number > 0")
+    return float(x)
+
+
 def _value(b, metric, path):
     if metric == "time":
         unit = b.get("time_unit", "ns")
-        if unit not in TIME_UNITS:
-            raise BadInput(f"{path}: {b['name']}: unknown time unit '{unit}'")
+        if not isinstance(unit, str) or unit not in TIME_UNITS:
+            raise BadInput(f"{path}: {b['name']}: unknown time unit {json.dumps(unit)} (expected ns, us, ms or s)")
         if "real_time" not in b:
             raise BadInput(f"{path}: {b['name']}: no real_time")
-        return float(b["real_time"]) * TIME_UNITS[unit]
+        return _sample(b, "real_time", path) * TIME_UNITS[unit]
     if metric not in b:
         raise BadInput(f"{path}: {b['name']}: has no '{metric}' counter")
-    return float(b[metric])
+    return _sample(b, metric, path)
 
 
 def median(xs):
@@ -201,7 +244,8 @@ def load_floors(path):
     out = {}
     for name, b in benches.items():
         pool = b.get("process_medians") if isinstance(b, dict) else None
-        if not isinstance(pool, list) or not all(isinstance(x, (int, float)) and x > 0 for x in pool):
+        if not isinstance(pool, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                 and math.isfinite(x) and x > 0 for x in pool):
             raise BadInput(f"{path}: {name}: 'process_medians' must be a list of positive numbers")
         out[name] = [float(x) for x in pool]
     return out
@@ -240,11 +284,13 @@ class Verdict:
     n_new: int = 0
     note: str = ""
     floor: float = float("nan")  # the measured noise floor (nan: none)
+    new_failed: bool = False  # the new run failed this benchmark (its check): fails the gate
 
 
 def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05, pool=None):
     if a.error or b.error:
-        return Verdict(name, "error", note=(a.error or b.error))
+        return Verdict(name, "error", note=("new: " + b.error) if b.error else ("baseline: " + a.error),
+                       new_failed=bool(b.error))
     if not a.samples or not b.samples:
         return Verdict(name, "error", note="no samples")
     ma, mb = median(a.samples), median(b.samples)
@@ -345,14 +391,20 @@ def table(headers, rows, markdown):
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
+def compile_filter(rx):
+    try:
+        return re.compile(rx)
+    except re.error as e:
+        raise BadInput(f"--filter {rx}: not a valid regular expression ({e})")
+
+
 def compare(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None, floors=None):
     """Verdicts of every later file against the first: {label: [Verdict]}.
     floors: {name: [process medians of an A/A run]} (load_floors)."""
     base = files[0]
     names = [n for n in base.runs if all(n in f.runs for f in files[1:])]
     if name_filter:
-        rx = re.compile(name_filter)
-        names = [n for n in names if rx.search(n)]
+        names = [n for n in names if compile_filter(name_filter).search(n)]
     if not names:
         raise BadInput("no benchmarks in common" + (f" matching '{name_filter}'" if name_filter else "") +
                        " between " + ", ".join(f.path for f in files))
@@ -406,11 +458,37 @@ def render(files, names, results, metric, threshold, alpha, markdown):
     return "\n".join(out)
 
 
-def write_whole(path, text):
+def write_whole(path, text_or_writer):
+    """Write `path` whole or not at all: a temporary file beside it, fsync'd,
+    then renamed over it; removed on any failure or interruption (ToolError,
+    naming the file, when the disk is full). `text_or_writer`: the text, or
+    a function that writes to the path it is given (matplotlib's savefig)."""
+    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+        # A device or a pipe (/dev/stdout, /dev/full): written in place, never replaced.
+        try:
+            if callable(text_or_writer):
+                text_or_writer(path)
+            else:
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text_or_writer)
+            return
+        except OSError as e:
+            raise ToolError(f"{path}: cannot write: {e.strerror or e}")
     tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        if callable(text_or_writer):
+            text_or_writer(tmp)
+        else:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text_or_writer)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        raise ToolError(f"{path}: cannot write: {e.strerror or e}")
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def finish(files, names, results, metric="time", threshold=0.05, alpha=0.05, markdown=None, fmt="text",
@@ -419,56 +497,116 @@ def finish(files, names, results, metric="time", threshold=0.05, alpha=0.05, mar
     The code does not depend on anyone reading the output: a closed pipe
     (`| head`) does not hide a regression."""
     slower = [v.name for vs in results.values() for v in vs if v.verdict == "slower"]
+    failed = sorted({v.name for vs in results.values() for v in vs if v.new_failed})
     if markdown:
         write_whole(markdown, render(files, names, results, metric, threshold, alpha, True) + "\n")
     try:
         print(render(files, names, results, metric, threshold, alpha, fmt == "markdown"), flush=True)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    if slower and not report_only:
+    if report_only:
+        return EXIT_OK
+    if failed:
+        print(f"{tool}: {len(failed)} benchmark(s) failed in the new run (a wrong result): "
+              + ", ".join(failed[:10]), file=sys.stderr)
+    if slower:
         print(f"{tool}: {len(slower)} benchmark(s) slower beyond the bar (p < {alpha:g}): "
               + ", ".join(slower[:10]), file=sys.stderr)
-        return EXIT_REGRESSION
-    return EXIT_OK
+    return EXIT_REGRESSION if failed or slower else EXIT_OK
 
 
 def set_labels(files, labels):
-    if labels and len(labels) != len(files):
-        raise BadInput(f"--labels has {len(labels)} names for {len(files)} files")
+    """Give each file its column label: --labels (which must be unique and
+    one per file) or default_label. Results are indexed by label, so every
+    label is unique: default labels that collide (three runs of one toolkit
+    on one GPU) get the file name, then a number. compare.py and report.py
+    both label runs here."""
+    if labels is not None:
+        if len(labels) != len(files):
+            raise BadInput(f"--labels has {len(labels)} names for {len(files)} files")
+        if any(not lab.strip() for lab in labels):
+            raise BadInput("--labels: an empty name (expected one name per file, comma-separated)")
+        dup = sorted({lab for lab in labels if labels.count(lab) > 1})
+        if dup:
+            raise BadInput(f"--labels: '{dup[0]}' given twice (each file needs its own)")
+        for f, lab in zip(files, labels):
+            f.label = lab
+        return
     for i, f in enumerate(files):
-        f.label = labels[i] if labels else default_label(f, i)
-    # Labels must be unique to index the columns.
+        f.label = default_label(f, i)
+    groups = {}
+    for f in files:
+        groups.setdefault(f.label, []).append(f)
+    for label, fs in groups.items():
+        if len(fs) > 1:
+            for f in fs:
+                f.label = f"{label} ({os.path.basename(f.path)})"
     seen = {}
     for f in files:
-        if f.label in seen:
-            seen[f.label] += 1
+        seen[f.label] = seen.get(f.label, 0) + 1
+        if seen[f.label] > 1:
             f.label = f"{f.label} #{seen[f.label]}"
-        else:
-            seen[f.label] = 1
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP, raised where the program is, so that `finally`
+    blocks remove temporary files before it exits."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_terminated(signum, _frame):
+    raise Terminated(signum)
+
+
+def one_line(text):
+    return str(text).strip().splitlines()[0] if str(text).strip() else ""
 
 
 def guarded(tool, body):
     """Run body() and map every failure to its own exit code, in one line:
-    2 bad input, 3 the tool could not run (never 1, which means slower)."""
+    2 bad input, 3 the tool could not run (never 1, which means slower),
+    128 + the signal when stopped. No traceback reaches the terminal;
+    CUDABENCH_DEBUG=1 prints it after the line."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            signal.signal(sig, _raise_terminated)
     try:
         return body()
     except BadInput as e:
-        print(f"{tool}: {e}", file=sys.stderr)
+        print(f"{tool}: {one_line(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ToolError as e:
-        print(f"{tool}: {e}", file=sys.stderr)
+        print(f"{tool}: {one_line(e)}", file=sys.stderr)
         return EXIT_TOOL
     except KeyboardInterrupt:
         print(f"{tool}: interrupted", file=sys.stderr)
-        return 130
+        return 128 + signal.SIGINT
+    except Terminated as e:
+        print(f"{tool}: stopped by signal {e.signum}", file=sys.stderr)
+        return 128 + e.signum
     except Exception as e:  # an internal error must not read as a regression
-        print(f"{tool}: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"{tool}: internal error: {type(e).__name__}: {one_line(e)}", file=sys.stderr)
+        if os.environ.get("CUDABENCH_DEBUG") == "1":
+            import traceback
+            traceback.print_exc()
         return EXIT_TOOL
 
 
+class ArgParser(argparse.ArgumentParser):
+    """argparse with misuse in one line (`tool: error: ... (see --help)`),
+    exit 2, instead of the usage block."""
+
+    def error(self, message):
+        print(f"{self.prog}: {one_line(message)} (see --help)", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap = ArgParser(prog="compare", description=__doc__.split("\n\n")[0],
+                   formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("files", nargs="+", help="Google Benchmark JSON files; the first is the baseline")
     ap.add_argument("--metric", default="time", choices=["time", "bytes_per_second", "items_per_second"])
     ap.add_argument("--threshold", type=float, default=0.05, help="relative change that counts (default 0.05)")
@@ -485,8 +623,16 @@ def main(argv=None):
         ensure_venv()
         if len(a.files) < 2:
             raise BadInput("need at least two files (baseline first)")
+        if not (math.isfinite(a.threshold) and 0 < a.threshold <= 10):
+            raise BadInput(f"--threshold {a.threshold}: expected a relative change in (0, 10], e.g. 0.05")
+        if not (math.isfinite(a.alpha) and 0 < a.alpha < 1):
+            raise BadInput(f"--alpha {a.alpha}: expected a significance level in (0, 1), e.g. 0.05")
+        if a.filter is not None:
+            compile_filter(a.filter)
+        if a.markdown:
+            check_writable(a.markdown, "--markdown")
         files = [load(p, a.metric) for p in a.files]
-        set_labels(files, a.labels.split(",") if a.labels else None)
+        set_labels(files, a.labels.split(",") if a.labels is not None else None)
         floors = load_floors(a.floors) if a.floors else None
         names, results = compare(files, a.metric, a.threshold, a.alpha, a.filter, floors)
         return finish(files, names, results, a.metric, a.threshold, a.alpha, a.markdown, a.format, a.report_only)

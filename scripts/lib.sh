@@ -21,11 +21,12 @@ configure_and_build_source() {
   fi
   log="$(mktemp)"
   if ! cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >"$log" 2>&1; then
-    cat "$log" >&2; rm -f "$log"; return 1
+    cat "$log" >&2; rm -f "$log"; return 3
   fi
   grep -E '^-- cudabench:' "$log" >&2 || true
   rm -f "$log"
-  cmake --build "$dir" ${CUDABENCH_BUILD_TARGET:+--target "$CUDABENCH_BUILD_TARGET"}
+  # A failed build is the tool failing (3), never a wrong result (1).
+  cmake --build "$dir" ${CUDABENCH_BUILD_TARGET:+--target "$CUDABENCH_BUILD_TARGET"} || return 3
 }
 
 # The project's venv python (scripts/setup.sh makes it).

@@ -32,8 +32,15 @@ roots=()
 bench_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --toolkit) roots+=("$(cd "$2" && pwd -P)"); shift 2 ;;
-    --toolkit=*) roots+=("$(cd "${1#*=}" && pwd -P)"); shift ;;
+    --toolkit|--toolkit=*)
+      if [ "$1" = --toolkit ]; then
+        [ $# -ge 2 ] || { echo "matrix: --toolkit needs a folder" >&2; exit 2; }
+        dir="$2"; shift 2
+      else
+        dir="${1#*=}"; shift
+      fi
+      [ -d "$dir" ] || { echo "matrix: --toolkit $dir: no such folder" >&2; exit 2; }
+      roots+=("$(cd "$dir" && pwd -P)") ;;
     --) shift; bench_args=("$@"); break ;;
     -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "matrix: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -71,7 +78,7 @@ configure_and_build build >/dev/null
 extra="$(IFS=:; echo "${roots[*]:-}")${pip_root:+:$pip_root}"
 mapfile -t plan < <(CUDABENCH_EXTRA_TOOLKITS="$extra" build/bench --env=json \
   | "$py" "$CUDABENCH_ROOT/scripts/matrix_toolkits.py" --plan "${roots[@]}")
-[ "${#plan[@]}" -gt 0 ] || exit 1
+[ "${#plan[@]}" -gt 0 ] || exit 2  # matrix_toolkits.py said why
 
 machine="$(machine_label)"
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then device="gpu"; else device="cpu"; fi
@@ -94,7 +101,7 @@ for entry in "${plan[@]}"; do
   cudart="$(sed -n 's/^CUDA_cudart_LIBRARY:FILEPATH=//p' "$dir/CMakeCache.txt")"
   case "$(readlink -f "$cudart")" in
     "$(readlink -f "$root")"/*) ;;
-    *) echo "matrix: $dir linked libcudart from $cudart, not from $root; refusing to mix toolkits" >&2; exit 1 ;;
+    *) echo "matrix: $dir linked libcudart from $cudart, not from $root; refusing to mix toolkits" >&2; exit 3 ;;
   esac
   CUDABENCH_EXTRA_TOOLKITS="$root" "$dir/bench" --env > "$out/$name.env.txt"
   echo "matrix: $name: $(grep -E '^  (built with|loaded) ' "$out/$name.env.txt" | sed 's/^ *//; s/  */ /g' | paste -sd';' -)" >&2
@@ -111,7 +118,7 @@ for r in $(seq 1 "$rounds"); do
   for name in "${names[@]}"; do
     "build-matrix/$name/bench" --benchmark_filter="$filter" --benchmark_min_time="${CUDABENCH_MIN_TIME:-0.1}" \
       --benchmark_out="$tmp/$name.$r.json" --benchmark_out_format=json "${bench_args[@]}" \
-      >/dev/null 2>>"$tmp/$name.log" || { cat "$tmp/$name.log" >&2; exit 1; }
+      >/dev/null 2>>"$tmp/$name.log" || { rc=$?; cat "$tmp/$name.log" >&2; exit "$rc"; }
   done
 done
 files=()

@@ -47,14 +47,23 @@ def merge(out, rounds):
     compare.write_whole(out, json.dumps(merged, indent=1) + "\n")
 
 
+def fail(msg):
+    """Bad input: one line, exit 2 (never 1, which means a wrong result)."""
+    print(f"matrix: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     args = sys.argv[1:]
     if len(args) >= 3 and args[0] == "--merge":
         merge(args[1], args[2:])
         return
     if not args or args[0] != "--plan":
-        sys.exit(__doc__)
-    env = json.load(sys.stdin)
+        fail("usage: matrix_toolkits.py --plan [ROOT ...] < env.json, or --merge OUT IN.json ...")
+    try:
+        env = json.load(sys.stdin)
+    except ValueError as e:
+        fail(f"the environment report on stdin is not JSON ({e})")
     known = env.get("toolkits", [])
     if len(args) > 1:
         chosen = []
@@ -62,14 +71,14 @@ def main():
             want = os.path.realpath(root)
             match = [t for t in known if os.path.realpath(t["root"]) == want]
             if not match:
-                sys.exit(f"matrix: {root} is not a toolkit the environment report recognises")
+                fail(f"{root} is not a toolkit the environment report recognises")
             if not match[0].get("has_nvcc"):
-                sys.exit(f"matrix: {root} has no nvcc ({match[0].get('summary', 'runtime only')})")
+                fail(f"{root} has no nvcc ({match[0].get('summary', 'runtime only')})")
             chosen.append(match[0])
     else:
         chosen = [t for t in known if t.get("has_nvcc")]
     if not chosen:
-        sys.exit("matrix: no CUDA toolkit with nvcc found")
+        fail("no CUDA toolkit with nvcc found")
     taken = set()
     for t in chosen:
         print(f"{t['root']}\t{name_for(t, taken)}")

@@ -25,19 +25,26 @@ manner of github-action-benchmark's charts:
   history.md       the plot and a table: commit, date, subject, verdicts
 """
 import argparse
+import math
 import os
 import re
 import sys
 import time
 from collections import defaultdict
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402
+
+plt = None  # matplotlib.pyplot, imported once the venv is known to have it (main)
+
+
+def import_matplotlib():
+    global plt
+    compare.ensure_venv("report", ("scipy.stats", "matplotlib"))
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+    plt = matplotlib.pyplot
 
 NAME_RX = re.compile(r"^(?P<family>[^/]+)/(?P<impl>[^/]+)/(?P<arg>[a-z]+):(?P<value>\d+)(?:/dev:(?P<dev>\d+))?")
 
@@ -55,10 +62,9 @@ def rows(path):
         # Runs on several GPUs (--devices) are plotted as one line per device.
         impl = m["impl"] if m["dev"] is None else f"{m['impl']} dev:{m['dev']}"
         key = (m["family"], impl, int(m["value"]))
-        if "bytes_per_second" in b:
-            per[key]["bps"].append(b["bytes_per_second"])
-        if "items_per_second" in b:
-            per[key]["ips"].append(b["items_per_second"])
+        for counter, k in (("bytes_per_second", "bps"), ("items_per_second", "ips")):
+            if counter in b:
+                per[key][k].append(compare._sample(b, counter, path))
     out = {}
     for k, v in per.items():
         out[k] = (compare.median(v["bps"]) / 1e9 if v["bps"] else None,
@@ -67,10 +73,10 @@ def rows(path):
 
 
 def save(fig, path):
-    tmp = f"{path}.tmp.{os.getpid()}.png"
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    os.replace(tmp, path)
+    try:
+        compare.write_whole(path, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png"))
+    finally:
+        plt.close(fig)
 
 
 def plot_lines(datasets, labels, family, title, xlabel, path):
@@ -146,8 +152,18 @@ def load_history(folder):
         path = os.path.join(folder, n)
         f = compare.load(path)
         info = compare.read_json(path).get("cudabench_history")
-        if not isinstance(info, dict) or "commit" not in info:
+        if not isinstance(info, dict) or not isinstance(info.get("commit"), str):
             raise compare.BadInput(f"{path}: no 'cudabench_history' (written by scripts/ab.py run --history)")
+        t = info.get("time", 0)
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+            raise compare.BadInput(f"{path}: cudabench_history.time is {t!r}: expected seconds since 1970")
+        vs = info.get("verdicts", {})
+        if not isinstance(vs, dict) or not all(
+                isinstance(v, dict) and isinstance(v.get("verdict"), str)
+                and isinstance(v.get("change", 0.0), (int, float)) for v in vs.values()):
+            raise compare.BadInput(f"{path}: cudabench_history.verdicts: expected {{name: {{verdict, change}}}}")
+        if not isinstance(info.get("subject", ""), str):
+            raise compare.BadInput(f"{path}: cudabench_history.subject: expected a string")
         out.append((info, {name: r.samples for name, r in f.runs.items() if r.samples and not r.error}))
     if not out:
         raise compare.BadInput(f"{folder}: no per-commit JSON files")
@@ -202,7 +218,7 @@ def plot_history(history, title, path):
 
 def history_report(folder, out, title):
     history = load_history(folder)
-    os.makedirs(out, exist_ok=True)
+    prepare_out(out)
     plot_history(history, title, os.path.join(out, "trend.png"))
     md = [f"# {title}", "", "![trend](trend.png)", "", "| commit | date | subject | verdicts against the parent |",
           "|---|---|---|---|"]
@@ -222,35 +238,19 @@ def history_report(folder, out, title):
     return 0
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("files", nargs="*")
-    ap.add_argument("--out", required=True, help="folder for the PNGs and report.md")
-    ap.add_argument("--labels")
-    ap.add_argument("--title", default="cudabench report")
-    ap.add_argument("--history", metavar="DIR", help="per-commit results (regress.sh) to draw as trends")
-    a = ap.parse_args(argv)
-    if a.history:
-        return compare.guarded("report", lambda: history_report(a.history, a.out, a.title))
-    if not a.files:
-        print("report: give result files, or --history DIR", file=sys.stderr)
-        return compare.EXIT_BAD_INPUT
-    try:
-        loaded = [rows(p) for p in a.files]
-    except compare.BadInput as e:
-        print(f"report: {e}", file=sys.stderr)
-        return compare.EXIT_BAD_INPUT
-    labels = a.labels.split(",") if a.labels else [compare.default_label(doc, i) for i, (doc, _) in enumerate(loaded)]
-    if len(labels) != len(loaded):
-        print(f"report: --labels has {len(labels)} names for {len(loaded)} files", file=sys.stderr)
-        return compare.EXIT_BAD_INPUT
-    os.makedirs(a.out, exist_ok=True)
+def file_report(a):
+    """report.md and the plots of result files; every input is read and
+    checked before anything is written."""
+    loaded = [rows(p) for p in a.files]
+    docs = [doc for doc, _ in loaded]
+    compare.set_labels(docs, a.labels.split(",") if a.labels is not None else None)
+    labels = [doc.label for doc in docs]
+    prepare_out(a.out)
     datasets = [d for _, d in loaded]
     md = [f"# {a.title}", ""]
     md.append("| run | file | toolkit | GPU | driver | LibTorch | host | CPUs |")
     md.append("|---|---|---|---|---|---|---|---|")
-    for label, (doc, _) in zip(labels, loaded):
+    for label, doc in zip(labels, docs):
         c = doc.context
         md.append(f"| {label} | `{os.path.relpath(doc.path, a.out)}` | {c.get('cuda_toolkit', '-')} | "
                   f"{c.get('gpu_name', '-')} | {c.get('cuda_driver_version') or 'none'} | {c.get('libtorch', '-')} | "
@@ -268,9 +268,6 @@ def main(argv=None):
     if table:
         md += ["## Headline numbers (medians)", "", table, ""]
     if len(loaded) >= 2:
-        docs = [doc for doc, _ in loaded]
-        for doc, label in zip(docs, labels):
-            doc.label = label
         try:
             names, results = compare.compare(docs)
             md += ["## Compared with the first run", "",
@@ -280,6 +277,40 @@ def main(argv=None):
     compare.write_whole(os.path.join(a.out, "report.md"), "\n".join(md) + "\n")
     print(f"report: wrote {os.path.join(a.out, 'report.md')}")
     return 0
+
+
+def prepare_out(out):
+    """The output folder, made if missing; BadInput naming --out when it
+    cannot be, or cannot be written."""
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise compare.BadInput(f"--out {out}: cannot make the folder ({e.strerror})")
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise compare.BadInput(f"--out {out}: cannot write there (permission denied)")
+
+
+def main(argv=None):
+    ap = compare.ArgParser(prog="report", description=__doc__.split("\n\n")[0],
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--out", required=True, help="folder for the PNGs and report.md")
+    ap.add_argument("--labels")
+    ap.add_argument("--title", default="cudabench report")
+    ap.add_argument("--history", metavar="DIR", help="per-commit results (regress.sh) to draw as trends")
+    a = ap.parse_args(argv)
+
+    def body():
+        import_matplotlib()
+        if a.history:
+            if a.files:
+                raise compare.BadInput("give result files or --history DIR, not both")
+            return history_report(a.history, a.out, a.title)
+        if not a.files:
+            raise compare.BadInput("give result files, or --history DIR")
+        return file_report(a)
+
+    return compare.guarded("report", body)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,11 @@
 # every clone on this machine shares them.
 # Environment: CUDABENCH_CACHE; Torch_DIR (your own LibTorch: no torch is
 # installed); CUDABENCH_NO_TORCH=1 (skip torch entirely).
+# Exit codes: 0 ready; 3 something could not be installed (never 1, which
+# the project keeps for a wrong result; apt's own codes pass through).
 set -euo pipefail
+failed_setup() { local rc=$?; [ -z "${work:-}" ] || rm -rf "$work"; [ "$rc" -ne 1 ] || exit 3; }
+trap failed_setup EXIT
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${CUDABENCH_CACHE:-$HOME/.cache/cudabench}"
 mkdir -p "$CACHE"
@@ -50,10 +54,9 @@ if [ ! -f "$BM/lib/cmake/benchmark/benchmarkConfig.cmake" ] && [ ! -f "$BM/lib64
   fi
   [ "$apt_updated" -eq 1 ] || $SUDO apt-get update -qq
   work="$(mktemp -d)"
-  trap 'rm -rf "$work"' EXIT
   (cd "$work" && apt-get source -qq benchmark >/dev/null 2>&1)
   src="$(find "$work" -maxdepth 1 -type d -name 'benchmark-*' | head -n1)"
-  [ -n "$src" ] || { say "apt-get source benchmark gave no source tree"; exit 1; }
+  [ -n "$src" ] || { say "apt-get source benchmark gave no source tree"; exit 3; }
   version="${src##*/benchmark-}"
   # Debian builds with CMAKE_BUILD_TYPE=None, so NDEBUG is never defined and
   # the library calls itself a debug build. Release fixes the cause.
@@ -66,7 +69,7 @@ if [ ! -f "$BM/lib/cmake/benchmark/benchmarkConfig.cmake" ] && [ ! -f "$BM/lib64
   cmake --install "$work/build" >/dev/null
   mv "$BM.partial" "$BM"
   rm -rf "$work"
-  trap - EXIT
+  work=""
 fi
 
 # ---- 3. The project's virtual environment ----

@@ -8,8 +8,10 @@ set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
 bash "$CUDABENCH_ROOT/scripts/setup.sh"
-configure_and_build "$CUDABENCH_ROOT/build"
-(cd "$CUDABENCH_ROOT/build" && ctest --output-on-failure --no-tests=error -j2 "$@")
+# Exit codes: 0 all passed; 1 a test failed or the gate found a regression;
+# 2 bad arguments; 3 the set-up or the build failed.
+configure_and_build "$CUDABENCH_ROOT/build" || exit 3
+(cd "$CUDABENCH_ROOT/build" && ctest --output-on-failure --no-tests=error -j2 "$@") || exit 1
 if [ "${CUDABENCH_SKIP_REGRESS:-0}" != 1 ]; then
   bash "$CUDABENCH_ROOT/scripts/regress.sh"
 fi

@@ -46,22 +46,33 @@ class Net(nn.Module):
         return F.log_softmax(self.fc2(x), dim=1)
 
 
+def bad(msg):
+    """Bad input: one line, exit 2."""
+    print(f"train_mnist: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
 def read_idx(path, magic):
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
+    try:
+        with opener(path, "rb") as f:
+            data = f.read()
+    except (OSError, EOFError) as e:
+        bad(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})")
+    if len(data) < (16 if magic == 0x803 else 8):
+        bad(f"{path}: too short for an IDX header ({len(data)} bytes)")
     got, n = struct.unpack(">II", data[:8])
     if got != magic:
-        sys.exit(f"{path}: bad magic 0x{got:08X} (expected 0x{magic:08X})")
+        bad(f"{path}: bad magic 0x{got:08X} (expected 0x{magic:08X})")
     if magic == 0x803:
         rows, cols = struct.unpack(">II", data[8:16])
         arr = np.frombuffer(data, np.uint8, offset=16)
         if arr.size != n * rows * cols:
-            sys.exit(f"{path}: truncated or overlong ({arr.size} pixels, header says {n * rows * cols})")
+            bad(f"{path}: truncated or overlong ({arr.size} pixels, header says {n * rows * cols})")
         return arr.reshape(n, 1, rows, cols)
     arr = np.frombuffer(data, np.uint8, offset=8)
     if arr.size != n:
-        sys.exit(f"{path}: truncated or overlong ({arr.size} labels, header says {n})")
+        bad(f"{path}: truncated or overlong ({arr.size} labels, header says {n})")
     return arr
 
 
@@ -70,7 +81,7 @@ def find(dirname, base):
         p = os.path.join(dirname, base + suffix)
         if os.path.exists(p):
             return p
-    sys.exit(f"{os.path.join(dirname, base)}: missing (nor .gz)")
+    bad(f"{os.path.join(dirname, base)}: missing (nor .gz)")
 
 
 def load(dirname, prefix, device, limit):
@@ -148,4 +159,12 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:
+        print("train_mnist: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as e:  # one line, never a traceback; 3, never 1
+        print(f"train_mnist: stopped: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
+              file=sys.stderr)
+        sys.exit(3)

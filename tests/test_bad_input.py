@@ -1,0 +1,416 @@
+"""The exit-code contract (README, "Exit codes"), case by case, for bench,
+train, compare.py, report.py and the scripts.
+
+Each case runs a real program on a bad input and asserts:
+  - its exit code (2 for bad input or usage; 3 for a failure that is not
+    the input's; 1 only for a wrong result);
+  - exactly one line on stderr, naming the input;
+  - no Python traceback and no C++/c10 backtrace;
+  - that no output file was created or changed, and no temporary file left.
+Then the faults no table can hold: a signal in the middle of a run, a full
+disk (/dev/full), three runs that share a label.
+
+CUDABENCH_BUILD_DIR names the build to test (default: build/).
+"""
+import gzip
+import json
+import os
+import shutil
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("CUDABENCH_BUILD_DIR") or os.path.join(ROOT, "build")
+BENCH = os.path.join(BUILD, "bench")
+TRAIN = os.path.join(BUILD, "train")
+PY = sys.executable
+SCRIPTS = os.path.join(ROOT, "scripts")
+FIX = os.path.join(ROOT, "tests", "fixtures", "compare")
+BASE = os.path.join(FIX, "base.json")
+TRACES = ("Traceback", "Exception raised from", "frame #", "terminate called", "Aborted", "what():")
+
+
+# ---- inputs, made in each case's own folder ----
+
+def idx_images(count, rows=28, cols=28, data=None):
+    body = data if data is not None else bytes(count * rows * cols)
+    return struct.pack(">IIII", 0x803, count, rows, cols) + body
+
+
+def idx_labels(count):
+    return struct.pack(">II", 0x801, count) + bytes(count)
+
+
+def dataset(d, train_images=None, train_labels=None, gz=False):
+    """An MNIST-format folder: 2 good test images, and the train files given
+    (bytes, or "dir" for a folder in the file's place)."""
+    os.makedirs(d, exist_ok=True)
+    files = {"train-images-idx3-ubyte": train_images if train_images is not None else idx_images(2),
+             "train-labels-idx1-ubyte": train_labels if train_labels is not None else idx_labels(2),
+             "t10k-images-idx3-ubyte": idx_images(2), "t10k-labels-idx1-ubyte": idx_labels(2)}
+    for name, content in files.items():
+        if content == "dir":
+            os.makedirs(os.path.join(d, name))
+        elif gz and name.startswith("train-images"):
+            with open(os.path.join(d, name + ".gz"), "wb") as f:
+                f.write(content)
+        else:
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(content)
+    return d
+
+
+def gzip_bomb():
+    """A valid header for 2 images, then 256 MiB of zeros: about 250 KiB."""
+    import zlib
+    co = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [co.compress(idx_images(2, data=b""))]
+    zeros = bytes(1 << 24)
+    parts += [co.compress(zeros) for _ in range(16)]
+    parts.append(co.flush())
+    return b"".join(parts)
+
+
+def gbench(tmp, name, mutate):
+    """base.json with `mutate(doc)` applied, written to tmp/name."""
+    with open(BASE) as f:
+        doc = json.load(f)
+    mutate(doc)
+    p = os.path.join(tmp, name)
+    with open(p, "w") as f:
+        json.dump(doc, f)
+    return p
+
+
+def set_first(key, value):
+    def m(doc):
+        doc["benchmarks"][0][key] = value
+    return m
+
+
+def write(tmp, name, data):
+    p = os.path.join(tmp, name)
+    with open(p, "wb") as f:
+        f.write(data)
+    return p
+
+
+# ---- the table ----
+
+@dataclass
+class Case:
+    id: str
+    cmd: list                        # may hold "{tmp}"; callables get tmp and return a path
+    rc: int
+    names: str                       # what the one stderr line must contain
+    outputs: list = field(default_factory=list)  # paths ("{tmp}/...") that must not appear or change
+    env: dict = field(default_factory=dict)
+    stdin: str = None
+
+
+def bench(*a, **kw):
+    return Case(cmd=[BENCH, *a], **kw)
+
+
+def train(*a, **kw):
+    return Case(cmd=[TRAIN, *a], **kw)
+
+
+def py(script, *a, **kw):
+    return Case(cmd=[PY, os.path.join(SCRIPTS, script), *a], **kw)
+
+
+OUT = "{tmp}/out.json"
+PRE = "{tmp}/pre.json"   # exists before the run, with known content
+MD = "{tmp}/report.md"
+
+CASES = [
+    # bench: its own flags
+    bench("--bogus", id="bench-unknown-flag", rc=2, names="--bogus"),
+    bench("--l2-flush=sometimes", id="bench-l2-flush", rc=2, names="--l2-flush"),
+    bench("--devices=1", id="bench-devices-without-gpu", rc=2, names="--devices 1"),
+    bench("--check", id="bench-check-without-env", rc=2, names="--check"),
+    bench("--env=yaml", id="bench-env-format", rc=2, names="--env"),
+    bench("--env", "--env-out={tmp}/no/dir/env.txt", id="bench-env-out-missing-dir", rc=2,
+          names="--env-out={tmp}/no/dir/env.txt: cannot write: No such file or directory"),
+    bench("--env", "--env-out={tmp}", id="bench-env-out-is-dir", rc=2, names="is a directory"),
+    # bench: Google Benchmark's flags, checked before it sees them
+    bench("--benchmark_filter=nomatch", f"--benchmark_out={OUT}", id="bench-filter-matches-nothing", rc=2,
+          names="--benchmark_filter=nomatch matches no benchmark", outputs=[OUT]),
+    bench("--benchmark_filter=nomatch", f"--benchmark_out={PRE}", id="bench-filter-keeps-old-results", rc=2,
+          names="nomatch", outputs=[PRE]),
+    bench("--benchmark_filter=[", f"--benchmark_out={OUT}", id="bench-filter-invalid-regex", rc=2,
+          names="--benchmark_filter=[", outputs=[OUT]),
+    bench("--benchmark_repetitions=-3", id="bench-repetitions-negative", rc=2, names="--benchmark_repetitions=-3"),
+    bench("--benchmark_repetitions=abc", id="bench-repetitions-word", rc=2, names="--benchmark_repetitions=abc"),
+    bench("--benchmark_min_time=0", id="bench-min-time-zero", rc=2, names="--benchmark_min_time=0"),
+    bench("--benchmark_min_time=nan", id="bench-min-time-nan", rc=2, names="--benchmark_min_time=nan"),
+    bench("--benchmark_min_warmup_time=-1", id="bench-warmup-negative", rc=2, names="--benchmark_min_warmup_time"),
+    bench("--benchmark_out={tmp}/no/dir/out.json", id="bench-out-missing-dir", rc=2,
+          names="--benchmark_out={tmp}/no/dir/out.json: cannot write: No such file or directory"),
+    bench("--benchmark_out={tmp}", id="bench-out-is-dir", rc=2, names="is a directory"),
+    bench("--benchmark_out=", id="bench-out-empty", rc=2, names="--benchmark_out="),
+    bench("--benchmark_out_format=yaml", f"--benchmark_out={OUT}", id="bench-out-format", rc=2,
+          names="--benchmark_out_format=yaml", outputs=[OUT]),
+    bench("--benchmark_format=xml", id="bench-format", rc=2, names="--benchmark_format=xml"),
+    bench("--benchmark_time_unit=min", id="bench-time-unit", rc=2, names="--benchmark_time_unit=min"),
+    bench("--benchmark_list_tests=maybe", id="bench-bool-flag", rc=2, names="--benchmark_list_tests=maybe"),
+    bench("--benchmark_unheard_of=1", id="bench-unknown-benchmark-flag", rc=2, names="--benchmark_unheard_of"),
+    # train: flags
+    train("--device", "tpu", id="train-device-unknown", rc=2, names="--device tpu"),
+    train("--device", "cuda:x", id="train-device-bad-index", rc=2, names="--device cuda:x"),
+    train("--device", "cpu:0", id="train-device-cpu-index", rc=2, names="--device cpu:0"),
+    train("--lr", "nan", id="train-lr-nan", rc=2, names="--lr"),
+    train("--lr", "-1", id="train-lr-negative", rc=2, names="--lr"),
+    train("--lr", "inf", id="train-lr-inf", rc=2, names="--lr"),
+    train("--momentum", "2", id="train-momentum-range", rc=2, names="--momentum"),
+    train("--momentum", "nan", id="train-momentum-nan", rc=2, names="--momentum"),
+    train("--threads", "-1", id="train-threads-negative", rc=2, names="--threads"),
+    train("--epochs", "0", id="train-epochs-zero", rc=2, names="--epochs"),
+    train("--batch-size", "0", id="train-batch-zero", rc=2, names="--batch-size"),
+    train("--limit", "0", id="train-limit-zero", rc=2, names="--limit"),
+    train("--test-limit", "0", id="train-test-limit-zero", rc=2, names="--test-limit"),
+    train("--tf32", "maybe", id="train-tf32", rc=2, names="--tf32"),
+    train("--bogus", id="train-unknown-flag", rc=2, names="--bogus"),
+    train("--json", "{tmp}/no/dir/t.json", id="train-json-missing-dir", rc=2,
+          names="--json {tmp}/no/dir/t.json: cannot write: No such file or directory"),
+    train("--json", "{tmp}", id="train-json-is-dir", rc=2, names="is a directory"),
+    # train: datasets
+    train("--data-dir", "{tmp}/nope", id="train-data-dir-missing", rc=2, names="--data-dir {tmp}/nope"),
+    train(id="train-data-env-missing", rc=2, names="CUDABENCH_DATA_DIR={tmp}/nope",
+          env={"CUDABENCH_DATA_DIR": "{tmp}/nope"}),
+    train("--data-dir", lambda t: dataset(t + "/d", train_images="dir"), id="train-images-is-dir", rc=2,
+          names="train-images-idx3-ubyte: is a directory"),
+    train("--data-dir", lambda t: dataset(t + "/d", train_images=idx_images(2, 32, 32)),
+          id="train-images-32x32", rc=2, names="train-images-idx3-ubyte: images are 32x32"),
+    train("--data-dir", lambda t: dataset(t + "/d", train_images=idx_images(0), train_labels=idx_labels(0)),
+          id="train-no-images", rc=2, names="holds no images"),
+    train("--data-dir", lambda t: dataset(t + "/d", train_images=idx_images(3)[:-5]),
+          id="train-images-truncated", rc=2, names="train-images-idx3-ubyte: truncated"),
+    train("--data-dir", lambda t: dataset(t + "/d", train_labels=idx_labels(3)),
+          id="train-count-mismatch", rc=2, names="has 2 images but"),
+    train("--data-dir", lambda t: dataset(t + "/d", train_images=gzip_bomb(), gz=True),
+          id="train-gzip-bomb", rc=2, names="inflates beyond the 1584 bytes its IDX header implies"),
+    train("--data-dir", lambda t: dataset(t + "/d", train_images=gzip.compress(idx_images(2))[:-12], gz=True),
+          id="train-gzip-truncated", rc=2, names="truncated gzip data"),
+    train("--data-dir", lambda t: dataset(t + "/d", train_images=b"\x1f\x8b" + b"junk" * 10, gz=True),
+          id="train-gzip-corrupt", rc=2, names="gzip"),
+    train("--data-dir", lambda t: dataset(t + "/d", train_labels=struct.pack(">II", 0x801, 2) + b"\x00\x0b"),
+          id="train-label-out-of-range", rc=2, names="label 11 at index 1 is out of range"),
+    # compare.py
+    py("compare.py", BASE, id="compare-one-file", rc=2, names="need at least two files"),
+    py("compare.py", BASE, "{tmp}/missing.json", id="compare-missing-file", rc=2,
+       names="{tmp}/missing.json: cannot read"),
+    py("compare.py", BASE, lambda t: write(t, "latin1.json", b'{"benchmarks": [], "context": {"h": "\xe9"}}'),
+       id="compare-not-utf8", rc=2, names="latin1.json: not UTF-8"),
+    py("compare.py", BASE, lambda t: write(t, "bad.json", b"{not json"), id="compare-not-json", rc=2,
+       names="bad.json: not valid JSON"),
+    py("compare.py", BASE, lambda t: gbench(t, "null.json", set_first("real_time", None)),
+       id="compare-real-time-null", rc=2, names="null.json: VectorAdd/cuda_v4/n:1000000/manual_time: real_time"),
+    py("compare.py", BASE, lambda t: gbench(t, "str.json", set_first("real_time", "fast")),
+       id="compare-real-time-string", rc=2, names="str.json: VectorAdd/cuda_v4/n:1000000/manual_time: real_time"),
+    py("compare.py", BASE, lambda t: gbench(t, "neg.json", set_first("real_time", -5.0)),
+       id="compare-real-time-negative", rc=2, names="neg.json"),
+    py("compare.py", BASE, lambda t: gbench(t, "zero.json", set_first("real_time", 0)),
+       id="compare-real-time-zero", rc=2, names="zero.json"),
+    py("compare.py", BASE, lambda t: gbench(t, "unit.json", set_first("time_unit", "min")),
+       id="compare-time-unit", rc=2, names="unit.json"),
+    py("compare.py", BASE, lambda t: gbench(t, "ctx.json", lambda d: d.update(context=[1, 2])),
+       id="compare-context-list", rc=2, names="ctx.json: 'context' is a list"),
+    py("compare.py", BASE, lambda t: gbench(t, "noname.json", lambda d: d["benchmarks"][0].pop("name")),
+       id="compare-entry-without-name", rc=2, names="noname.json: benchmarks[0] has no name"),
+    py("compare.py", BASE, BASE, "--filter", "[", id="compare-filter-invalid", rc=2, names="--filter ["),
+    py("compare.py", BASE, BASE, "--markdown", "{tmp}/no/dir/r.md", id="compare-markdown-missing-dir", rc=2,
+       names="--markdown {tmp}/no/dir/r.md: cannot write"),
+    py("compare.py", BASE, BASE, "--markdown", "{tmp}", id="compare-markdown-is-dir", rc=2,
+       names="is a directory"),
+    py("compare.py", BASE, BASE, "--labels", "a", id="compare-labels-count", rc=2, names="--labels"),
+    py("compare.py", BASE, BASE, "--labels", "a,a", id="compare-labels-twice", rc=2, names="'a' given twice"),
+    py("compare.py", BASE, BASE, "--metric", "joules", id="compare-metric", rc=2, names="--metric"),
+    py("compare.py", BASE, BASE, "--threshold", "nan", id="compare-threshold-nan", rc=2, names="--threshold"),
+    py("compare.py", BASE, BASE, "--floors", lambda t: write(t, "floors.json", b'{"benchmarks": {"x": '
+                                                                         b'{"process_medians": [1, true]}}}'),
+       id="compare-floors-bad", rc=2, names="floors.json"),
+    py("compare.py", BASE, os.path.join(FIX, "with_error.json"), id="compare-failed-check-fails-gate", rc=1,
+       names="failed in the new run (a wrong result): VectorAdd/cuda_v4/n:1000000/manual_time"),
+    py("compare.py", BASE, BASE, id="compare-without-scipy", rc=3, names="needs scipy",
+       env={"CUDABENCH_VENV": "{tmp}/no-venv", "PYTHON": "/usr/bin/python3"}),
+    # report.py
+    py("report.py", "--out", "{tmp}/r", id="report-no-files", rc=2, names="give result files"),
+    py("report.py", BASE, id="report-no-out", rc=2, names="--out"),
+    py("report.py", lambda t: write(t, "bad.json", b"[1,"), "--out", "{tmp}/r", id="report-bad-json", rc=2,
+       names="bad.json: not valid JSON", outputs=["{tmp}/r"]),
+    py("report.py", lambda t: gbench(t, "bps.json", set_first("bytes_per_second", "many")), "--out", "{tmp}/r",
+       id="report-counter-string", rc=2, names="bps.json", outputs=["{tmp}/r"]),
+    py("report.py", BASE, BASE, "--labels", "a,a", "--out", "{tmp}/r", id="report-labels-twice", rc=2,
+       names="'a' given twice", outputs=["{tmp}/r"]),
+    py("report.py", BASE, "--out", lambda t: write(t, "afile", b"x"), id="report-out-is-a-file", rc=2,
+       names="--out"),
+    py("report.py", "--history", "{tmp}/nope", "--out", "{tmp}/r", id="report-history-missing", rc=2,
+       names="{tmp}/nope: cannot read", outputs=["{tmp}/r"]),
+    # the scripts
+    py("ab.py", "run", "--a", BENCH, id="ab-missing-side", rc=2, names="--b"),
+    py("ab.py", "run", "--a", "{tmp}/nope", "--b", BENCH, "--out", "{tmp}/ab", id="ab-no-executable", rc=2,
+       names="--a {tmp}/nope: no such executable", outputs=["{tmp}/ab"]),
+    py("matrix_toolkits.py", "--plan", id="matrix-plan-not-json", rc=2, names="not JSON", stdin="{oops"),
+    Case(cmd=["bash", os.path.join(SCRIPTS, "regress.sh"), "--bogus"], id="regress-unknown-argument", rc=2,
+         names="'--bogus'"),
+    Case(cmd=["bash", os.path.join(SCRIPTS, "matrix.sh"), "--toolkit", "{tmp}/nope"], id="matrix-toolkit-missing",
+         rc=2, names="--toolkit {tmp}/nope: no such folder"),
+    Case(cmd=["bash", os.path.join(SCRIPTS, "cpu-quota.sh"), "2", "true"], id="cpu-quota-fraction", rc=2,
+         names="got '2'"),
+]
+
+
+def needs(path):
+    return pytest.mark.skipif(not os.access(path, os.X_OK), reason=f"{path} is not built")
+
+
+def expand(x, tmp):
+    if callable(x):
+        return x(tmp)
+    return x.replace("{tmp}", tmp)
+
+
+def snapshot(path):
+    if os.path.isdir(path):
+        return ("dir", sorted(os.listdir(path)))
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            return ("file", f.read())
+    return None
+
+
+def dev_full_is_intact():
+    """A tool that renamed a file over /dev/full (as root) would break it."""
+    return stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def temporaries(top):
+    return [os.path.join(d, n) for d, _, names in os.walk(top) for n in names if ".tmp." in n]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input(case, tmp_path):
+    if case.cmd[0] in (BENCH, TRAIN) and not os.access(case.cmd[0], os.X_OK):
+        pytest.skip(f"{case.cmd[0]} is not built (train needs LibTorch)")
+    tmp = str(tmp_path)
+    with open(os.path.join(tmp, "pre.json"), "w") as f:
+        f.write('{"kept": true}\n')
+    cmd = [expand(x, tmp) for x in case.cmd]
+    env = dict(os.environ, **{k: expand(v, tmp) for k, v in case.env.items()})
+    if env.pop("PYTHON", None):
+        cmd[0] = "/usr/bin/python3"  # a python without the venv's scipy
+        env.pop("VIRTUAL_ENV", None)
+    outputs = [expand(o, tmp) for o in case.outputs]
+    before = {o: snapshot(o) for o in outputs}
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", env=env, input=case.stdin,
+                       timeout=120, cwd=tmp)
+    lines = [x for x in r.stderr.splitlines() if x.strip()]
+    assert r.returncode == case.rc, f"exit {r.returncode}, expected {case.rc}; stderr:\n{r.stderr}"
+    assert len(lines) == 1, f"expected one line on stderr, got {len(lines)}:\n{r.stderr}"
+    assert expand(case.names, tmp) in lines[0], lines[0]
+    assert len(lines[0]) < 400, f"a line of {len(lines[0])} characters: {lines[0][:200]}..."
+    for t in TRACES:
+        assert t not in r.stderr and t not in r.stdout, f"{t!r} reached the terminal:\n{r.stderr}"
+    for o in outputs:
+        assert snapshot(o) == before[o], f"{o} was created or changed"
+    assert not temporaries(tmp), f"temporary files left: {temporaries(tmp)}"
+
+
+def test_the_table_covers_every_program():
+    progs = {os.path.basename(c.cmd[1] if c.cmd[0] in (PY, "bash") else c.cmd[0]) for c in CASES}
+    assert {"bench", "train", "compare.py", "report.py"} <= progs
+    assert len(CASES) >= 40
+
+
+# ---- what a table cannot hold ----
+
+@needs(BENCH)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_bench_stopped_by_a_signal_leaves_no_file(tmp_path, sig):
+    out = tmp_path / "out.json"
+    p = subprocess.Popen([BENCH, "--benchmark_filter=VectorAdd/cpu_scalar", "--benchmark_min_time=2",
+                          f"--benchmark_out={out}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.5)
+    p.send_signal(sig)
+    p.wait(timeout=30)
+    assert p.returncode == -sig
+    assert not out.exists() and not temporaries(str(tmp_path))
+
+
+@needs(BENCH)
+def test_bench_on_a_full_disk_exits_3_and_says_why(tmp_path):
+    r = subprocess.run([BENCH, "--benchmark_filter=VectorAdd/cpu_scalar/n:4096/", "--benchmark_min_time=0.01",
+                        "--benchmark_out=/dev/full"], capture_output=True, text=True)
+    assert r.returncode == 3, r.stderr
+    assert "--benchmark_out=/dev/full: cannot write: No space left on device" in r.stderr
+    r = subprocess.run([BENCH, "--env", "--env-out=/dev/full"], capture_output=True, text=True)
+    assert r.returncode == 3 and r.stderr.strip() == "bench: --env-out=/dev/full: cannot write: No space left on device"
+    assert dev_full_is_intact()
+
+
+@needs(TRAIN)
+def test_train_on_a_full_disk_exits_3_after_checking_early(tmp_path):
+    d = dataset(str(tmp_path / "d"), train_images=idx_images(64), train_labels=idx_labels(64))
+    r = subprocess.run([TRAIN, "--data-dir", d, "--epochs", "1", "--quiet", "--json", "/dev/full"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.strip() == "train: --json /dev/full: cannot write: No space left on device"
+    assert dev_full_is_intact()
+
+
+@needs(TRAIN)
+def test_train_stopped_by_a_signal_leaves_no_file(tmp_path):
+    d = dataset(str(tmp_path / "d"), train_images=idx_images(6000), train_labels=idx_labels(6000))
+    out = tmp_path / "t.json"
+    p = subprocess.Popen([TRAIN, "--data-dir", d, "--epochs", "50", "--json", str(out), "--quiet"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(4)
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=60)
+    assert p.returncode == -signal.SIGTERM
+    assert not out.exists() and not temporaries(str(tmp_path))
+
+
+def test_compare_markdown_on_a_full_disk_exits_3():
+    r = subprocess.run([PY, os.path.join(SCRIPTS, "compare.py"), BASE, BASE, "--markdown", "/dev/full"],
+                       capture_output=True, text=True)
+    assert r.returncode == 3, r.stderr
+    assert "/dev/full: cannot write" in r.stderr and "Traceback" not in r.stderr
+    assert dev_full_is_intact()
+
+
+def test_report_only_reports_a_failed_check_without_failing():
+    r = subprocess.run([PY, os.path.join(SCRIPTS, "compare.py"), BASE, os.path.join(FIX, "with_error.json"),
+                        "--report-only"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "error" in r.stdout and "new: " in r.stdout
+
+
+def test_report_labels_three_runs_of_one_setup_apart(tmp_path):
+    """Three files with the same default label: each column shows its own
+    run's numbers (the last file's used to fill every column)."""
+    paths = []
+    for i, scale in enumerate((1.0, 2.0, 4.0)):
+        def m(doc, scale=scale):
+            for b in doc["benchmarks"]:
+                if "real_time" in b:
+                    b["real_time"] *= scale
+        paths.append(gbench(str(tmp_path), f"run{i}.json", m))
+    out = tmp_path / "r"
+    r = subprocess.run([PY, os.path.join(SCRIPTS, "report.py"), *paths, "--out", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    md = (out / "report.md").read_text()
+    header = next(x for x in md.splitlines() if x.startswith("| benchmark |") and "baseline" in x)
+    assert "(run0.json) (baseline)" in header and "(run1.json)" in header and "(run2.json)" in header
+    row = next(x for x in md.splitlines() if x.startswith("| VectorAdd/cuda_v4/n:1000000/manual_time |"))
+    assert "+100.0%" in row and "+300.0%" in row, row
