@@ -130,6 +130,12 @@ def read_json(path):
             raw = f.read()
     except OSError as e:
         raise BadInput(f"{path}: cannot read ({e.strerror})")
+    return decode_json(raw, path)
+
+
+def decode_json(raw, path):
+    """Bytes read from `path` as JSON; BadInput naming it when they are not
+    (not UTF-8, not JSON, nested too deeply). The fuzz target drives this."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -162,7 +168,12 @@ def check_writable(path, flag):
 
 def load(path, metric="time"):
     """Read one Google Benchmark JSON file into samples per benchmark."""
-    doc = read_json(path)
+    return load_doc(read_json(path), path, metric)
+
+
+def load_doc(doc, path, metric="time"):
+    """A Google Benchmark document (read from `path`) as samples per
+    benchmark; BadInput naming the file and the entry for anything else."""
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise BadInput(f"{path}: not Google Benchmark JSON (no 'benchmarks' list)")
     if not isinstance(doc.get("context", {}), dict):
@@ -237,7 +248,10 @@ FLOOR_DRAWS = 4000
 def load_floors(path):
     """{benchmark name: [relative process medians]} from an A/A calibration
     file (scripts/ab.py calibrate)."""
-    doc = read_json(path)
+    return floors_from_doc(read_json(path), path)
+
+
+def floors_from_doc(doc, path):
     benches = doc.get("benchmarks") if isinstance(doc, dict) else None
     if not isinstance(benches, dict):
         raise BadInput(f"{path}: not a floors file (no 'benchmarks' object; make one with scripts/ab.py calibrate)")

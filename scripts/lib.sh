@@ -71,3 +71,19 @@ ci_subset_filter() {
     auto) if "$CUDABENCH_ROOT/build/bench" --env --require-gpu >/dev/null 2>&1; then echo "^($cpu|$gpu)"; else echo "^($cpu)"; fi ;;
   esac
 }
+
+# The sanitize preset's build (AddressSanitizer + UBSan under clang, no CUDA,
+# no LibTorch, the libFuzzer targets) in build-san, through ccache like the
+# others. Returns 3 when it fails.
+build_sanitize() {
+  local log launcher=()
+  if command -v ccache >/dev/null 2>&1 && [ "${CUDABENCH_NO_CCACHE:-0}" != 1 ]; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="env;CCACHE_DIR=${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/ccache;CCACHE_BASEDIR=$CUDABENCH_ROOT;CCACHE_NOHASHDIR=1;ccache")
+  fi
+  log="$(mktemp)"
+  if ! (cd "$CUDABENCH_ROOT" && cmake --preset sanitize "${launcher[@]}") >"$log" 2>&1; then
+    cat "$log" >&2; rm -f "$log"; return 3
+  fi
+  rm -f "$log"
+  (cd "$CUDABENCH_ROOT" && cmake --build --preset sanitize) || return 3
+}

@@ -2,13 +2,15 @@
 # Installs what cudabench needs, idempotently, and says nothing when all of it
 # is already there:
 #   1. Debian packages: compilers and build tools, GoogleTest, nlohmann_json,
-#      CLI11, Fashion-MNIST (dataset-fashion-mnist).
+#      CLI11, Fashion-MNIST (dataset-fashion-mnist), clang with libFuzzer and
+#      its OpenMP (the sanitizer build and the fuzz targets).
 #   2. Google Benchmark 1.7.1 built as Release from Debian's own source package
 #      (Debian's binary is a debug build: it warns on every run and reports
 #      library_build_type=debug), installed in $CUDABENCH_CACHE/benchmark-release.
 #   3. A virtual environment the project owns, $CUDABENCH_CACHE/venv, with the
 #      pinned torch==2.11.0 (LibTorch: C++ headers, libraries, CMake config; a
-#      CUDA 13.0 build) and the Python tools of scripts/requirements.txt.
+#      CUDA 13.0 build) and the Python tools of scripts/requirements.txt
+#      (atheris: the fuzz target of compare.py's JSON loading).
 # Heavy downloads stay in $CUDABENCH_CACHE (default ~/.cache/cudabench), so
 # every clone on this machine shares them.
 # Environment: CUDABENCH_CACHE; Torch_DIR (your own LibTorch: no torch is
@@ -27,7 +29,8 @@ SUDO=""
 
 # ---- 1. Debian packages ----
 pkgs=(build-essential cmake ninja-build ccache git pkg-config libgtest-dev nlohmann-json3-dev
-      libcli11-dev zlib1g-dev dataset-fashion-mnist dpkg-dev)
+      libcli11-dev zlib1g-dev dataset-fashion-mnist dpkg-dev
+      clang libfuzzer-14-dev libomp-14-dev)  # the sanitizer build and the fuzz targets (scripts/fuzz.sh)
 python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
@@ -76,7 +79,7 @@ fi
 VENV="${CUDABENCH_VENV:-$CACHE/venv}"
 want_torch=1
 { [ -n "${Torch_DIR:-}" ] || [ "${CUDABENCH_NO_TORCH:-0}" = 1 ]; } && want_torch=0
-check='import scipy, matplotlib, numpy, pytest'
+check='import scipy, matplotlib, numpy, pytest, atheris'
 [ "$want_torch" = 1 ] && check="$check; import torch; assert torch.__version__.startswith('2.11.0'), torch.__version__"
 if ! "$VENV/bin/python" -c "$check" >/dev/null 2>&1; then
   say "preparing $VENV (pip cache in ~/.cache/pip)"

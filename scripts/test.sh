@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: install what is missing, build, run the test suite (CTest),
+# the CPU tests again under AddressSanitizer and UBSan (scripts/sanitize.sh),
+# each fuzz target for $CUDABENCH_FUZZ_SECONDS (default 30; scripts/fuzz.sh),
 # then the revision gate: this commit against its parent, interleaved
 # (scripts/regress.sh; it fails on a real slowdown where this kind of machine
 # has measured noise floors, and reports only elsewhere).
@@ -12,6 +14,8 @@ bash "$CUDABENCH_ROOT/scripts/setup.sh"
 # 2 bad arguments; 3 the set-up or the build failed.
 configure_and_build "$CUDABENCH_ROOT/build" || exit 3
 (cd "$CUDABENCH_ROOT/build" && ctest --output-on-failure --no-tests=error -j2 "$@") || exit 1
+bash "$CUDABENCH_ROOT/scripts/sanitize.sh"
+bash "$CUDABENCH_ROOT/scripts/fuzz.sh" "${CUDABENCH_FUZZ_SECONDS:-30}"
 if [ "${CUDABENCH_SKIP_REGRESS:-0}" != 1 ]; then
   bash "$CUDABENCH_ROOT/scripts/regress.sh"
 fi

@@ -13,6 +13,14 @@
 
 namespace fs = std::filesystem;
 
+// A bench built without CUDA never uses a GPU, fake or real: the fake-GPU
+// cases need a CUDA build (the sanitize and cpu-only presets have none).
+#ifdef CUDABENCH_HAVE_CUDA
+#define SKIP_WITHOUT_CUDA_BUILD() (void)0
+#else
+#define SKIP_WITHOUT_CUDA_BUILD() GTEST_SKIP() << "bench is built without CUDA"
+#endif
+
 namespace {
 
 struct Result {
@@ -147,6 +155,7 @@ TEST(BenchCli, EnvReportTextAndJson) {
 }
 
 TEST(BenchCliFakeGpu, EnvReportListsEveryGpuWithNvmlFacts) {
+  SKIP_WITHOUT_CUDA_BUILD();
   const fs::path out = temp_file("fake-env.json");
   const Result r = run("--env=json --env-out " + out.string(), fakes("h200x4"));
   ASSERT_EQ(r.code, 0) << r.out;
@@ -162,6 +171,7 @@ TEST(BenchCliFakeGpu, EnvReportListsEveryGpuWithNvmlFacts) {
 }
 
 TEST(BenchCliFakeGpu, DevicesSelectGpusAndNamesCarryTheDevice) {
+  SKIP_WITHOUT_CUDA_BUILD();
   Result r = run("--devices 0,2 --benchmark_list_tests", fakes("h200x4"));
   ASSERT_EQ(r.code, 0) << r.out;
   for (const char* n : {"VectorAdd/cuda_v4/n:4096/dev:0/manual_time", "VectorAdd/cuda_v4/n:4096/dev:2/manual_time",
@@ -187,6 +197,7 @@ TEST(BenchCliFakeGpu, DevicesSelectGpusAndNamesCarryTheDevice) {
 }
 
 TEST(BenchCliFakeGpu, BadDeviceListsAreUsageErrors) {
+  SKIP_WITHOUT_CUDA_BUILD();
   Result r = run("--devices 4", fakes("h200x4"));
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_TRUE(has(r.out, "bench: --devices 4: there is no GPU 4 (4 usable: 0..3)")) << r.out;
@@ -210,6 +221,7 @@ TEST(BenchCliFakeGpu, BadDeviceListsAreUsageErrors) {
 }
 
 TEST(BenchCliFakeGpu, ContextNamesTheSelectedGpuTheFlushAndTheHost) {
+  SKIP_WITHOUT_CUDA_BUILD();
   const fs::path out = temp_file("fake-ctx.json");
   const Result r = run("--devices 2 --l2-flush memset --benchmark_filter='VectorAdd/cpu_scalar/n:4096/' "
                        "--benchmark_min_time=0.01 --benchmark_out=" + out.string(),
@@ -229,6 +241,7 @@ TEST(BenchCliFakeGpu, ContextNamesTheSelectedGpuTheFlushAndTheHost) {
 }
 
 TEST(BenchCliFakeGpu, ABrokenDriverIsReportedNotUsed) {
+  SKIP_WITHOUT_CUDA_BUILD();
   const fs::path out = temp_file("fake-broken.json");
   Result r = run("--env=json --env-out " + out.string(), fakes("init-fails"));
   ASSERT_EQ(r.code, 0) << r.out;
@@ -292,6 +305,7 @@ TEST(BenchCliGpu, EveryGpuFamilyRunsCheckedOnEveryDevice) {
 }
 
 TEST(BenchCliFakeGpu, ProhibitedGpusAreLeftOutOrRefused) {
+  SKIP_WITHOUT_CUDA_BUILD();
   Result r = run("--benchmark_list_tests", fakes("h200x2-first-prohibited"));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(has(r.out, "VectorAdd/cuda_v4/n:4096/manual_time\n"));  // one device: GPU 1

@@ -140,7 +140,8 @@ TEST(FakeDriver, ProhibitedGpusAreNotUsable) {
   const DriverInfo d = probe_driver();
   const auto gpus = probe_gpus();
   ASSERT_EQ(gpus.size(), 1u);
-  const Verdict* v = find(gpu_setup_verdicts(gpus[0]), "gpu.compute_mode");
+  const auto setup = gpu_setup_verdicts(gpus[0]);  // held: find() points into it
+  const Verdict* v = find(setup, "gpu.compute_mode");
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->level, L::Error);
   RuntimeInfo rt;

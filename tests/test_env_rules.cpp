@@ -428,7 +428,8 @@ TEST(Verdicts, NoNvmlBesideADriverIsSaid) {
   Report r = base_report();
   r.driver = good_driver();
   r.driver.nvml_error = "libnvidia-ml.so.1 not found";
-  const Verdict* v = find(evaluate(r), "nvml.missing");
+  const auto verdicts = evaluate(r);  // held: find() points into it
+  const Verdict* v = find(verdicts, "nvml.missing");
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->level, L::Info);
   EXPECT_NE(v->message.find("libnvidia-ml.so.1 not found"), std::string::npos);
