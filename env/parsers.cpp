@@ -1,6 +1,12 @@
 #include "parsers.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
+#include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -124,6 +130,31 @@ std::string parse_proc_driver_version(std::string_view text) {
     if (num.find('.') != std::string_view::npos) return std::string(num);
   }
   return std::string(line);
+}
+
+std::string read_text_file(const std::string& path, std::size_t limit) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string out;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    char buf[8192];
+    while (out.size() < limit) {
+      const ssize_t n = ::read(fd, buf, std::min(sizeof buf, limit - out.size()));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+std::string read_first_line(const std::string& path) {
+  std::string line = read_text_file(path, 1 << 16);
+  line = line.substr(0, line.find('\n'));
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r' || line.back() == '\t')) line.pop_back();
+  return line;
 }
 
 Version parse_nvcc_version(std::string_view text) {

@@ -29,6 +29,13 @@ Version parse_cudart_header(std::string_view text);
 // x86_64 Kernel Module  580.95.05  Tue ..." (also "... Kernel Module for
 // aarch64  580.95.05"); the line itself when it has no version, "" when empty.
 std::string parse_proc_driver_version(std::string_view text);
+// The first `limit` bytes of a regular file (or a /proc or /sys file); ""
+// when it is missing, unreadable, a folder or a device. Never throws: a
+// std::ifstream over a folder throws from its first read in libstdc++.
+std::string read_text_file(const std::string& path, std::size_t limit = 1 << 20);
+// Its first line, without the line end and trailing blanks.
+std::string read_first_line(const std::string& path);
+
 // `nvcc --version`: "Cuda compilation tools, release 13.0, V13.0.88".
 Version parse_nvcc_version(std::string_view text);
 // A versioned library file name: libcuda.so.580.95.05 -> "580.95.05",

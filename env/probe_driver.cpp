@@ -36,11 +36,7 @@ std::string loaded_path_of(void* handle) {
 }
 
 std::string kernel_module_version() {
-  std::ifstream f("/proc/driver/nvidia/version");
-  if (!f) return "";
-  std::string line;
-  std::getline(f, line);
-  return parse_proc_driver_version(line);
+  return parse_proc_driver_version(read_first_line("/proc/driver/nvidia/version"));
 }
 
 // The driver API entry points the probe uses (CUresult and CUdevice are ints).

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "parsers.h"
 #include "probe.h"
 
 namespace fs = std::filesystem;
@@ -16,13 +17,7 @@ namespace fs = std::filesystem;
 namespace cudabench::env {
 namespace {
 
-std::string first_line(const fs::path& p) {
-  std::ifstream f(p);
-  std::string line;
-  std::getline(f, line);
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ' || line.back() == '\r')) line.pop_back();
-  return line;
-}
+std::string first_line(const fs::path& p) { return read_first_line(p.string()); }
 
 std::string trim(std::string s) {
   const auto a = s.find_first_not_of(" \t");
@@ -38,7 +33,7 @@ HostInfo probe_host(const std::string& root_dir) {
 
   // /proc/cpuinfo: one block per logical CPU; a core is a distinct
   // (physical id, core id) pair, a socket a distinct physical id.
-  std::ifstream cpuinfo(root / "proc/cpuinfo");
+  std::istringstream cpuinfo(read_text_file((root / "proc/cpuinfo").string(), 16 << 20));
   std::set<std::string> sockets;
   std::set<std::pair<std::string, std::string>> cores;
   std::string line, physical = "0", model_fallback;
@@ -72,7 +67,7 @@ HostInfo probe_host(const std::string& root_dir) {
 
   h.kernel = first_line(root / "proc/sys/kernel/osrelease");
   {
-    std::ifstream os(root / "etc/os-release");
+    std::istringstream os(read_text_file((root / "etc/os-release").string()));
     while (std::getline(os, line))
       if (line.rfind("PRETTY_NAME=", 0) == 0) {
         h.os = line.substr(12);
@@ -80,7 +75,7 @@ HostInfo probe_host(const std::string& root_dir) {
       }
   }
   {
-    std::ifstream mem(root / "proc/meminfo");
+    std::istringstream mem(read_text_file((root / "proc/meminfo").string()));
     while (std::getline(mem, line))
       if (line.rfind("MemTotal:", 0) == 0) h.memory_bytes = std::atoll(line.c_str() + 9) * 1024LL;
   }

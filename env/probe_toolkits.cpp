@@ -42,14 +42,7 @@ std::string canonical_str(const fs::path& p) {
   return ec ? p.lexically_normal().string() : c.string();
 }
 
-std::string read_file(const fs::path& p, std::size_t limit = 1 << 20) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return "";
-  std::string s(limit, '\0');
-  f.read(s.data(), static_cast<std::streamsize>(limit));
-  s.resize(static_cast<std::size_t>(f.gcount()));
-  return s;
-}
+std::string read_file(const fs::path& p) { return read_text_file(p.string()); }
 
 std::vector<fs::path> list_dir(const fs::path& d) {
   std::vector<fs::path> out;

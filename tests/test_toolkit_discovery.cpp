@@ -209,3 +209,27 @@ TEST_F(FakeTree, NvccVersionIsTheLastResort) {
   EXPECT_EQ(t->version.str(), "12.2.140");
   EXPECT_EQ(t->version_source, "bin/nvcc --version");
 }
+
+// Folders where files should be: no throw (a std::ifstream read of a folder
+// throws in libstdc++), the next source of the version is used.
+TEST_F(FakeTree, FoldersInPlaceOfVersionFilesAreSkipped) {
+  fs::create_directories(root / "usr/local/cuda-12.1/version.json");
+  fs::create_directories(root / "usr/local/cuda-12.1/version.txt");
+  fs::create_directories(root / "usr/local/cuda-12.1/include/cuda_runtime_api.h");
+  file("usr/local/cuda-12.1/targets/x86_64-linux/include/cuda_runtime_api.h", "#define CUDART_VERSION 12010\n");
+  std::optional<ToolkitInstall> t;
+  ASSERT_NO_THROW(t = inspect_toolkit((root / "usr/local/cuda-12.1").string()));
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->version.major_minor(), "12.1");
+  EXPECT_EQ(t->version_source, "targets/x86_64-linux/include/cuda_runtime_api.h");
+}
+
+TEST_F(FakeTree, HostProbeTakesFoldersInPlaceOfProcFiles) {
+  fs::create_directories(root / "proc/cpuinfo");
+  fs::create_directories(root / "proc/meminfo");
+  fs::create_directories(root / "etc/os-release");
+  HostInfo h;
+  ASSERT_NO_THROW(h = probe_host(root.string()));
+  EXPECT_EQ(h.threads, 0);
+  EXPECT_EQ(h.memory_bytes, 0);
+}
