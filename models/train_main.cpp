@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <c10/util/Exception.h>
+#include <cmath>
 #include <cstdio>
 #include <regex>
 #include <fstream>
@@ -128,6 +129,12 @@ int main(int argc, char** argv) {
                 << st.train_loss << "  test loss " << last.loss << "  test acc " << std::setprecision(2)
                 << 100.0 * last.accuracy << "%  " << std::setprecision(2) << st.seconds << " s  "
                 << std::setprecision(0) << st.images_per_second << " img/s" << std::endl;
+      if (!std::isfinite(st.train_loss) || !std::isfinite(last.loss)) {
+        // NaN results are a wrong result, not numbers to save (JSON would hold nulls).
+        std::cerr << "train: epoch " << e << ": the loss is not a finite number (training diverged; try a lower "
+                  << "--lr than " << short_number(cfg.lr) << "); nothing written\n";
+        return kExitWrongResult;
+      }
       epochs.push_back({{"epoch", e},
                         {"train_loss", st.train_loss},
                         {"test_loss", last.loss},

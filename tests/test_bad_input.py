@@ -414,3 +414,14 @@ def test_report_labels_three_runs_of_one_setup_apart(tmp_path):
     assert "(run0.json) (baseline)" in header and "(run1.json)" in header and "(run2.json)" in header
     row = next(x for x in md.splitlines() if x.startswith("| VectorAdd/cuda_v4/n:1000000/manual_time |"))
     assert "+100.0%" in row and "+300.0%" in row, row
+
+
+@needs(TRAIN)
+def test_train_that_diverges_is_a_wrong_result_and_saves_nothing(tmp_path):
+    out = tmp_path / "t.json"  # Fashion-MNIST (setup.sh installs it): 10 batches at lr 1e5 diverge
+    r = subprocess.run([TRAIN, "--epochs", "1", "--lr", "1e5", "--limit", "640", "--test-limit", "100", "--quiet",
+                        "--json", str(out)], capture_output=True, text=True, timeout=300,
+                       env={k: v for k, v in os.environ.items() if k != "CUDABENCH_DATA_DIR"})
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.strip().startswith("train: epoch 1: the loss is not a finite number")
+    assert not out.exists() and not temporaries(str(tmp_path))
