@@ -251,6 +251,26 @@ void fail(benchmark::State& state, const std::string& message) {
 
 bool any_failure() { return g_failed; }
 
+namespace {
+std::atomic<bool> g_run_failed{false};
+std::vector<std::string>& note_list() {
+  static std::vector<std::string> n;
+  return n;
+}
+}  // namespace
+
+void fail_run(benchmark::State& state, const std::string& message) {
+  g_run_failed = true;
+  const std::string m = kCouldNotRun + message;
+  std::cerr << "cudabench: " << m << "\n";
+  state.SkipWithError(m.c_str());
+}
+
+bool any_run_failure() { return g_run_failed; }
+
+void add_note(const std::string& line) { note_list().push_back(line); }
+const std::vector<std::string>& notes() { return note_list(); }
+
 bool check_vector_add(benchmark::State& state, const std::string& what, const float* a,
                       const float* b, const float* c, std::size_t n) {
   const std::size_t i = vector_add::first_mismatch(a, b, c, n);

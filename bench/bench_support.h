@@ -160,6 +160,17 @@ void poison(float* p, std::size_t n);  // quiet NaN in every element
 // Fail the benchmark: SkipWithError, one line on stderr, exit code 1 later.
 void fail(benchmark::State& state, const std::string& message);
 bool any_failure();
+// A benchmark that could not run (out of memory, a CUDA or LibTorch error
+// that is no kernel fault): not a wrong result. Its error message starts
+// with kCouldNotRun (compare.py reads it so) and bench exits 3, not 1.
+constexpr const char* kCouldNotRun = "could not run: ";
+void fail_run(benchmark::State& state, const std::string& message);
+bool any_run_failure();
+// Why some benchmarks are absent (no GPU, no dataset): said once on stderr
+// when benchmarks are about to run or be listed, not before the flags and
+// the filter are known to be good.
+void add_note(const std::string& line);
+const std::vector<std::string>& notes();
 
 // Compare c with a + b element by element; on a mismatch, fail() and return
 // false. `what` names the implementation in the message.

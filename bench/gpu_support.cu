@@ -14,6 +14,25 @@
 
 namespace cudabench::bench {
 
+void fail_gpu(benchmark::State& state, const std::exception& e) {
+  if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
+    switch (ce->code()) {
+      case cudaErrorIllegalAddress:
+      case cudaErrorLaunchFailure:
+      case cudaErrorMisalignedAddress:
+      case cudaErrorIllegalInstruction:
+      case cudaErrorInvalidPc:
+      case cudaErrorHardwareStackError:
+      case cudaErrorAssert:
+        fail(state, e.what());
+        return;
+      default:
+        break;
+    }
+  }
+  fail_run(state, e.what());
+}
+
 template <typename T>
 DeviceBuffer<T>::DeviceBuffer(std::size_t n) : n_(n) {
   CUDA_CHECK(cudaGetDevice(&dev_));
@@ -253,7 +272,7 @@ void run_gpu_vector_add(benchmark::State& state, const std::string& what, const 
     set_vector_add_counters(state, n);
     if (cache.empty()) set_peak_counters(state, bytes, dram_peak(dev));
   } catch (const std::exception& e) {
-    fail(state, e.what());
+    fail_gpu(state, e);
   }
 }
 

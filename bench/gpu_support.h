@@ -65,6 +65,11 @@ class GpuTimer {
 
 // Makes CUDA device `dev` current for the benchmark that runs now.
 void use_device(int dev);
+
+// A GPU benchmark's exception: a kernel fault (illegal address, launch
+// failure, a device assert, ...) is a wrong result (fail); anything else
+// (out of memory, a missing device) could not run (fail_run).
+void fail_gpu(benchmark::State& state, const std::exception& e);
 // The current device's benchmark stream (non-blocking, made once per device).
 cudaStream_t bench_stream();
 

@@ -95,7 +95,8 @@ int run(int argc, char** argv) {
     if (a.rfind("--benchmark_out_format=", 0) == 0) out_format = a.substr(23);
     if (a.rfind("--benchmark_list_tests", 0) == 0) {
       const auto eq = a.find('=');
-      const std::string v = eq == std::string::npos ? "true" : a.substr(eq + 1);
+      std::string v = eq == std::string::npos ? "true" : a.substr(eq + 1);
+      for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       list_only = !(v == "false" || v == "0" || v == "no" || v == "n" || v == "f" || v == "off");
     }
   }
@@ -162,7 +163,10 @@ int run(int argc, char** argv) {
   int bargc = static_cast<int>(args.size());
   args.push_back(nullptr);
   benchmark::Initialize(&bargc, args.data());
-  if (benchmark::ReportUnrecognizedArguments(bargc, args.data())) return kExitBadInput;
+  if (bargc > 1) {  // what neither we nor Google Benchmark know: the first, in one line
+    std::cerr << "bench: unknown flag or argument " << args[1] << " (see --help)\n";
+    return kExitBadInput;
+  }
 
   // The flat facts go into the context here; the whole report is added to
   // a JSON output file as an object after the run (on the console it would
@@ -182,8 +186,16 @@ int run(int argc, char** argv) {
     bench::register_gpu_vector_add();
     bench::register_transfers();
 #endif
+  } else {
+    bench::add_note("cudabench: GPU benchmarks not run: " + report.status.reason);
   }
-  bench::register_torch(report.status.usable);
+  if (const std::string err = bench::register_torch(report.status.usable); !err.empty()) {
+    std::cerr << "bench: " << err << "\n";
+    return kExitBadInput;
+  }
+  auto say_notes = [] {
+    for (const auto& n : bench::notes()) std::cerr << n << "\n";
+  };
 
   // Reporters that keep names free of the per-benchmark minimum time.
   auto display = bench::stable_display_reporter();
@@ -199,7 +211,7 @@ int run(int argc, char** argv) {
   display->SetErrorStream(&held_errors);
   display->before_context([&] {
     display->SetErrorStream(&std::cerr);
-    if (!report.status.usable) std::cerr << "cudabench: GPU benchmarks not run: " << report.status.reason << "\n";
+    say_notes();
   });
   std::ostringstream listing;
   if (list_only) display->SetOutputStream(&listing);
@@ -219,7 +231,7 @@ int run(int argc, char** argv) {
     return kExitBadInput;
   }
   if (list_only) {
-    if (!report.status.usable) std::cerr << "cudabench: GPU benchmarks not run: " << report.status.reason << "\n";
+    say_notes();
     std::istringstream lines(listing.str());
     for (std::string line; std::getline(lines, line);) std::cout << bench::stable_name(line) << "\n";
   }
@@ -236,7 +248,8 @@ int run(int argc, char** argv) {
       return kExitFailed;
     }
   }
-  return bench::any_failure() ? kExitWrongResult : kExitOk;
+  if (bench::any_failure()) return kExitWrongResult;
+  return bench::any_run_failure() ? kExitFailed : kExitOk;
 }
 
 }  // namespace

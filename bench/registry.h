@@ -5,9 +5,13 @@
 //   MnistTrain/<device>[_variant]/batch:<size>, MnistEval/<device>/batch:<size>
 #pragma once
 
+#include <string>
+
 namespace cudabench::bench {
 void register_cpu_vector_add();
 void register_gpu_vector_add();  // kernels v1..v4, cuBLAS, Thrust, the seed's flow
 void register_transfers();
-void register_torch(bool gpu_usable);  // no-op without LibTorch
+// No-op without LibTorch. Returns "" or, when $CUDABENCH_DATA_DIR names a
+// folder without the dataset, the one line that says so (bad input).
+std::string register_torch(bool gpu_usable);
 }  // namespace cudabench::bench

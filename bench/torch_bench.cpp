@@ -9,6 +9,7 @@
 //   MnistEval/<cpu|cuda>/batch:1000: inference throughput on the test set.
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -52,6 +53,14 @@ void BM_torch_add_cpu(benchmark::State& state) {
   set_vector_add_counters(state, n);
 }
 
+// An exception's message for a one-line error: LibTorch's without the C++
+// backtrace c10::Error::what() carries, and only its first line.
+std::string message_of(const std::exception& e) {
+  const auto* c10e = dynamic_cast<const c10::Error*>(&e);
+  std::string m = c10e ? c10e->what_without_backtrace() : e.what();
+  return m.substr(0, m.find('\n'));
+}
+
 // ---- the dataset, loaded once ----
 struct Data {
   data::MnistSplit train, test;
@@ -70,7 +79,7 @@ const Data* dataset(std::string* why) {
       x->test = data::load_mnist_split(x->dir, "t10k");
       d = std::move(x);
     } catch (const std::exception& e) {
-      error = e.what();
+      error = message_of(e);
     }
   }
   if (why) *why = error;
@@ -195,7 +204,7 @@ void BM_train(benchmark::State& state, TrainConfig cfg, std::string what) {
     timed_loop(state, cfg.device, next);
     state.SetItemsProcessed(state.iterations() * bs);
   } catch (const std::exception& e) {
-    fail(state, what + ": " + e.what());
+    fail_run(state, what + ": " + message_of(e));
   }
 }
 
@@ -235,13 +244,13 @@ void BM_eval(benchmark::State& state, torch::Device dev) {
     timed_loop(state, dev, next);
     state.SetItemsProcessed(state.iterations() * bs);
   } catch (const std::exception& e) {
-    fail(state, std::string("MnistEval: ") + e.what());
+    fail_run(state, std::string("MnistEval: ") + message_of(e));
   }
 }
 
 }  // namespace
 
-void register_torch(bool gpu_usable) {
+std::string register_torch(bool gpu_usable) {
   {
     auto* b = benchmark::RegisterBenchmark("VectorAdd/torch_cpu", BM_torch_add_cpu);
     b->ArgName("n")->Unit(benchmark::kMicrosecond)->UseRealTime();
@@ -266,12 +275,15 @@ void register_torch(bool gpu_usable) {
       };
     });
 #endif
-  if (gpu_usable && !gpu) std::cerr << "cudabench: LibTorch GPU benchmarks not run: LibTorch sees no GPU\n";
+  if (gpu_usable && !gpu) add_note("cudabench: LibTorch GPU benchmarks not run: LibTorch sees no GPU");
 
   std::string why;
   if (!dataset(&why)) {
-    std::cerr << "cudabench: Mnist benchmarks not run: " << why << "\n";
-    return;
+    // A folder the user named that does not hold the dataset is bad input;
+    // Debian's dataset simply not installed only leaves these out.
+    if (const char* e = std::getenv("CUDABENCH_DATA_DIR"); e && *e) return why;
+    add_note("cudabench: Mnist benchmarks not run: " + why);
+    return "";
   }
   // GPU work is timed with CUDA events (manual time), CPU work by the clock.
   const std::vector<int64_t> batches{64, 128, 256, 512, 1024};
@@ -287,7 +299,7 @@ void register_torch(bool gpu_usable) {
   };
   reg_train("cpu", TrainConfig{});
   reg_eval("cpu", torch::Device(torch::kCPU));
-  if (!gpu) return;
+  if (!gpu) return "";
   // Each GPU variant: LibTorch's defaults with one thing changed, on every
   // selected device. The timed region is the whole step, so the measured
   // time is about the wall time and the budget applies as it is.
@@ -321,6 +333,7 @@ void register_torch(bool gpu_usable) {
   }
   register_per_device(
       "MnistEval/cuda", "batch", {1000}, [on](benchmark::State& st) { BM_eval(st, on(st)); }, gpu_settings);
+  return "";
 }
 
 }  // namespace cudabench::bench

@@ -1,11 +1,11 @@
 // Built when LibTorch is absent: the Mnist and torch benchmarks say why once.
-#include <iostream>
-
+#include "bench_support.h"
 #include "registry.h"
 
 namespace cudabench::bench {
-void register_torch(bool) {
-  std::cerr << "cudabench: LibTorch benchmarks not built: this build has no LibTorch (see the "
-               "configure messages and README: LibTorch)\n";
+std::string register_torch(bool) {
+  add_note("cudabench: LibTorch benchmarks not built: this build has no LibTorch (see the configure messages and "
+           "README: LibTorch)");
+  return "";
 }
 }  // namespace cudabench::bench

@@ -61,7 +61,7 @@ void BM_transfer(benchmark::State& state, bool h2d, bool pinned) {
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(bytes));
     set_peak_counters(state, static_cast<double>(bytes), pcie_peak(dev));
   } catch (const std::exception& e) {
-    fail(state, e.what());
+    fail_gpu(state, e);
   }
 }
 

@@ -102,7 +102,7 @@ void BM_flow(benchmark::State& state, bool pinned) {
     // 12 bytes per element cross the bus: a and b in, c out.
     set_vector_add_counters(state, n);
   } catch (const std::exception& e) {
-    fail(state, e.what());
+    fail_gpu(state, e);
   }
 }
 

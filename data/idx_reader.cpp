@@ -91,7 +91,8 @@ std::vector<std::uint8_t> gunzip_idx(const std::vector<std::uint8_t>& raw, const
   z.avail_in = static_cast<uInt>(raw.size());
   for (;;) {
     z.next_out = out.data() + z.total_out;
-    z.avail_out = static_cast<uInt>(out.size() - z.total_out);
+    z.avail_out = static_cast<uInt>(
+        std::min<std::uint64_t>(out.size() - z.total_out, std::numeric_limits<uInt>::max()));
     const int rc = inflate(&z, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
       bad(name, std::string("corrupt gzip data (") + (z.msg ? z.msg : "zlib error") + ")");
@@ -109,7 +110,7 @@ std::vector<std::uint8_t> gunzip_idx(const std::vector<std::uint8_t>& raw, const
       bad(name, "gzip data inflates beyond the " + size_text(*limit) + " its IDX header implies");
     if (rc == Z_STREAM_END) break;
     if (rc == Z_BUF_ERROR && z.avail_in == 0) bad(name, "truncated gzip data");
-    if (z.avail_out == 0) {
+    if (z.total_out == out.size()) {
       // Grow toward the implied size (one byte past it shows an overrun).
       std::uint64_t next = std::max<std::uint64_t>(out.size() * 2, 1 << 16);
       if (limit) next = std::min<std::uint64_t>(next, *limit + 1);
@@ -136,7 +137,8 @@ std::vector<std::uint8_t> decode_idx_bytes(std::vector<std::uint8_t> raw, const 
 }
 
 std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // Non-blocking: a FIFO in a file's place must not hang the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) bad(path, std::string("cannot open: ") + std::strerror(errno));
   struct Close {
     int fd;

@@ -56,13 +56,17 @@ int main(int argc, char** argv) {
   if (auto rc = parse_command_line(app, argc, argv, "train")) return *rc;
   if (!tf32.empty()) cfg.tf32 = tf32 == "on";
 
-  // Only the devices this program can train on reach LibTorch.
-  static const std::regex device_re(R"(cpu|cuda(:[0-9]{1,3})?)");
-  if (!std::regex_match(device, device_re)) {
-    std::cerr << "train: --device " << device << ": expected cpu, cuda or cuda:N\n";
+  // Only the devices this program can train on reach LibTorch, built here:
+  // its own parser throws on "cuda:01" and wraps indices past 127.
+  static const std::regex device_re(R"(cpu|cuda(?::(0|[1-9][0-9]?|1[01][0-9]|12[0-7]))?)");
+  std::smatch dm;
+  if (!std::regex_match(device, dm, device_re)) {
+    std::cerr << "train: --device " << device << ": expected cpu, cuda or cuda:N (N in 0..127)\n";
     return kExitBadInput;
   }
-  cfg.device = torch::Device(device);
+  cfg.device = device == "cpu"   ? torch::Device(torch::kCPU)
+               : dm[1].matched ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(std::stoi(dm[1])))
+                               : torch::Device(torch::kCUDA);
   // Checked now, not after the whole run.
   if (std::string why; !json_out.empty() && !data::check_writable(json_out, &why)) {
     std::cerr << "train: --json " << json_out << ": cannot write: " << why << "\n";

@@ -299,6 +299,17 @@ def sides(args):
     return a, b
 
 
+def check_args(args):
+    """Every input of a run, before anything is made: the sides, the labels,
+    the output folder and, for calibrate, the floors file."""
+    sides(args)
+    labels(args)
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise BadInput(f"--out {args.out}: not a folder")
+    if getattr(args, "floors_out", None):
+        compare.check_writable(args.floors_out, "--floors-out")
+
+
 def labels(args):
     ls = (args.labels or "A,B").split(",")
     if len(ls) != 2 or not all(ls) or ls[0] == ls[1]:
@@ -349,7 +360,7 @@ def cmd_run(args, extra):
     floors = compare.load_floors(args.floors) if args.floors else None
     if args.history and not (args.rev_a and args.rev_b):
         raise BadInput("--history needs --rev-a and --rev-b")
-    sides(args), labels(args)  # bad input is found before anything is made
+    check_args(args)  # bad input is found before anything is made
     os.makedirs(args.out, exist_ok=True)
     files, names, results, doc_a, doc_b = one_run(args, extra, args.out, floors)
     rc = compare.finish(files, names, results, "time", args.threshold, args.alpha,
@@ -409,7 +420,7 @@ def relative(xs):
 
 def cmd_calibrate(args, extra):
     args.a = args.b = args.bench
-    sides(args), labels(args)
+    check_args(args)
     os.makedirs(args.out, exist_ok=True)
     files, names, results, doc_a, doc_b = one_run(args, extra, args.out, None)
     pools = {}
@@ -441,7 +452,7 @@ def cmd_calibrate(args, extra):
 
 def cmd_trials(args, extra):
     floors = compare.load_floors(args.floors) if args.floors else None
-    sides(args), labels(args)
+    check_args(args)
     os.makedirs(args.out, exist_ok=True)
     tally, changes, walls, reruns = {}, {}, [], []
     for t in range(args.n):
@@ -542,12 +553,9 @@ def main(argv=None):
             return cmd_trials(args, extra)
         return cmd_run(args, extra)
 
-    # A signal ends the run like ^C does: the child gets it too (same process
-    # group), files already written are whole, partial ones are never renamed.
-    def on_term(*_):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
+    # SIGTERM and SIGHUP end the run like ^C does (compare.guarded raises
+    # them where the program is): the children's process group gets SIGTERM,
+    # files already written are whole, partial ones are removed; exit 128+N.
     return compare.guarded("ab", body)
 
 

@@ -74,6 +74,7 @@ CONTEXT_KEYS = ["host_name", "gpu_name", "gpu_compute_capability", "gpu_count", 
 CLOCK_COUNTERS = ["sm_clock_mhz", "mem_clock_mhz"]
 CLOCK_TOLERANCE = 0.01
 THROTTLED = "throttled: "
+COULD_NOT_RUN = "could not run: "  # bench's prefix for an error that is not a wrong result
 
 
 class BadInput(Exception):
@@ -298,13 +299,15 @@ class Verdict:
     n_new: int = 0
     note: str = ""
     floor: float = float("nan")  # the measured noise floor (nan: none)
-    new_failed: bool = False  # the new run failed this benchmark (its check): fails the gate
+    new_failed: bool = False  # the new run failed this benchmark's check: a wrong result, fails the gate
+    new_broke: bool = False  # the new run could not run it (bench's "could not run: ..."): exit 3
 
 
 def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05, pool=None):
     if a.error or b.error:
+        broke = b.error.startswith(COULD_NOT_RUN)
         return Verdict(name, "error", note=("new: " + b.error) if b.error else ("baseline: " + a.error),
-                       new_failed=bool(b.error))
+                       new_failed=bool(b.error) and not broke, new_broke=broke)
     if not a.samples or not b.samples:
         return Verdict(name, "error", note="no samples")
     ma, mb = median(a.samples), median(b.samples)
@@ -345,7 +348,7 @@ def clock_medians(f):
     """{counter: median over the file's benchmark samples} for the telemetry clocks."""
     out = {}
     for c in CLOCK_COUNTERS:
-        xs = [float(b[c]) for b in f.benchmarks
+        xs = [_sample(b, c, f.path) for b in f.benchmarks
               if isinstance(b, dict) and b.get("run_type") != "aggregate" and c in b]
         if xs:
             out[c] = median(xs)
@@ -371,7 +374,7 @@ def context_differences(files):
 def default_label(f, i):
     c = f.context
     parts = [c.get("cuda_toolkit"), c.get("gpu_name") if c.get("gpu_name") not in (None, "none") else None]
-    parts = [p for p in parts if p]
+    parts = [str(p) for p in parts if p]
     if parts:
         return " ".join(parts)
     return os.path.basename(f.path) or f"file{i}"
@@ -477,24 +480,22 @@ def write_whole(path, text_or_writer):
     then renamed over it; removed on any failure or interruption (ToolError,
     naming the file, when the disk is full). `text_or_writer`: the text, or
     a function that writes to the path it is given (matplotlib's savefig)."""
+    def emit(target):
+        if callable(text_or_writer):
+            text_or_writer(target)
+        else:
+            with open(target, "w", encoding="utf-8") as f:
+                f.write(text_or_writer)
+
     if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
         # A device or a pipe (/dev/stdout, /dev/full): written in place, never replaced.
         try:
-            if callable(text_or_writer):
-                text_or_writer(path)
-            else:
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write(text_or_writer)
-            return
+            return emit(path)
         except OSError as e:
             raise ToolError(f"{path}: cannot write: {e.strerror or e}")
     tmp = f"{path}.tmp.{os.getpid()}"
     try:
-        if callable(text_or_writer):
-            text_or_writer(tmp)
-        else:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(text_or_writer)
+        emit(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -512,6 +513,7 @@ def finish(files, names, results, metric="time", threshold=0.05, alpha=0.05, mar
     (`| head`) does not hide a regression."""
     slower = [v.name for vs in results.values() for v in vs if v.verdict == "slower"]
     failed = sorted({v.name for vs in results.values() for v in vs if v.new_failed})
+    broke = sorted({v.name for vs in results.values() for v in vs if v.new_broke})
     if markdown:
         write_whole(markdown, render(files, names, results, metric, threshold, alpha, True) + "\n")
     try:
@@ -526,7 +528,13 @@ def finish(files, names, results, metric="time", threshold=0.05, alpha=0.05, mar
     if slower:
         print(f"{tool}: {len(slower)} benchmark(s) slower beyond the bar (p < {alpha:g}): "
               + ", ".join(slower[:10]), file=sys.stderr)
-    return EXIT_REGRESSION if failed or slower else EXIT_OK
+    if failed or slower:
+        return EXIT_REGRESSION
+    if broke:
+        print(f"{tool}: {len(broke)} benchmark(s) could not run in the new run: " + ", ".join(broke[:10]),
+              file=sys.stderr)
+        return EXIT_TOOL
+    return EXIT_OK
 
 
 def set_labels(files, labels):

@@ -28,6 +28,9 @@ for t in "${targets[@]}"; do
 done
 build_sanitize >/dev/null || { echo "fuzz: the sanitize build failed" >&2; exit 3; }
 py="$(project_python)"
+if [[ " ${targets[*]} " == *" fuzz_compare_json "* ]] && ! "$py" -c 'import atheris' 2>/dev/null; then
+  echo "fuzz: $py cannot import atheris: run scripts/setup.sh" >&2; exit 3
+fi
 work="$CUDABENCH_ROOT/build-san/fuzz"
 mkdir -p "$work/artifacts"
 

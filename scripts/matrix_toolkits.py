@@ -64,7 +64,9 @@ def main():
         env = json.load(sys.stdin)
     except ValueError as e:
         fail(f"the environment report on stdin is not JSON ({e})")
-    known = env.get("toolkits", [])
+    known = env.get("toolkits", []) if isinstance(env, dict) else None
+    if not isinstance(known, list) or not all(isinstance(t, dict) and isinstance(t.get("root"), str) for t in known):
+        fail("the environment report on stdin has no 'toolkits' list (expected bench --env=json)")
     if len(args) > 1:
         chosen = []
         for root in args[1:]:

@@ -160,13 +160,16 @@ def load_history(folder):
         vs = info.get("verdicts", {})
         if not isinstance(vs, dict) or not all(
                 isinstance(v, dict) and isinstance(v.get("verdict"), str)
-                and isinstance(v.get("change", 0.0), (int, float)) for v in vs.values()):
+                and isinstance(v.get("change", 0.0), (int, float)) and not isinstance(v.get("change"), bool)
+                and (v["verdict"] not in ("slower", "faster") or "change" in v) for v in vs.values()):
             raise compare.BadInput(f"{path}: cudabench_history.verdicts: expected {{name: {{verdict, change}}}}")
         if not isinstance(info.get("subject", ""), str):
             raise compare.BadInput(f"{path}: cudabench_history.subject: expected a string")
         out.append((info, {name: r.samples for name, r in f.runs.items() if r.samples and not r.error}))
     if not out:
         raise compare.BadInput(f"{folder}: no per-commit JSON files")
+    if not any(d for _, d in out):
+        raise compare.BadInput(f"{folder}: the per-commit files hold no benchmark results")
     out.sort(key=lambda e: (e[0].get("time", 0), e[0]["commit"]))
     return out
 

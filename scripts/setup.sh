@@ -16,9 +16,11 @@
 # Environment: CUDABENCH_CACHE; Torch_DIR (your own LibTorch: no torch is
 # installed); CUDABENCH_NO_TORCH=1 (skip torch entirely).
 # Exit codes: 0 ready; 3 something could not be installed (never 1, which
-# the project keeps for a wrong result; apt's own codes pass through).
+# the project keeps for a wrong result, nor 2); 128+N on signal N.
 set -euo pipefail
-failed_setup() { local rc=$?; [ -z "${work:-}" ] || rm -rf "$work"; [ "$rc" -ne 1 ] || exit 3; }
+failed_setup() {  # any failure (apt's 100, a missing command's 127, ...) is 3; a signal stays itself
+  local rc=$?; [ -z "${work:-}" ] || rm -rf "$work"; [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ] || exit 3
+}
 trap failed_setup EXIT
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${CUDABENCH_CACHE:-$HOME/.cache/cudabench}"
