@@ -256,6 +256,8 @@ CASES = [
        env={"CUDABENCH_VENV": "{tmp}/no-venv", "PYTHON": "/usr/bin/python3"}),
     # report.py
     py("report.py", "--out", "{tmp}/r", id="report-no-files", rc=2, names="give result files"),
+    py("report.py", BASE, "--out", "{tmp}/r", id="report-without-scipy", rc=3, names="report: needs",
+       env={"CUDABENCH_VENV": "{tmp}/no-venv", "PYTHON": "/usr/bin/python3"}, outputs=["{tmp}/r"]),
     py("report.py", BASE, id="report-no-out", rc=2, names="--out"),
     py("report.py", lambda t: write(t, "bad.json", b"[1,"), "--out", "{tmp}/r", id="report-bad-json", rc=2,
        names="bad.json: not valid JSON", outputs=["{tmp}/r"]),
