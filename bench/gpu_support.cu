@@ -14,23 +14,25 @@
 
 namespace cudabench::bench {
 
-void fail_gpu(benchmark::State& state, const std::exception& e) {
-  if (const auto* ce = dynamic_cast<const CudaError*>(&e)) {
-    switch (ce->code()) {
-      case cudaErrorIllegalAddress:
-      case cudaErrorLaunchFailure:
-      case cudaErrorMisalignedAddress:
-      case cudaErrorIllegalInstruction:
-      case cudaErrorInvalidPc:
-      case cudaErrorHardwareStackError:
-      case cudaErrorAssert:
-        fail(state, e.what());
-        return;
-      default:
-        break;
-    }
+void fail_gpu(benchmark::State& state, const std::exception& e, const std::string& prefix) {
+  std::string message = e.what();
+  message = prefix + message.substr(0, message.find('\n'));
+  const auto* ce = dynamic_cast<const CudaError*>(&e);
+  const cudaError_t code = ce ? ce->code() : cudaDeviceSynchronize();
+  switch (code) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+      fail(state, message);
+      return;
+    default:
+      break;
   }
-  fail_run(state, e.what());
+  fail_run(state, message);
 }
 
 template <typename T>

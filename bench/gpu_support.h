@@ -66,10 +66,13 @@ class GpuTimer {
 // Makes CUDA device `dev` current for the benchmark that runs now.
 void use_device(int dev);
 
-// A GPU benchmark's exception: a kernel fault (illegal address, launch
-// failure, a device assert, ...) is a wrong result (fail); anything else
-// (out of memory, a missing device) could not run (fail_run).
-void fail_gpu(benchmark::State& state, const std::exception& e);
+// A GPU benchmark's exception, whoever threw it (CUDA_CHECK, LibTorch,
+// Thrust, cuBLAS): a kernel fault (illegal address, launch failure, a device
+// assert, ...; asked of the context's sticky error when the exception does
+// not carry a CUDA code) is a wrong result (fail); anything else (out of
+// memory, a missing device) could not run (fail_run). The message is the
+// exception's first line (LibTorch's carries a C++ backtrace), after `prefix`.
+void fail_gpu(benchmark::State& state, const std::exception& e, const std::string& prefix = "");
 // The current device's benchmark stream (non-blocking, made once per device).
 cudaStream_t bench_stream();
 

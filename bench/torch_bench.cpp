@@ -66,9 +66,12 @@ struct Data {
   data::MnistSplit train, test;
   std::string dir;
 };
-const Data* dataset(std::string* why) {
+// `bad_input`: the error is the dataset's (IdxError: missing, damaged),
+// not the machine's (out of memory).
+const Data* dataset(std::string* why, bool* bad_input = nullptr) {
   static std::unique_ptr<Data> d;
   static std::string error;
+  static bool idx_error = false;
   static bool tried = false;
   if (!tried) {
     tried = true;
@@ -78,11 +81,15 @@ const Data* dataset(std::string* why) {
       x->train = data::load_mnist_split(x->dir, "train");
       x->test = data::load_mnist_split(x->dir, "t10k");
       d = std::move(x);
+    } catch (const data::IdxError& e) {
+      error = e.what();
+      idx_error = true;
     } catch (const std::exception& e) {
       error = message_of(e);
     }
   }
   if (why) *why = error;
+  if (bad_input) *bad_input = idx_error;
   return d.get();
 }
 
@@ -204,6 +211,9 @@ void BM_train(benchmark::State& state, TrainConfig cfg, std::string what) {
     timed_loop(state, cfg.device, next);
     state.SetItemsProcessed(state.iterations() * bs);
   } catch (const std::exception& e) {
+#ifdef CUDABENCH_TORCH_GPU
+    if (cfg.device.is_cuda()) return fail_gpu(state, e, what + ": ");
+#endif
     fail_run(state, what + ": " + message_of(e));
   }
 }
@@ -244,6 +254,9 @@ void BM_eval(benchmark::State& state, torch::Device dev) {
     timed_loop(state, dev, next);
     state.SetItemsProcessed(state.iterations() * bs);
   } catch (const std::exception& e) {
+#ifdef CUDABENCH_TORCH_GPU
+    if (dev.is_cuda()) return fail_gpu(state, e, "MnistEval: ");
+#endif
     fail_run(state, std::string("MnistEval: ") + message_of(e));
   }
 }
@@ -278,10 +291,11 @@ std::string register_torch(bool gpu_usable) {
   if (gpu_usable && !gpu) add_note("cudabench: LibTorch GPU benchmarks not run: LibTorch sees no GPU");
 
   std::string why;
-  if (!dataset(&why)) {
+  bool bad_input = false;
+  if (!dataset(&why, &bad_input)) {
     // A folder the user named that does not hold the dataset is bad input;
     // Debian's dataset simply not installed only leaves these out.
-    if (const char* e = std::getenv("CUDABENCH_DATA_DIR"); e && *e) return why;
+    if (const char* e = std::getenv("CUDABENCH_DATA_DIR"); e && *e && bad_input) return why;
     add_note("cudabench: Mnist benchmarks not run: " + why);
     return "";
   }

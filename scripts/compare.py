@@ -218,6 +218,13 @@ def _sample(b, key, path):
     return float(x)
 
 
+def _clock(b, key, path):
+    x = b.get(key)
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        raise BadInput(f"{path}: {b['name']}: {key} is {json.dumps(x)}: expected a number")
+    return float(x)
+
+
 def _value(b, metric, path):
     if metric == "time":
         unit = b.get("time_unit", "ns")
@@ -348,8 +355,9 @@ def clock_medians(f):
     """{counter: median over the file's benchmark samples} for the telemetry clocks."""
     out = {}
     for c in CLOCK_COUNTERS:
-        xs = [_sample(b, c, f.path) for b in f.benchmarks
+        xs = [_clock(b, c, f.path) for b in f.benchmarks
               if isinstance(b, dict) and b.get("run_type") != "aggregate" and c in b]
+        xs = [x for x in xs if x > 0]  # 0: NVML had no reading
         if xs:
             out[c] = median(xs)
     return out

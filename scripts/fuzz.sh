@@ -27,6 +27,10 @@ for t in "${targets[@]}"; do
   [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz: unknown target '$t' (${all[*]})" >&2; exit 2; }
 done
 build_sanitize >/dev/null || { echo "fuzz: the sanitize build failed" >&2; exit 3; }
+if [ ! -x "$CUDABENCH_ROOT/build-san/fuzz_idx_gzip" ]; then  # a build without zlib has no gzip path
+  kept=(); for t in "${targets[@]}"; do [ "$t" = fuzz_idx_gzip ] || kept+=("$t"); done; targets=("${kept[@]}")
+  echo "fuzz: fuzz_idx_gzip skipped: this build has no zlib" >&2
+fi
 py="$(project_python)"
 if [[ " ${targets[*]} " == *" fuzz_compare_json "* ]] && ! "$py" -c 'import atheris' 2>/dev/null; then
   echo "fuzz: $py cannot import atheris: run scripts/setup.sh" >&2; exit 3

@@ -18,10 +18,18 @@
 # Exit codes: 0 ready; 3 something could not be installed (never 1, which
 # the project keeps for a wrong result, nor 2); 128+N on signal N.
 set -euo pipefail
-failed_setup() {  # any failure (apt's 100, a missing command's 127, ...) is 3; a signal stays itself
-  local rc=$?; [ -z "${work:-}" ] || rm -rf "$work"; [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ] || exit 3
+# Any failure (apt's 100, a missing command's 127, a step the OOM killer
+# ended, 137) is 3; only a signal to setup itself is 128+N.
+signalled=""
+failed_setup() {
+  local rc=$?; [ -z "${work:-}" ] || rm -rf "$work"
+  if [ -n "$signalled" ]; then exit "$signalled"; fi
+  [ "$rc" -eq 0 ] || exit 3
 }
 trap failed_setup EXIT
+trap 'signalled=130; exit 130' INT
+trap 'signalled=143; exit 143' TERM
+trap 'signalled=129; exit 129' HUP
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${CUDABENCH_CACHE:-$HOME/.cache/cudabench}"
 mkdir -p "$CACHE"
