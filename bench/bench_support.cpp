@@ -91,9 +91,15 @@ bool parse_finite(const std::string& v, double* out) {
 }
 }  // namespace
 
+std::optional<bool> parse_benchmark_bool(const std::string& value) {
+  std::string v = value;
+  for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v.empty() || v == "true" || v == "1" || v == "yes" || v == "on" || v == "t" || v == "y") return true;
+  if (v == "false" || v == "0" || v == "no" || v == "off" || v == "f" || v == "n") return false;
+  return std::nullopt;
+}
+
 std::string check_benchmark_flags(const std::vector<std::string>& args) {
-  static const std::set<std::string> bools{"true", "false", "1", "0", "yes", "no", "on", "off",
-                                           "t", "f", "y", "n"};
   for (const std::string& a : args) {
     if (a.rfind("--benchmark_", 0) != 0 && a.rfind("--v=", 0) != 0) continue;
     const auto eq = a.find('=');
@@ -128,9 +134,7 @@ std::string check_benchmark_flags(const std::vector<std::string>& args) {
     } else if (flag == "--benchmark_list_tests" || flag == "--benchmark_enable_random_interleaving" ||
                flag == "--benchmark_report_aggregates_only" || flag == "--benchmark_display_aggregates_only" ||
                flag == "--benchmark_counters_tabular" || flag == "--benchmark_dry_run") {
-      std::string lower = v;
-      for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (has_value && !bools.count(lower)) return bad("true or false");
+      if (has_value && !parse_benchmark_bool(v)) return bad("true or false");
     } else if (flag == "--v") {
       if (!parse_long(v, &n) || n < 0 || n > 100) return bad("a verbosity in 0..100");
     }

@@ -47,6 +47,10 @@ std::vector<int> parse_devices(const std::string& spec, int available);
 // flag and what it expects. Flags it does not know are left to Google
 // Benchmark, which rejects unknown ones.
 std::string check_benchmark_flags(const std::vector<std::string>& args);
+// A Google Benchmark true/false flag's value (true, false, 1, 0, yes, no,
+// on, off, t, f, y, n, any case; "" is true, as for a bare --flag), or
+// nullopt for anything else.
+std::optional<bool> parse_benchmark_bool(const std::string& value);
 
 // Registers `name` once per value of `values` and selected device, calling
 // add(benchmark, value, device) for each so that each can get its own

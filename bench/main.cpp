@@ -6,7 +6,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -84,9 +83,11 @@ int run(int argc, char** argv) {
     std::cerr << "bench: " << err << "\n";
     return kExitBadInput;
   }
-  std::string out_path, out_format = "json";
-  bool list_only = false;
+  std::string out_path, out_format = "json", filter = ".";
+  bool list_only = false, user_min_time = false;
   for (auto& a : rest) {
+    if (a.rfind("--benchmark_filter=", 0) == 0) filter = a.substr(19);
+    if (a.rfind("--benchmark_min_time", 0) == 0) user_min_time = true;
     if (a.rfind("--benchmark_out=", 0) == 0) {
       // Google Benchmark's own file is a sink: the results are kept in
       // memory and written whole at the end (no partial or empty file).
@@ -94,11 +95,9 @@ int run(int argc, char** argv) {
       a = "--benchmark_out=/dev/null";
     }
     if (a.rfind("--benchmark_out_format=", 0) == 0) out_format = a.substr(23);
-    if (a.rfind("--benchmark_list_tests", 0) == 0) {
+    if (a == "--benchmark_list_tests" || a.rfind("--benchmark_list_tests=", 0) == 0) {
       const auto eq = a.find('=');
-      std::string v = eq == std::string::npos ? "true" : a.substr(eq + 1);
-      for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      list_only = !(v == "false" || v == "0" || v == "no" || v == "n" || v == "f" || v == "off");
+      list_only = *bench::parse_benchmark_bool(eq == std::string::npos ? "" : a.substr(eq + 1));  // checked above
     }
   }
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--benchmark_out", out_path},
@@ -157,8 +156,7 @@ int run(int argc, char** argv) {
   }
 
   // Google Benchmark gets argv[0] and whatever we did not parse.
-  for (auto& a : rest)
-    if (a.rfind("--benchmark_min_time", 0) == 0) opt.user_min_time = true;
+  opt.user_min_time = user_min_time;
   std::vector<char*> args{argv[0]};
   for (auto& a : rest) args.push_back(a.data());
   int bargc = static_cast<int>(args.size());
@@ -219,13 +217,10 @@ int run(int argc, char** argv) {
   const std::size_t matched = benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
   benchmark::Shutdown();
   if (matched == 0) {
-    std::string filter = ".";
-    for (const auto& a : rest)
-      if (a.rfind("--benchmark_filter=", 0) == 0) filter = a.substr(19);
     const std::string held = held_errors.str();
     if (held.find("compile") != std::string::npos)
       std::cerr << "bench: --benchmark_filter=" << filter << ": not a valid regular expression ("
-                << held.substr(0, held.find('\n')) << ")\n";
+                << first_line(held) << ")\n";
     else
       std::cerr << "bench: --benchmark_filter=" << filter
                 << " matches no benchmark (see --benchmark_list_tests)\n";
@@ -259,8 +254,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    std::cerr << "bench: stopped: " << what.substr(0, what.find('\n')) << "\n";
+    std::cerr << "bench: stopped: " << cudabench::first_line(e.what()) << "\n";
     return cudabench::kExitFailed;
   }
 }

@@ -35,6 +35,7 @@ namespace {
 using models::Dataset;
 using models::TrainConfig;
 using models::Trainer;
+using models::error_line;
 
 // ---- VectorAdd through LibTorch ----
 void BM_torch_add_cpu(benchmark::State& state) {
@@ -51,14 +52,6 @@ void BM_torch_add_cpu(benchmark::State& state) {
     benchmark::DoNotOptimize(c.data_ptr<float>());
   }
   set_vector_add_counters(state, n);
-}
-
-// An exception's message for a one-line error: LibTorch's without the C++
-// backtrace c10::Error::what() carries, and only its first line.
-std::string message_of(const std::exception& e) {
-  const auto* c10e = dynamic_cast<const c10::Error*>(&e);
-  std::string m = c10e ? c10e->what_without_backtrace() : e.what();
-  return m.substr(0, m.find('\n'));
 }
 
 // ---- the dataset, loaded once ----
@@ -85,7 +78,7 @@ const Data* dataset(std::string* why, bool* bad_input = nullptr) {
       error = e.what();
       idx_error = true;
     } catch (const std::exception& e) {
-      error = message_of(e);
+      error = error_line(e);
     }
   }
   if (why) *why = error;
@@ -214,7 +207,7 @@ void BM_train(benchmark::State& state, TrainConfig cfg, std::string what) {
 #ifdef CUDABENCH_TORCH_GPU
     if (cfg.device.is_cuda()) return fail_gpu(state, e, what + ": ");
 #endif
-    fail_run(state, what + ": " + message_of(e));
+    fail_run(state, what + ": " + error_line(e));
   }
 }
 
@@ -257,7 +250,7 @@ void BM_eval(benchmark::State& state, torch::Device dev) {
 #ifdef CUDABENCH_TORCH_GPU
     if (dev.is_cuda()) return fail_gpu(state, e, "MnistEval: ");
 #endif
-    fail_run(state, std::string("MnistEval: ") + message_of(e));
+    fail_run(state, std::string("MnistEval: ") + error_line(e));
   }
 }
 

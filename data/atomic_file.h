@@ -90,12 +90,12 @@ inline std::string temp_path_for(const std::string& path) {
 // beside it (tried, then removed). On failure `why` says why (strerror).
 inline bool check_writable(const std::string& path, std::string* why) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    if (why) *why = "is a directory";
-    return false;
-  }
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {  // a device or a pipe: written in place
-    if (::access(path.c_str(), W_OK) == 0) return true;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) {
+      if (why) *why = "is a directory";
+      return false;
+    }
+    if (::access(path.c_str(), W_OK) == 0) return true;  // a device or a pipe: written in place
     if (why) *why = std::strerror(errno);
     return false;
   }

@@ -19,6 +19,9 @@ constexpr int kExitWrongResult = 1;  // a failed correctness check or a regressi
 constexpr int kExitBadInput = 2;     // bad input or usage, one line naming it
 constexpr int kExitFailed = 3;       // anything else that stopped the run (I/O, CUDA, internal)
 
+// The first line of a message (one line on stderr, whatever it holds).
+inline std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
 // A number for messages: 0.5, 1e+06; never 309 digits.
 inline std::string short_number(double x) {
   char buf[32];

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <c10/util/Exception.h>
 #include <cmath>
 #include <cstdio>
 #include <regex>
@@ -20,10 +19,6 @@
 #include "env/report.h"
 #include "idx_reader.h"
 #include "trainer.h"
-
-namespace {
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-}  // namespace
 
 int main(int argc, char** argv) {
   using namespace cudabench;
@@ -170,12 +165,9 @@ int main(int argc, char** argv) {
         return kExitFailed;
       }
     }
-  } catch (const c10::Error& e) {
-    // LibTorch's message carries a C++ backtrace: its first line only, unless --debug.
-    std::cerr << "train: stopped: " << (debug ? e.what() : first_line(e.what_without_backtrace())) << "\n";
-    return kExitFailed;
   } catch (const std::exception& e) {
-    std::cerr << "train: stopped: " << first_line(e.what()) << "\n";
+    // LibTorch's message carries a C++ backtrace: one line, unless --debug.
+    std::cerr << "train: stopped: " << (debug ? std::string(e.what()) : models::error_line(e)) << "\n";
     return kExitFailed;
   }
   return kExitOk;

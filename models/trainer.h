@@ -48,6 +48,10 @@ struct Dataset {
 };
 Dataset to_dataset(const data::MnistSplit& split, torch::Device device, int64_t limit = -1);
 
+// An exception's message for a one-line error: LibTorch's (c10::Error)
+// without the C++ backtrace its what() carries, and only the first line.
+std::string error_line(const std::exception& e);
+
 struct EpochStats {
   int epoch = 0;
   double train_loss = 0;  // mean over the epoch's batches

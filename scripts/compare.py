@@ -210,17 +210,22 @@ def load_doc(doc, path, metric="time"):
     return ResultFile(path, doc.get("context", {}), runs, benchmarks=doc["benchmarks"])
 
 
+def finite_number(x):
+    """A JSON value that is a finite number (not a bool, a string, NaN or inf)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def _sample(b, key, path):
     """b[key] as a sample: a finite number > 0, else BadInput naming it."""
     x = b.get(key)
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
+    if not finite_number(x) or x <= 0:
         raise BadInput(f"{path}: {b['name']}: {key} is {json.dumps(x)}: expected a finite number > 0")
     return float(x)
 
 
 def _clock(b, key, path):
     x = b.get(key)
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+    if not finite_number(x):
         raise BadInput(f"{path}: {b['name']}: {key} is {json.dumps(x)}: expected a number")
     return float(x)
 
@@ -266,8 +271,7 @@ def floors_from_doc(doc, path):
     out = {}
     for name, b in benches.items():
         pool = b.get("process_medians") if isinstance(b, dict) else None
-        if not isinstance(pool, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                                 and math.isfinite(x) and x > 0 for x in pool):
+        if not isinstance(pool, list) or not all(finite_number(x) and x > 0 for x in pool):
             raise BadInput(f"{path}: {name}: 'process_medians' must be a list of positive numbers")
         out[name] = [float(x) for x in pool]
     return out

@@ -6,6 +6,16 @@ configure_and_build() {
   configure_and_build_source "$CUDABENCH_ROOT" "$@"
 }
 
+# The CMake arguments that put compiles through ccache (none without it, or
+# with CUDABENCH_NO_CCACHE=1), one per line: its cache in
+# $CUDABENCH_CACHE/ccache, paths relative to the source tree <src>.
+ccache_launcher() {
+  if command -v ccache >/dev/null 2>&1 && [ "${CUDABENCH_NO_CCACHE:-0}" != 1 ]; then
+    local l="env;CCACHE_DIR=${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/ccache;CCACHE_BASEDIR=$1;CCACHE_NOHASHDIR=1;ccache"
+    printf '%s\n' "-DCMAKE_CXX_COMPILER_LAUNCHER=$l" "-DCMAKE_CUDA_COMPILER_LAUNCHER=$l"
+  fi
+}
+
 # The same for another source tree (the revision gate's base revision).
 # With ccache installed, compiles go through it, with its cache in
 # $CUDABENCH_CACHE/ccache and paths taken relative to the source tree, so
@@ -15,10 +25,7 @@ configure_and_build() {
 configure_and_build_source() {
   local src="$1" dir="$2"; shift 2
   local log launcher=()
-  if command -v ccache >/dev/null 2>&1 && [ "${CUDABENCH_NO_CCACHE:-0}" != 1 ]; then
-    local l="env;CCACHE_DIR=${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/ccache;CCACHE_BASEDIR=$src;CCACHE_NOHASHDIR=1;ccache"
-    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$l" -DCMAKE_CUDA_COMPILER_LAUNCHER="$l")
-  fi
+  mapfile -t launcher < <(ccache_launcher "$src")
   log="$(mktemp)"
   if ! cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >"$log" 2>&1; then
     cat "$log" >&2; rm -f "$log"; return 3
@@ -77,9 +84,7 @@ ci_subset_filter() {
 # others. Returns 3 when it fails.
 build_sanitize() {
   local log launcher=()
-  if command -v ccache >/dev/null 2>&1 && [ "${CUDABENCH_NO_CCACHE:-0}" != 1 ]; then
-    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="env;CCACHE_DIR=${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/ccache;CCACHE_BASEDIR=$CUDABENCH_ROOT;CCACHE_NOHASHDIR=1;ccache")
-  fi
+  mapfile -t launcher < <(ccache_launcher "$CUDABENCH_ROOT")
   log="$(mktemp)"
   if ! (cd "$CUDABENCH_ROOT" && cmake --preset sanitize "${launcher[@]}") >"$log" 2>&1; then
     cat "$log" >&2; rm -f "$log"; return 3

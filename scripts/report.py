@@ -25,7 +25,6 @@ manner of github-action-benchmark's charts:
   history.md       the plot and a table: commit, date, subject, verdicts
 """
 import argparse
-import math
 import os
 import re
 import sys
@@ -155,12 +154,13 @@ def load_history(folder):
         if not isinstance(info, dict) or not isinstance(info.get("commit"), str):
             raise compare.BadInput(f"{path}: no 'cudabench_history' (written by scripts/ab.py run --history)")
         t = info.get("time", 0)
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
+        if not compare.finite_number(t) or t < 0:
             raise compare.BadInput(f"{path}: cudabench_history.time is {t!r}: expected seconds since 1970")
         vs = info.get("verdicts", {})
         if not isinstance(vs, dict) or not all(
                 isinstance(v, dict) and isinstance(v.get("verdict"), str)
-                and isinstance(v.get("change", 0.0), (int, float)) and not isinstance(v.get("change"), bool)
+                and isinstance(v.get("change", 0.0), (int, float))
+                and not isinstance(v.get("change"), bool)  # NaN allowed: an error verdict has no change
                 and (v["verdict"] not in ("slower", "faster") or "change" in v) for v in vs.values()):
             raise compare.BadInput(f"{path}: cudabench_history.verdicts: expected {{name: {{verdict, change}}}}")
         if not isinstance(info.get("subject", ""), str):
