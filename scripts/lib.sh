@@ -68,11 +68,17 @@ toolkit_label() {
 # process-to-process spread on a shared 2-core VM lets a 10% change show
 # (cpu_omp_simd at 65536 and 1e7 move by 10-40% from process to process
 # there: see README, "Regression tracking"), the CPU training step, and with
-# a usable GPU the GPU headline rows. Usage: ci_subset_filter [cpu|gpu|auto].
+# a usable GPU the GPU headline rows. Usage: ci_subset_filter [cpu|gpu|auto];
+# cpu-rows and gpu-rows give each part alone.
+# The fleet mode (scripts/fleet) runs the same rows: cpu-rows on every node,
+# gpu-rows on every GPU.
+CI_CPU_ROWS='VectorAdd/cpu_scalar/n:(65536|1048576|10000000)/|VectorAdd/cpu_omp_simd/n:(1048576|4194304)/|MnistTrain/cpu/batch:64/'
+CI_GPU_ROWS='VectorAdd/(cuda_v[1-4]|cublas_geam)/n:(10000000|134217728)/|Transfer/h2d_pinned/bytes:40000000/|MnistTrain/cuda(_graph)?/batch:64/'
 ci_subset_filter() {
-  local cpu='VectorAdd/cpu_scalar/n:(65536|1048576|10000000)/|VectorAdd/cpu_omp_simd/n:(1048576|4194304)/|MnistTrain/cpu/batch:64/'
-  local gpu='VectorAdd/(cuda_v[1-4]|cublas_geam)/n:(10000000|134217728)/|Transfer/h2d_pinned/bytes:40000000/|MnistTrain/cuda(_graph)?/batch:64/'
+  local cpu="$CI_CPU_ROWS" gpu="$CI_GPU_ROWS"
   case "${1:-auto}" in
+    cpu-rows) echo "^($cpu)" ;;
+    gpu-rows) echo "^($gpu)" ;;
     cpu) echo "^($cpu)" ;;
     gpu) echo "^($cpu|$gpu)" ;;
     auto) if "$CUDABENCH_ROOT/build/bench" --env --require-gpu >/dev/null 2>&1; then echo "^($cpu|$gpu)"; else echo "^($cpu)"; fi ;;

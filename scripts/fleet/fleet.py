@@ -1,0 +1,887 @@
+#!/usr/bin/env python3
+"""The fleet mode's two Python steps: merge (in each array task) and report
+(the collect job).
+
+    fleet.py merge --host H --unit U --status-out FILE [--out FILE] [--processes LIST] [--env FILE] ...
+    fleet.py report RUN_DIR [--threshold 0.10] [--report-only] [--no-plots]
+
+merge: one unit's bench processes (LIST: a line "<exit code> TAB <json> TAB
+<stderr>" per process) into one Google Benchmark JSON, one entry per
+benchmark per process (the process's median: the process is the unit of
+sampling, as in scripts/ab.py), and a status file: what ran, each
+process's exit code and error line, the build, the Slurm job.
+
+report: reads RUN_DIR/run.json (what fleet.sh submitted) and every
+RUN_DIR/<host>/<unit>.status.json with its results and environment, and
+writes, each file whole:
+  fleet.json         the merged fleet: every machine's medians, ratios,
+                     status, context, verdicts, and the findings
+  fleet.md           the report (below)
+  fleet-<group>.png  each machine's ratio to the fleet median, per benchmark
+A machine is a (node, unit) pair: node7/cpu, node7/gpu3. Machines are
+compared within their group: the same GPU model, or the same CPU model and
+thread count; different hardware is never called an outlier.
+
+For each benchmark of a group, each machine's value is the median of its
+process samples, the fleet median is the median of those, and the ratio is
+a machine's value over the fleet median (time: above 1 is slower).
+  slower / faster  ratio beyond 1 +- the threshold (default 10%) and more
+                   than 3.5 robust standard deviations (1.4826 x the median
+                   absolute deviation of the log ratios) from the group,
+                   so a fleet that is noisy everywhere names nobody;
+                   at least 3 machines are needed
+  bimodal          the sorted ratios split at a gap wider than the
+                   threshold into two sides of at least 2 machines each
+For each slower machine, the likely cause is what differs from the rest of
+its group in context and telemetry (driver, toolkit, libcudart, cuBLAS,
+cuDNN, LibTorch, measured clocks, application clocks, power limit, PCIe
+link, ECC, throttling, persistence, MIG, compute mode, temperature, CPU
+governor, huge pages, CPU clock, load, kernel, OS, build), ranked by how
+well the benchmarks it can affect match the ones that are slow (PCIe
+explains a slow Transfer row, not a slow kernel). For a bimodal split, the
+features whose values separate the two sides. The environment verdicts of
+every node are grouped: "3 of 16 nodes: ...".
+
+Exit codes: 0 no machine is off; 1 a machine is off: slower than its group
+beyond the bar, on the slow side of a bimodal group, or with a wrong result
+(a failed check, a kernel fault); 2 bad input (no such run folder, a file
+that is not what it should be); 3 the fleet run is incomplete (a node with
+no results, a build that failed, a benchmark that could not run), or the
+tool could not run. --report-only exits 0 for 1 and 3.
+"""
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import socket
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import ab  # noqa: E402
+import compare  # noqa: E402
+from compare import BadInput, median  # noqa: E402
+
+MIN_MACHINES = 3  # fewer than this: ratios are shown, nobody is named
+ROBUST_Z = 3.5
+EXIT_OK, EXIT_OFF, EXIT_BAD, EXIT_INCOMPLETE = 0, 1, 2, 3
+
+
+# ---------------------------------------------------------------- merge
+
+def error_line(path):
+    """The line that says why a bench process failed: its last 'bench:'
+    line, else its last line."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [ln.strip() for ln in f if ln.strip()]
+    except OSError:
+        return ""
+    said = [ln for ln in lines if ln.startswith("bench:")]
+    return (said or lines or [""])[-1][:300]
+
+
+def read_process_list(path):
+    out = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for i, line in enumerate(f, 1):
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) != 3 or not re.fullmatch(r"-?\d+", parts[0]):
+                    raise BadInput(f"{path}:{i}: expected '<exit code> TAB <json> TAB <stderr>'")
+                out.append((int(parts[0]), parts[1], parts[2]))
+    except OSError as e:
+        raise BadInput(f"--processes {path}: cannot read ({e.strerror})")
+    return out
+
+
+def slurm_facts():
+    keys = {"job_id": "SLURM_JOB_ID", "array_job_id": "SLURM_ARRAY_JOB_ID", "array_task_id": "SLURM_ARRAY_TASK_ID",
+            "node": "SLURMD_NODENAME", "cluster": "SLURM_CLUSTER_NAME", "partition": "SLURM_JOB_PARTITION",
+            "job_gpus": "SLURM_JOB_GPUS", "cuda_visible_devices": "CUDA_VISIBLE_DEVICES"}
+    return {k: os.environ[v] for k, v in keys.items() if v in os.environ}
+
+
+def cmd_merge(a):
+    procs = read_process_list(a.processes) if a.processes else []
+    docs, processes = [], []
+    for rc, js, err in procs:
+        entry = {"exit_code": rc, "error": "" if rc == 0 else error_line(err) or f"exit {rc}, no message"}
+        if os.path.isfile(js):
+            try:
+                doc = compare.read_json(js)
+                compare.load_doc(doc, js)  # the same checks the report makes
+                docs.append(doc)
+                entry["results"] = os.path.basename(js)
+            except BadInput as e:
+                entry["error"] = entry["error"] or compare.one_line(e)
+        processes.append(entry)
+    status = {"host": a.host, "unit": a.unit, "device": a.device, "task": a.task, "hostname": socket.gethostname(),
+              "build": a.build, "fingerprint": a.fingerprint, "started": a.started,
+              "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "slurm": slurm_facts(),
+              "processes": processes, "results": None, "env": None, "error": a.error or ""}
+    if a.env and os.path.isfile(a.env):
+        try:
+            if isinstance(compare.read_json(a.env), dict):
+                status["env"] = os.path.basename(a.env)
+        except BadInput:
+            pass
+    if docs and a.out:
+        merged = ab.merge(docs, a.unit, {})
+        merged.pop("cudabench_ab", None)
+        merged["cudabench_fleet"] = {"host": a.host, "unit": a.unit, "device": a.device, "processes": len(docs),
+                                     "sample": "the median of one process's repetitions"}
+        compare.write_whole(a.out, json.dumps(merged, indent=1) + "\n")
+        status["results"] = os.path.basename(a.out)
+    compare.write_whole(a.status_out, json.dumps(status, indent=1) + "\n")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- loading a run
+
+@dataclass
+class Machine:
+    host: str
+    unit: str
+    device: int = -1
+    status: list = field(default_factory=list)
+    result: object = None  # compare.ResultFile with every task's samples
+    env: dict = None
+    docs: list = field(default_factory=list)
+    group: str = ""
+
+    @property
+    def key(self):
+        return f"{self.host}/{self.unit}"
+
+    @property
+    def context(self):
+        return self.result.context if self.result else {}
+
+    def env_doc(self):
+        if isinstance(self.env, dict):
+            return self.env
+        e = self.context.get("cudabench_env")
+        return e if isinstance(e, dict) else {}
+
+    def medians(self):
+        if not self.result:
+            return {}
+        return {n: median(r.samples) for n, r in self.result.runs.items() if r.samples and not r.error}
+
+    def errors(self):
+        return {n: r.error for n, r in self.result.runs.items() if r.error} if self.result else {}
+
+
+def check_name(x, what, path):
+    if not isinstance(x, str) or not re.fullmatch(r"[A-Za-z0-9._-]+", x):
+        raise BadInput(f"{path}: '{what}' is {json.dumps(x)}: expected a name")
+    return x
+
+
+def load_run(run_dir):
+    if not os.path.isdir(run_dir):
+        raise BadInput(f"{run_dir}: no such run folder")
+    meta = {}
+    if os.path.exists(os.path.join(run_dir, "run.json")):
+        meta = compare.read_json(os.path.join(run_dir, "run.json"))
+        if not isinstance(meta, dict):
+            raise BadInput(f"{run_dir}/run.json: expected an object")
+    machines = {}
+    for path in sorted(glob.glob(os.path.join(glob.escape(run_dir), "*", "*.status.json"))):
+        st = compare.read_json(path)
+        if not isinstance(st, dict):
+            raise BadInput(f"{path}: expected an object")
+        host = check_name(st.get("host"), "host", path)
+        unit = check_name(st.get("unit"), "unit", path)
+        m = machines.setdefault((host, unit), Machine(host, unit))
+        dev = st.get("device", -1)
+        m.device = dev if isinstance(dev, int) and not isinstance(dev, bool) else -1
+        m.status.append(st)
+        folder = os.path.dirname(path)
+        if st.get("results"):
+            rpath = os.path.join(folder, check_name(st["results"], "results", path))
+            doc = compare.read_json(rpath)
+            rf = compare.load_doc(doc, rpath)
+            m.docs.append(doc)
+            if m.result is None:
+                m.result = rf
+            else:  # another task measured this unit too: more processes
+                for n, r in rf.runs.items():
+                    mine = m.result.runs.setdefault(n, compare.Run(n))
+                    mine.samples += r.samples
+                    mine.throttled += r.throttled
+                    mine.error = mine.error or r.error
+                m.result.benchmarks += rf.benchmarks
+        if st.get("env") and m.env is None:
+            e = compare.read_json(os.path.join(folder, check_name(st["env"], "env", path)))
+            m.env = e if isinstance(e, dict) else None
+    if not machines and not meta:
+        raise BadInput(f"{run_dir}: no fleet results (no <host>/<unit>.status.json and no run.json)")
+    out = list(machines.values())
+    for m in out:
+        m.group = group_of(m)
+    return meta, out
+
+
+def gpu_of(m):
+    """The environment report's entry for the machine's GPU ({} for a CPU unit)."""
+    if not m.unit.startswith("gpu"):
+        return {}
+    for g in m.env_doc().get("gpus", []) or []:
+        if isinstance(g, dict) and g.get("index") == m.device:
+            return g
+    return {}
+
+
+def group_of(m):
+    c = m.context
+    if m.unit.startswith("gpu"):
+        name = gpu_of(m).get("name") or c.get("gpu_name")
+        return f"GPU: {name}" if name and name != "none" else "GPU: unknown"
+    host = m.env_doc().get("host", {}) or {}
+    model = c.get("host_cpu_model") or host.get("cpu_model")
+    threads = c.get("host_threads") or host.get("threads") or c.get("num_cpus")
+    return f"CPU: {model} x{threads}" if model else "CPU: unknown"
+
+
+# ---------------------------------------------------------------- features
+
+def is_transfer(n):
+    return n.startswith("Transfer/")
+
+
+def uses_cublas(n):
+    return "cublas" in n or n.startswith(("MnistTrain/cuda", "MnistEval/cuda"))
+
+
+def uses_torch(n):
+    return n.startswith(("MnistTrain/", "MnistEval/")) or "torch" in n
+
+
+def on_gpu(m, n):
+    return m.unit.startswith("gpu")
+
+
+def on_device_memory(m, n):
+    return m.unit.startswith("gpu") and not is_transfer(n)
+
+
+def on_host_cpu(m, n):
+    return m.unit == "cpu" or uses_torch(n)
+
+
+def counter_median(m, key):
+    xs = [b[key] for b in (m.result.benchmarks if m.result else [])
+          if isinstance(b, dict) and compare.finite_number(b.get(key)) and b[key] > 0]
+    return median(xs) if xs else None
+
+
+def nvml(m, key):
+    return (gpu_of(m).get("nvml") or {}).get(key)
+
+
+def lib_path(m, prefix):
+    for lib in m.env_doc().get("loaded_libraries", []) or []:
+        if isinstance(lib, dict) and str(lib.get("name", "")).startswith(prefix):
+            return lib.get("path", "")
+    return ""
+
+
+def pcie(m):
+    g = gpu_of(m).get("nvml") or {}
+    if not g.get("pcie_width"):
+        return None
+    return f"gen{g.get('pcie_gen_max')} x{g.get('pcie_width')} (card max x{g.get('pcie_width_max')})"
+
+
+def ecc_mode(m):
+    cur, pend = nvml(m, "ecc_current"), nvml(m, "ecc_pending")
+    if cur is None or cur < 0:
+        return None
+    s = "on" if cur == 1 else "off"
+    return s + (f", {'on' if pend == 1 else 'off'} after the next reset" if pend is not None and pend >= 0 and pend != cur else "")
+
+
+def ecc_errors(m):
+    n = nvml(m, "ecc_volatile_uncorrected")
+    return f"{n} uncorrectable ECC errors since the driver loaded" if isinstance(n, int) and n > 0 else None
+
+
+def load_per_cpu(m):
+    la, n = m.context.get("load_avg"), m.context.get("num_cpus")
+    if isinstance(la, list) and la and compare.finite_number(la[0]) and compare.finite_number(n) and n > 0:
+        return la[0] / n
+    return None
+
+
+def env_errors(m):
+    errs = [v.get("message", "") for v in m.env_doc().get("verdicts", []) or [] if isinstance(v, dict)
+            and v.get("level") == "error"]
+    return "; ".join(errs) if errs else None
+
+
+def gpu_only(get):
+    return lambda m: get(m) if m.unit.startswith("gpu") else None
+
+
+def ctx(key):
+    return lambda m: (str(m.context[key]) if m.context.get(key) not in (None, "") else None)
+
+
+@dataclass
+class Feature:
+    label: str
+    kind: str  # "cat": compared by value; "num": by tolerance; "flag": a problem when present
+    scope: object  # (machine, benchmark name) -> bool: the benchmarks it can slow down
+    get: object  # machine -> value or None (unknown, or does not apply)
+    tol: float = 0.0  # num: relative tolerance (abs_tol when set)
+    abs_tol: float = 0.0
+    unit: str = ""
+
+
+FEATURES = [
+    Feature("driver", "cat", on_gpu, gpu_only(lambda m: m.context.get("cuda_driver_version")
+                                              or m.env_doc().get("driver", {}).get("nvml_driver_version"))),
+    Feature("CUDA toolkit of the build", "cat", on_gpu, gpu_only(ctx("cuda_toolkit"))),
+    Feature("libcudart loaded", "cat", on_gpu,
+            gpu_only(lambda m: " from ".join(x for x in (m.context.get("cuda_runtime_loaded"),
+                                                         (m.env_doc().get("runtime") or {}).get("loaded_path")) if x)
+                     or None)),
+    Feature("cuBLAS loaded", "cat", lambda m, n: m.unit.startswith("gpu") and uses_cublas(n),
+            gpu_only(lambda m: " from ".join(x for x in (m.context.get("cublas"), lib_path(m, "libcublas.so")) if x)
+                     or None)),
+    Feature("cuDNN loaded", "cat", lambda m, n: m.unit.startswith("gpu") and uses_torch(n),
+            gpu_only(lambda m: " from ".join(x for x in (m.context.get("cudnn"), lib_path(m, "libcudnn.so")) if x)
+                     or None)),
+    Feature("LibTorch", "cat", lambda m, n: uses_torch(n),
+            lambda m: " CUDA ".join(str(m.context[k]) for k in ("libtorch", "libtorch_cuda") if m.context.get(k))
+            or None),
+    Feature("SM clock during the runs", "num", on_gpu, gpu_only(lambda m: counter_median(m, "sm_clock_mhz")),
+            tol=0.03, unit="MHz"),
+    Feature("memory clock during the runs", "num", on_device_memory,
+            gpu_only(lambda m: counter_median(m, "mem_clock_mhz")), tol=0.03, unit="MHz"),
+    Feature("application clocks (SM/memory MHz)", "cat", on_gpu, gpu_only(ctx("gpu_app_clocks_mhz"))),
+    Feature("max clocks (SM/memory MHz)", "cat", on_gpu, gpu_only(ctx("gpu_max_clocks_mhz"))),
+    Feature("power limit", "num", on_gpu, gpu_only(lambda m: nvml(m, "power_limit_w")), tol=0.02, unit="W"),
+    Feature("PCIe link", "cat", lambda m, n: m.unit.startswith("gpu") and is_transfer(n), gpu_only(pcie)),
+    Feature("ECC", "cat", on_device_memory, gpu_only(ecc_mode)),
+    Feature("ECC errors", "flag", on_gpu, gpu_only(ecc_errors)),
+    Feature("persistence mode", "cat", on_gpu, gpu_only(ctx("gpu_persistence_mode"))),
+    Feature("MIG", "cat", on_gpu, gpu_only(ctx("gpu_mig"))),
+    Feature("compute mode", "cat", on_gpu, gpu_only(ctx("gpu_compute_mode"))),
+    Feature("GPU temperature during the runs", "num", on_gpu, gpu_only(lambda m: counter_median(m, "temp_c")),
+            abs_tol=10, unit="C"),
+    Feature("CPU frequency governor", "cat", on_host_cpu, ctx("host_cpu_governor")),
+    Feature("transparent huge pages", "cat", on_host_cpu, ctx("host_thp")),
+    Feature("CPU clock (Google Benchmark's MHz per CPU)", "num", on_host_cpu,
+            lambda m: m.context.get("mhz_per_cpu") if compare.finite_number(m.context.get("mhz_per_cpu")) else None,
+            tol=0.03, unit="MHz"),
+    Feature("load per CPU when bench started (1-minute average)", "num", on_host_cpu, load_per_cpu, abs_tol=0.25),
+    Feature("kernel", "cat", lambda m, n: True, ctx("host_kernel")),
+    Feature("OS", "cat", lambda m, n: True, ctx("host_os")),
+    Feature("C++ compiler", "cat", lambda m, n: True, ctx("cxx_compiler")),
+    Feature("build (source revision, environment)", "cat", lambda m, n: True,
+            lambda m: " ".join(x for x in (m.context.get("cudabench_git"),
+                                           *(s.get("fingerprint") or "" for s in m.status[:1])) if x) or None),
+    Feature("environment errors", "flag", lambda m, n: True, env_errors),
+]
+
+
+def fmt_val(f, v):
+    if v is None:
+        return "unknown"
+    if f.kind == "num":
+        return f"{v:.3g} {f.unit}".strip() if abs(v) < 100 else f"{v:.0f} {f.unit}".strip()
+    return str(v)
+
+
+def typical(f, machines):
+    """The group's usual value of a feature: the value most machines have
+    when more than half have it (cat), the median (num), None otherwise."""
+    vals = [f.get(m) for m in machines]
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    if f.kind == "num":
+        return median([float(v) for v in vals])
+    if f.kind == "flag":
+        return None
+    v, c = Counter(vals).most_common(1)[0]
+    return (v, c) if c * 2 > len(machines) else None
+
+
+def differs(f, v, typ):
+    if v is None:
+        return False
+    if f.kind == "flag":
+        return True
+    if typ is None:
+        return False
+    if f.kind == "num":
+        if f.abs_tol:
+            return abs(float(v) - typ) > f.abs_tol
+        return typ > 0 and abs(float(v) / typ - 1) > f.tol
+    return v != typ[0]
+
+
+def evidence(f, v, typ, n):
+    if f.kind == "flag":
+        return f"{f.label}: {v}"
+    if f.kind == "num":
+        change = f" ({100 * (float(v) / typ - 1):+.0f}%)" if typ and not f.abs_tol else ""
+        return f"{f.label} {fmt_val(f, v)}{change}; fleet median {fmt_val(f, typ)}"
+    return f"{f.label} {v}; fleet: {typ[0]} on {typ[1]} of {n}"
+
+
+# ---------------------------------------------------------------- analysis
+
+@dataclass
+class BenchStats:
+    name: str
+    fleet_median: float
+    values: dict  # machine key -> median
+    ratios: dict  # machine key -> value / fleet median
+    slower: list = field(default_factory=list)
+    faster: list = field(default_factory=list)
+    split: tuple = None  # (slow keys, fast keys, slow ratio, fast ratio) when bimodal
+
+
+def bench_stats(name, values, threshold):
+    fm = median(list(values.values()))
+    ratios = {k: v / fm for k, v in values.items()}
+    s = BenchStats(name, fm, values, ratios)
+    if len(values) < MIN_MACHINES:
+        return s
+    logs = {k: math.log(r) for k, r in ratios.items()}
+    mid = median(list(logs.values()))
+    sigma = 1.4826 * median([abs(x - mid) for x in logs.values()])
+    bar = math.log1p(threshold)
+    for k, x in logs.items():
+        z = (x - mid) / sigma if sigma > 0 else math.copysign(math.inf, x - mid) if x != mid else 0.0
+        if x > bar and z > ROBUST_Z:
+            s.slower.append(k)
+        elif x < -bar and z < -ROBUST_Z:
+            s.faster.append(k)
+    if len(values) >= 4:
+        order = sorted(logs, key=logs.get)
+        gaps = [(logs[order[i + 1]] - logs[order[i]], i) for i in range(len(order) - 1)]
+        gap, i = max(gaps)
+        fast, slow = order[:i + 1], order[i + 1:]
+        if gap > bar and min(len(fast), len(slow)) >= 2:
+            s.split = (sorted(slow), sorted(fast), median([ratios[k] for k in slow]),
+                       median([ratios[k] for k in fast]))
+    return s
+
+
+def short(name):
+    return re.sub(r"/(real_time|manual_time|process_time)$", "", name)
+
+
+def rank_causes(m, group, off, measured):
+    """[(score, text)] of what differs on m from its group, likely causes
+    first: a feature's score is how well the benchmarks it can affect
+    match the slow ones (precision x recall)."""
+    likely, also = [], []
+    for f in FEATURES:
+        v = f.get(m)
+        typ = typical(f, group)
+        if not differs(f, v, typ):
+            continue
+        scope = {n for n in measured if f.scope(m, n)}
+        hit = scope & set(off)
+        text = evidence(f, v, typ, len(group))
+        if not hit:
+            also.append(text)
+            continue
+        score = (len(hit) / len(scope)) * (len(hit) / len(off)) if off else 0
+        (likely if score >= 0.5 or f.kind == "flag" else also).append((score, text))
+    throttled = {n: sorted(set(m.result.runs[n].throttled)) for n in off if m.result.runs[n].throttled}
+    if throttled:
+        reasons = sorted({r for rs in throttled.values() for r in rs})
+        likely.append((2.0, f"the GPU throttled ({', '.join(reasons)}) in {len(throttled)} of the {len(off)} "
+                            "slow benchmarks"))
+    likely.sort(key=lambda x: -x[0])
+    return [t for _, t in likely], also
+
+
+def separating(group, slow, fast):
+    """Features whose values on the slow side of a split never occur on the fast side."""
+    by = {m.key: m for m in group}
+    out = []
+    for f in FEATURES:
+        if f.kind == "flag":
+            vs = [f.get(by[k]) for k in slow]
+            vf = [f.get(by[k]) for k in fast]
+            if all(v is not None for v in vs) and all(v is None for v in vf):
+                out.append(f"{f.label} on every slow machine, on no fast one")
+            continue
+        vs = [f.get(by[k]) for k in slow]
+        vf = [f.get(by[k]) for k in fast]
+        if any(v is None for v in vs + vf):
+            continue
+        if f.kind == "num":
+            tol = (lambda a, b: a - b > f.abs_tol) if f.abs_tol else (lambda a, b: a > b * (1 + f.tol))
+            if tol(min(vf), max(vs)) or tol(min(vs), max(vf)):
+                out.append(f"{f.label}: {fmt_val(f, median(vs))} on the slow side, {fmt_val(f, median(vf))} "
+                           "on the fast side (medians)")
+        elif not set(vs) & set(vf):
+            show = lambda xs: ", ".join(f"{v} ({c})" for v, c in Counter(xs).most_common())
+            out.append(f"{f.label}: {show(vs)} on the slow side; {show(vf)} on the fast side")
+    return out
+
+
+def analyse(meta, machines, threshold):
+    """The findings as plain data (what fleet.json holds and fleet.md shows)."""
+    groups = {}
+    for m in machines:
+        groups.setdefault(m.group, []).append(m)
+    findings = {"groups": [], "off": [], "faster": [], "splits": [], "wrong": [], "incomplete": []}
+    for gname in sorted(groups):
+        ms = sorted(groups[gname], key=lambda m: (m.host, m.unit))
+        with_data = [m for m in ms if m.medians()]
+        names = []
+        for m in with_data:
+            names += [n for n in m.result.runs if n not in names]
+        stats = []
+        for n in names:
+            vals = {m.key: m.medians()[n] for m in with_data if n in m.medians()}
+            if vals:
+                stats.append(bench_stats(n, vals, threshold))
+        g = {"name": gname, "machines": [m.key for m in ms], "benchmarks": stats,
+             "note": "" if len(with_data) >= MIN_MACHINES else
+             f"{len(with_data)} machine(s) with results: at least {MIN_MACHINES} are needed to name an outlier"}
+        findings["groups"].append(g)
+        by = {m.key: m for m in with_data}
+        for m in with_data:
+            off = [s.name for s in stats if m.key in s.slower]
+            fast = [s.name for s in stats if m.key in s.faster]
+            measured = [s.name for s in stats if m.key in s.ratios]
+            if off:
+                likely, also = rank_causes(m, with_data, off, measured)
+                findings["off"].append({"machine": m.key, "group": gname, "benchmarks": off,
+                                        "ratios": {n: s.ratios[m.key] for s in stats for n in [s.name] if n in off},
+                                        "likely": likely, "also": also})
+            if fast:
+                findings["faster"].append({"machine": m.key, "group": gname, "benchmarks": fast,
+                                           "ratios": {s.name: s.ratios[m.key] for s in stats if s.name in fast}})
+        splits = {}
+        for s in stats:
+            if s.split:
+                splits.setdefault((tuple(s.split[0]), tuple(s.split[1])), []).append(s)
+        for (slow, fast), ss in splits.items():
+            findings["splits"].append({"group": gname, "slow": list(slow), "fast": list(fast),
+                                       "benchmarks": [s.name for s in ss],
+                                       "slow_ratio": median([s.split[2] for s in ss]),
+                                       "fast_ratio": median([s.split[3] for s in ss]),
+                                       "separating": separating(list(by.values()), slow, fast)})
+    for m in sorted(machines, key=lambda m: m.key):
+        for n, e in sorted(m.errors().items()):
+            (findings["incomplete"] if e.startswith(compare.COULD_NOT_RUN) else findings["wrong"]).append(
+                {"machine": m.key, "benchmark": n, "error": e})
+        for st in m.status:
+            if st.get("error"):
+                findings["incomplete"].append({"machine": m.key, "error": st["error"]})
+                continue
+            for i, p in enumerate(st.get("processes", []) or []):
+                rc = p.get("exit_code") if isinstance(p, dict) else None
+                if rc == 1 and not m.errors():
+                    findings["wrong"].append({"machine": m.key, "benchmark": f"process {i + 1}",
+                                              "error": p.get("error") or "exit 1"})
+                elif rc not in (0, 1):
+                    findings["incomplete"].append({"machine": m.key, "error": f"process {i + 1} exited {rc}: "
+                                                   + (p.get("error") or "no message")})
+        if not m.result and not any(st.get("error") for st in m.status) and not any(
+                (p.get("exit_code") if isinstance(p, dict) else None) not in (0, None)
+                for st in m.status for p in st.get("processes", []) or []):
+            findings["incomplete"].append({"machine": m.key, "error": "no results"})
+    hosts = {m.host for m in machines}
+    for node in meta.get("expected_nodes", []) or []:
+        if isinstance(node, str) and node not in hosts:
+            findings["incomplete"].append({"machine": node, "error": "no task ran on this node (Slurm placed two "
+                                           "tasks on another node, or this one was busy or went away)"})
+    tasks = meta.get("tasks")
+    seen = {(st.get("task"), st.get("host")) for m in machines for st in m.status}
+    if isinstance(tasks, int) and len({t for t, _ in seen}) < tasks:
+        findings["incomplete"].append({"machine": "-", "error": f"{len({t for t, _ in seen})} of {tasks} array "
+                                       "tasks recorded a result"})
+    return findings
+
+
+def grouped_verdicts(machines):
+    """[(level, message, fix, [hosts])]: each environment verdict (not ok)
+    with the nodes that have it."""
+    per_host = {}
+    for m in machines:
+        for v in m.env_doc().get("verdicts", []) or []:
+            if isinstance(v, dict) and v.get("level") in ("error", "warning", "info"):
+                per_host.setdefault((v["level"], str(v.get("message", "")), str(v.get("fix", ""))), set()).add(m.host)
+    rank = {"error": 0, "warning": 1, "info": 2}
+    return sorted(((lvl, msg, fix, sorted(h)) for (lvl, msg, fix), h in per_host.items()),
+                  key=lambda x: (rank[x[0]], -len(x[3]), x[1]))
+
+
+def context_spread(group):
+    """[(feature, [(value, [machines])])] for features whose values differ within a group."""
+    out = []
+    for f in FEATURES:
+        if f.kind == "flag":
+            continue
+        vals = {}
+        for m in group:
+            v = f.get(m)
+            if v is not None:
+                vals.setdefault(fmt_val(f, v) if f.kind == "num" else str(v), []).append(m.key)
+        if f.kind == "num":
+            nums = [float(f.get(m)) for m in group if f.get(m) is not None]
+            if not nums or not any(differs(f, x, median(nums)) for x in nums):
+                continue
+        elif len(vals) < 2:
+            continue
+        out.append((f.label, sorted(vals.items(), key=lambda kv: -len(kv[1]))))
+    return out
+
+
+# ---------------------------------------------------------------- output
+
+def ratio_text(r, key, s):
+    t = f"{r:.2f}"
+    return f"**{t} slower**" if key in s.slower else f"*{t} faster*" if key in s.faster else t
+
+
+def names_list(keys, limit=8):
+    keys = list(keys)
+    return ", ".join(keys[:limit]) + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+def render(meta, machines, findings, verdicts, threshold, plots):
+    L = []
+    rid = meta.get("run_id") or "(no run.json)"
+    L.append(f"# Fleet run {rid}")
+    L.append("")
+    if meta:
+        mode = "one per GPU (--gpus-per-task=1)" if meta.get("mode") == "gpu" else "one per node"
+        L.append(f"{meta.get('tasks', '?')} array tasks, {mode}, submitted {meta.get('submitted', '?')} from "
+                 f"{meta.get('submit_host', '?')}; source {meta.get('source', '?')}; "
+                 f"{meta.get('processes', '?')} processes x {meta.get('repetitions', '?')} repetitions per machine.")
+    L.append(f"{len(machines)} machines (node/unit) in {len(findings['groups'])} group(s). A machine is off when its "
+             f"median is more than {100 * threshold:g}% from its group's median and {ROBUST_Z:g} robust standard "
+             "deviations from the rest; ratios are time over the group median (above 1: slower).")
+    L.append("")
+    L.append("## Findings")
+    L.append("")
+    items = []
+    for o in findings["off"]:
+        worst = max(o["ratios"].values())
+        line = (f"- **{o['machine']} is off**: slower than its group ({o['group']}) in {len(o['benchmarks'])} "
+                f"benchmark(s), up to {worst:.2f}x the median ({names_list(short(n) for n in o['benchmarks'])}).")
+        if o["likely"]:
+            line += " Likely cause: " + "; ".join(o["likely"]) + "."
+        else:
+            line += (" Nothing in the recorded context or telemetry differs from the group in a way that "
+                     "explains it: look at the node itself (other work on it, cooling, a failing part).")
+        if o["also"]:
+            line += " Also differs: " + "; ".join(o["also"]) + "."
+        items.append(line)
+    for sp in findings["splits"]:
+        line = (f"- **bimodal {sp['group']}**: {len(sp['slow'])} machines at {sp['slow_ratio']:.2f}x "
+                f"({names_list(sp['slow'])}) and {len(sp['fast'])} at {sp['fast_ratio']:.2f}x "
+                f"({names_list(sp['fast'])}) in {len(sp['benchmarks'])} benchmark(s) "
+                f"({names_list(short(n) for n in sp['benchmarks'])}).")
+        line += (" What separates them: " + "; ".join(sp["separating"]) + "." if sp["separating"] else
+                 " Nothing recorded separates the two sides.")
+        items.append(line)
+    for w in findings["wrong"]:
+        items.append(f"- **wrong result on {w['machine']}**: {short(w['benchmark'])}: {w['error']}")
+    for f in findings["faster"]:
+        items.append(f"- {f['machine']} is faster than its group in {len(f['benchmarks'])} benchmark(s) "
+                     f"({names_list(short(n) for n in f['benchmarks'])}): a different setting is likely; see "
+                     "the context differences below.")
+    for i in findings["incomplete"]:
+        items.append(f"- incomplete: {i['machine']}: {i.get('benchmark', '') and short(i['benchmark']) + ': '}"
+                     f"{i['error']}")
+    L += items or [f"- No machine is off: every machine is within {100 * threshold:g}% of its group's median, or "
+                   "within the group's own spread, in every benchmark."]
+    L.append("")
+    builds = Counter()
+    for m in machines:
+        for st in m.status[:1]:
+            builds[(st.get("fingerprint") or "?", st.get("build") or "?")] += 1
+    if builds:
+        L.append("## Builds")
+        L.append("")
+        for (fp, b), n in sorted(builds.items()):
+            L.append(f"- environment {fp}: {b} ({n} machine(s))")
+        L.append("")
+    by = {m.key: m for m in machines}
+    for g in findings["groups"]:
+        L.append(f"## {g['name']}: {len(g['machines'])} machine(s)")
+        L.append("")
+        if g["note"]:
+            L.append(g["note"] + ".")
+            L.append("")
+        stats = g["benchmarks"]
+        if stats:
+            keys = [k for k in g["machines"] if any(k in s.ratios for s in stats)]
+            head = ["machine"] + [short(s.name) for s in stats]
+            rows = [["fleet median"] + [compare.fmt_value(s.fleet_median, "time") for s in stats]]
+            rows += [[k] + [ratio_text(s.ratios[k], k, s) if k in s.ratios else "-" for s in stats] for k in keys]
+            L.append("Side by side: the fleet median, then each machine's ratio to it.")
+            L.append("")
+            L.append(compare.table(head, rows, True))
+            L.append("")
+            if g["name"] in plots:
+                L.append(f"![{g['name']}]({plots[g['name']]})")
+                L.append("")
+            rows = []
+            for s in stats:
+                rs = sorted(s.ratios.items(), key=lambda kv: kv[1])
+                rows.append([short(s.name), compare.fmt_value(s.fleet_median, "time"), str(len(rs)),
+                             f"{rs[0][1]:.2f} ({rs[0][0]})", f"{rs[-1][1]:.2f} ({rs[-1][0]})",
+                             ", ".join(s.slower) or "-", "yes" if s.split else "-"])
+            L.append(compare.table(["benchmark", "fleet median", "machines", "fastest", "slowest", "slower (off)",
+                                    "bimodal"], rows, True))
+            L.append("")
+        spread = context_spread([by[k] for k in g["machines"]])
+        if spread:
+            L.append("What differs within the group:")
+            L.append("")
+            for label, vals in spread:
+                L.append(f"- {label}: " + "; ".join(f"{v} on {names_list(ks, 4)}" for v, ks in vals))
+            L.append("")
+    L.append("## Environment verdicts across nodes")
+    L.append("")
+    hosts = sorted({m.host for m in machines})
+    if verdicts:
+        for lvl, msg, fix, hs in verdicts:
+            count = f"all {len(hosts)} nodes" if len(hs) == len(hosts) else f"{len(hs)} of {len(hosts)} nodes"
+            L.append(f"- {count}: {lvl}: {msg.rstrip('.')}." + (f" Fix: {fix.rstrip('.')}." if fix else "")
+                     + ("" if len(hs) == len(hosts) else f" ({names_list(hs)})"))
+    else:
+        L.append("- none: every node's report is clean")
+    L.append("")
+    return "\n".join(L)
+
+
+def plot_groups(findings, out_dir, threshold):
+    """fleet-<group>.png: each machine's ratio per benchmark, the band of
+    +-threshold, outliers named. Returns {group: file name}."""
+    compare.ensure_venv("fleet", ("matplotlib",))
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    out = {}
+    for g in findings["groups"]:
+        stats = g["benchmarks"]
+        if not stats:
+            continue
+        slug = re.sub(r"[^a-z0-9]+", "-", g["name"].lower()).strip("-")
+        name = f"fleet-{slug}.png"
+        fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(stats) + 2), 4.2))
+        ax.axhspan(1 / (1 + threshold), 1 + threshold, color="tab:green", alpha=0.08, lw=0)
+        ax.axhline(1.0, color="gray", lw=0.8)
+        for i, s in enumerate(stats):
+            keys = sorted(s.ratios)
+            xs = [i + (j - (len(keys) - 1) / 2) * min(0.5 / max(len(keys), 1), 0.06) for j in range(len(keys))]
+            for x, k in zip(xs, keys):
+                off = k in s.slower
+                ax.plot(x, s.ratios[k], "o", ms=5 if off else 4,
+                        color="tab:red" if off else "tab:orange" if k in s.faster else "tab:blue", alpha=0.85)
+                if off or k in s.faster:
+                    ax.annotate(k, (x, s.ratios[k]), fontsize=7, xytext=(4, 2), textcoords="offset points")
+        ax.set_xticks(range(len(stats)))
+        ax.set_xticklabels([short(s.name) for s in stats], rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel("time / group median")
+        ax.set_title(f"{g['name']}: {len(g['machines'])} machine(s); band: +-{100 * threshold:g}%", fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+        try:
+            compare.write_whole(os.path.join(out_dir, name),
+                                lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png"))
+        finally:
+            plt.close(fig)
+        out[g["name"]] = name
+    return out
+
+
+def to_json(meta, machines, findings, verdicts, code):
+    def stats_json(s):
+        return {"name": s.name, "fleet_median_s": s.fleet_median, "ratios": s.ratios, "values_s": s.values,
+                "slower": s.slower, "faster": s.faster,
+                "bimodal": None if not s.split else {"slow": s.split[0], "fast": s.split[1]}}
+    return {
+        "run": meta,
+        "machines": [{"machine": m.key, "host": m.host, "unit": m.unit, "device": m.device, "group": m.group,
+                      "status": m.status, "medians_s": m.medians(), "errors": m.errors(),
+                      "samples_s": {n: r.samples for n, r in (m.result.runs.items() if m.result else [])},
+                      "context": {k: v for k, v in m.context.items() if k != "cudabench_env"},
+                      "verdicts": m.env_doc().get("verdicts", [])} for m in machines],
+        "groups": [dict(g, benchmarks=[stats_json(s) for s in g["benchmarks"]]) for g in findings["groups"]],
+        "off": findings["off"], "faster": findings["faster"], "bimodal": findings["splits"],
+        "wrong": findings["wrong"], "incomplete": findings["incomplete"],
+        "verdicts": [{"level": lv, "message": msg, "fix": fix, "hosts": hs} for lv, msg, fix, hs in verdicts],
+        "exit_code": code,
+    }
+
+
+def exit_code(findings):
+    if findings["off"] or findings["splits"] or findings["wrong"]:
+        return EXIT_OFF
+    return EXIT_INCOMPLETE if findings["incomplete"] else EXIT_OK
+
+
+def cmd_report(a):
+    if not (math.isfinite(a.threshold) and 0 < a.threshold < 1):
+        raise BadInput(f"--threshold {a.threshold}: expected a relative change in (0, 1), e.g. 0.10")
+    meta, machines = load_run(a.run_dir)
+    findings = analyse(meta, machines, a.threshold)
+    verdicts = grouped_verdicts(machines)
+    code = exit_code(findings)
+    plots = {} if a.no_plots else plot_groups(findings, a.run_dir, a.threshold)
+    text = render(meta, machines, findings, verdicts, a.threshold, plots)
+    compare.write_whole(os.path.join(a.run_dir, "fleet.json"),
+                        json.dumps(to_json(meta, machines, findings, verdicts, code), indent=1) + "\n")
+    compare.write_whole(os.path.join(a.run_dir, "fleet.md"), text + "\n")
+    print(text.split("\n## Builds")[0].rstrip(), flush=True)
+    print(f"\nfleet: report in {os.path.join(a.run_dir, 'fleet.md')}", file=sys.stderr)
+    if code == EXIT_OFF:
+        print(f"fleet: {len(findings['off'])} machine(s) off, {len(findings['splits'])} bimodal split(s), "
+              f"{len(findings['wrong'])} wrong result(s)", file=sys.stderr)
+    elif code == EXIT_INCOMPLETE:
+        print(f"fleet: the run is incomplete: {findings['incomplete'][0]['machine']}: "
+              f"{findings['incomplete'][0]['error']}", file=sys.stderr)
+    return EXIT_OK if a.report_only else code
+
+
+def main(argv=None):
+    ap = compare.ArgParser(prog="fleet", description=__doc__.split("\n\n")[0],
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=compare.ArgParser)
+    m = sub.add_parser("merge", help="one unit's processes into one JSON and a status file (array task)")
+    m.add_argument("--host", required=True)
+    m.add_argument("--unit", required=True)
+    m.add_argument("--status-out", required=True)
+    m.add_argument("--out")
+    m.add_argument("--processes", help="a file: '<exit code> TAB <json> TAB <stderr>' per process")
+    m.add_argument("--env")
+    m.add_argument("--device", type=int, default=-1)
+    m.add_argument("--task", default="0")
+    m.add_argument("--build", default="")
+    m.add_argument("--fingerprint", default="")
+    m.add_argument("--started", default="")
+    m.add_argument("--error", default="", help="why this unit ran nothing")
+    r = sub.add_parser("report", help="merge a run's results and write fleet.json, fleet.md and plots")
+    r.add_argument("run_dir")
+    r.add_argument("--threshold", type=float, default=0.10, help="relative change that counts (default 0.10)")
+    r.add_argument("--report-only", action="store_true", help="exit 0 whatever the findings")
+    r.add_argument("--no-plots", action="store_true", help="no PNG (no matplotlib needed)")
+    a = ap.parse_args(argv)
+    return compare.guarded("fleet", lambda: cmd_merge(a) if a.cmd == "merge" else cmd_report(a))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
