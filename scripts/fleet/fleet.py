@@ -31,7 +31,8 @@ a machine's value over the fleet median (time: above 1 is slower).
                    so a fleet that is noisy everywhere names nobody;
                    at least 3 machines are needed
   bimodal          the sorted ratios split at a gap wider than the
-                   threshold into two sides of at least 2 machines each
+                   threshold into two sides of at least a quarter of the
+                   group (and 2 machines) each
 For each slower machine, the likely cause is what differs from the rest of
 its group in context and telemetry (driver, toolkit, libcudart, cuBLAS,
 cuDNN, LibTorch, measured clocks, application clocks, power limit, PCIe
@@ -297,7 +298,7 @@ def pcie(m):
     g = gpu_of(m).get("nvml") or {}
     if not g.get("pcie_width"):
         return None
-    return f"gen{g.get('pcie_gen_max')} x{g.get('pcie_width')} (card max x{g.get('pcie_width_max')})"
+    return f"gen{g.get('pcie_gen_max')} x{g.get('pcie_width')} of x{g.get('pcie_width_max')}"
 
 
 def ecc_mode(m):
@@ -434,9 +435,9 @@ def evidence(f, v, typ, n):
     if f.kind == "flag":
         return f"{f.label}: {v}"
     if f.kind == "num":
-        change = f" ({100 * (float(v) / typ - 1):+.0f}%)" if typ and not f.abs_tol else ""
-        return f"{f.label} {fmt_val(f, v)}{change}; fleet median {fmt_val(f, typ)}"
-    return f"{f.label} {v}; fleet: {typ[0]} on {typ[1]} of {n}"
+        change = f"{100 * (float(v) / typ - 1):+.0f}%; " if typ and not f.abs_tol else ""
+        return f"{f.label} {fmt_val(f, v)} ({change}fleet median {fmt_val(f, typ)})"
+    return f"{f.label} {v} (fleet: {typ[0]} on {typ[1]} of {n})"
 
 
 # ---------------------------------------------------------------- analysis
@@ -473,7 +474,8 @@ def bench_stats(name, values, threshold):
         gaps = [(logs[order[i + 1]] - logs[order[i]], i) for i in range(len(order) - 1)]
         gap, i = max(gaps)
         fast, slow = order[:i + 1], order[i + 1:]
-        if gap > bar and min(len(fast), len(slow)) >= 2:
+        # Two real sides, not one or two outliers (those are named one by one).
+        if gap > bar and min(len(fast), len(slow)) >= max(2, math.ceil(len(order) / 4)):
             s.split = (sorted(slow), sorted(fast), median([ratios[k] for k in slow]),
                        median([ratios[k] for k in fast]))
     return s
