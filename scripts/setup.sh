@@ -3,7 +3,8 @@
 # is already there:
 #   1. Debian packages: compilers and build tools, GoogleTest, nlohmann_json,
 #      CLI11, Fashion-MNIST (dataset-fashion-mnist), clang with libFuzzer and
-#      its OpenMP (the sanitizer build and the fuzz targets).
+#      its OpenMP (the sanitizer build and the fuzz targets), Slurm and munge
+#      (the fleet mode's test starts a real cluster on this machine).
 #   2. Google Benchmark 1.7.1 built as Release from Debian's own source package
 #      (Debian's binary is a debug build: it warns on every run and reports
 #      library_build_type=debug), installed in $CUDABENCH_CACHE/benchmark-release.
@@ -40,7 +41,8 @@ SUDO=""
 # ---- 1. Debian packages ----
 pkgs=(build-essential cmake ninja-build ccache git pkg-config libgtest-dev nlohmann-json3-dev
       libcli11-dev zlib1g-dev dataset-fashion-mnist dpkg-dev
-      clang libfuzzer-14-dev libomp-14-dev)  # the sanitizer build and the fuzz targets (scripts/fuzz.sh)
+      clang libfuzzer-14-dev libomp-14-dev   # the sanitizer build and the fuzz targets (scripts/fuzz.sh)
+      slurmctld slurmd slurm-client munge)   # the fleet mode's test cluster (scripts/fleet/local-cluster.sh)
 python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -13,6 +13,8 @@ bash "$CUDABENCH_ROOT/scripts/setup.sh"
 # Exit codes: 0 all passed; 1 a test failed or the gate found a regression;
 # 2 bad arguments; 3 the set-up or the build failed.
 configure_and_build "$CUDABENCH_ROOT/build" || exit 3
+# setup.sh installed Slurm: the fleet test must run, not skip.
+export CUDABENCH_REQUIRE_SLURM=1
 (cd "$CUDABENCH_ROOT/build" && ctest --output-on-failure --no-tests=error -j2 "$@") || exit 1
 bash "$CUDABENCH_ROOT/scripts/sanitize.sh"
 bash "$CUDABENCH_ROOT/scripts/fuzz.sh" "${CUDABENCH_FUZZ_SECONDS:-30}"

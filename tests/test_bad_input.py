@@ -128,6 +128,17 @@ def py(script, *a, **kw):
     return Case(cmd=[PY, os.path.join(SCRIPTS, script), *a], **kw)
 
 
+def fleet_sh(*a, **kw):
+    return Case(cmd=["bash", os.path.join(SCRIPTS, "fleet", "fleet.sh"), *a], **kw)
+
+
+def fleet_run(tmp, status):
+    """A run folder whose one status file holds `status`."""
+    os.makedirs(os.path.join(tmp, "run", "n1"))
+    write(os.path.join(tmp, "run", "n1"), "cpu.status.json", status)
+    return os.path.join(tmp, "run")
+
+
 OUT = "{tmp}/out.json"
 PRE = "{tmp}/pre.json"   # exists before the run, with known content
 MD = "{tmp}/report.md"
@@ -281,6 +292,25 @@ CASES = [
          rc=2, names="--toolkit {tmp}/nope: no such folder"),
     Case(cmd=["bash", os.path.join(SCRIPTS, "cpu-quota.sh"), "2", "true"], id="cpu-quota-fraction", rc=2,
          names="got '2'"),
+    # the fleet mode: checked before anything is built or submitted
+    fleet_sh("--tasks", "0", id="fleet-tasks-zero", rc=2, names="--tasks 0"),
+    fleet_sh("--threshold", "1.5", id="fleet-threshold", rc=2, names="--threshold 1.5"),
+    fleet_sh("--min-time=nan", id="fleet-min-time-nan", rc=2, names="--min-time nan"),
+    fleet_sh("--run-id", "a/b", id="fleet-run-id-slash", rc=2, names="--run-id a/b"),
+    fleet_sh("--processes", id="fleet-processes-no-value", rc=2, names="--processes needs a value"),
+    fleet_sh("--build", "{tmp}/nope", id="fleet-build-missing", rc=2, names="--build {tmp}/nope: no bench"),
+    fleet_sh("--bogus", id="fleet-unknown-argument", rc=2, names="unknown argument --bogus"),
+    fleet_sh("collect", id="fleet-collect-no-folder", rc=2, names="collect needs the run folder"),
+    py("fleet/fleet.py", "report", "{tmp}/nope", id="fleet-report-missing-run", rc=2,
+       names="{tmp}/nope: no such run folder"),
+    py("fleet/fleet.py", "report", lambda t: fleet_run(t, b'{"host": "../etc", "unit": "cpu"}'),
+       id="fleet-report-bad-host", rc=2, names="'host' is \"../etc\": expected a name"),
+    py("fleet/fleet.py", "report", lambda t: fleet_run(t, b"{oops"), id="fleet-report-bad-status", rc=2,
+       names="cpu.status.json: not valid JSON"),
+    py("fleet/fleet.py", "report", "{tmp}", "--threshold", "0", id="fleet-report-threshold", rc=2,
+       names="--threshold 0.0"),
+    Case(cmd=["bash", os.path.join(SCRIPTS, "fleet", "local-cluster.sh"), "start", "{tmp}/c", "--nodes", "0"],
+         id="local-cluster-nodes", rc=2, names="--nodes 0", outputs=["{tmp}/c"]),
 ]
 
 
@@ -347,7 +377,7 @@ def test_bad_input(case, tmp_path):
 
 def test_the_table_covers_every_program():
     progs = {os.path.basename(c.cmd[1] if c.cmd[0] in (PY, "bash") else c.cmd[0]) for c in CASES}
-    assert {"bench", "train", "compare.py", "report.py"} <= progs
+    assert {"bench", "train", "compare.py", "report.py", "fleet.sh", "fleet.py", "local-cluster.sh"} <= progs
     assert len(CASES) >= 40
 
 

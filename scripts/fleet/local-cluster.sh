@@ -3,7 +3,7 @@
 # slurmd, slurm-client, munge), for the fleet mode's test and for trying the
 # fleet mode without a cluster:
 #
-#   scripts/fleet/local-cluster.sh start DIR [--nodes N]
+#   scripts/fleet/local-cluster.sh start DIR [--nodes N] [--gpus G]
 #   export SLURM_CONF=DIR/slurm.conf     # then sbatch, squeue, sinfo use it
 #   scripts/fleet/local-cluster.sh stop DIR
 #
@@ -17,24 +17,30 @@
 # finished jobs and their exit codes without a database). It returns once
 # every node is idle, or fails with the logs' last lines. Several nodes on
 # one host let an array's tasks land on nodes of their own, as on a real
-# cluster.
+# cluster. --gpus G gives each node G "gpu" generic resources (GresTypes=gpu,
+# gres.conf) whose device files are stand-ins under DIR/dev: Slurm allocates
+# them and sets SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES as it would for real
+# GPUs, which tests --per-gpu placement; nothing can run on them.
 # stop: the daemons, by the pids in DIR's pid files (TERM, then KILL).
 #
 # Runs as root (slurmd starts jobs as their user). Exit codes: 0 done; 2 bad
 # usage; 3 a daemon did not start (or Slurm is not installed).
 set -euo pipefail
 die() { echo "local-cluster: $2" >&2; exit "$1"; }
-[ $# -ge 2 ] || die 2 "usage: local-cluster.sh start|stop DIR [--nodes N]"
+[ $# -ge 2 ] || die 2 "usage: local-cluster.sh start|stop DIR [--nodes N] [--gpus G]"
 cmd="$1" dir="$2"; shift 2
-nodes=2
+nodes=2 gpus=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) [ $# -ge 2 ] || die 2 "--nodes needs a number"; nodes="$2"; shift 2 ;;
     --nodes=*) nodes="${1#*=}"; shift ;;
-    *) die 2 "unknown argument $1 (expected --nodes N)" ;;
+    --gpus) [ $# -ge 2 ] || die 2 "--gpus needs a number"; gpus="$2"; shift 2 ;;
+    --gpus=*) gpus="${1#*=}"; shift ;;
+    *) die 2 "unknown argument $1 (expected --nodes N or --gpus G)" ;;
   esac
 done
 [[ "$nodes" =~ ^[1-9][0-9]?$ ]] || die 2 "--nodes $nodes: expected a whole number from 1 to 99"
+[[ "$gpus" =~ ^[0-8]$ ]] || die 2 "--gpus $gpus: expected a whole number from 0 to 8"
 
 stop_cluster() {
   local pids=() f p
@@ -66,7 +72,7 @@ export PATH="$PATH:/usr/sbin"
 [ "$(id -u)" -eq 0 ] || die 3 "must run as root: slurmd starts each job as its user"
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
-rm -rf "$dir/state" "$dir/spool" "$dir/log" "$dir/run" "$dir/munge"
+rm -rf "$dir/state" "$dir/spool" "$dir/log" "$dir/run" "$dir/munge" "$dir/dev" "$dir/gres.conf"
 mkdir -p "$dir/state" "$dir/log" "$dir/run" "$dir/munge"
 chmod 711 "$dir/munge"
 
@@ -118,12 +124,27 @@ mem_mb="$(awk '/MemTotal/ {print int($2 / 1024 / 2)}' /proc/meminfo)"
   echo "SchedulerParameters=kill_invalid_depend"
   echo "MinJobAge=3600"
   echo "SlurmdTimeout=300"
+  gres=""
+  if [ "$gpus" -gt 0 ]; then
+    echo "GresTypes=gpu"
+    gres=" Gres=gpu:$gpus"
+  fi
   for i in $(seq "$nodes"); do
-    echo "NodeName=node$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=${ports[$i]} CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN"
+    echo "NodeName=node$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=${ports[$i]} CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN$gres"
   done
   echo "PartitionName=fleet Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
 } >"$dir/slurm.conf"
 export SLURM_CONF="$dir/slurm.conf"
+if [ "$gpus" -gt 0 ]; then
+  # Stand-in device files (character devices like /dev/null), one set per node.
+  mkdir -p "$dir/dev"
+  for i in $(seq "$nodes"); do
+    for g in $(seq 0 $((gpus - 1))); do
+      mknod -m 666 "$dir/dev/node$i-gpu$g" c 1 3 || die 3 "cannot make the stand-in device $dir/dev/node$i-gpu$g"
+    done
+    echo "NodeName=node$i Name=gpu File=$dir/dev/node$i-gpu[0-$((gpus - 1))]"
+  done >"$dir/gres.conf"
+fi
 
 logs() { tail -n 5 "$dir"/log/slurm*.log 2>/dev/null | tr '\n' ' '; }
 slurmctld -f "$SLURM_CONF" || { stop_cluster; die 3 "slurmctld did not start: $(logs)"; }

@@ -56,8 +56,14 @@ bench="$build/bench"
 # Units: name, device (-1: none), filter.
 units=() devices=() filters=()
 if [ "$mode" = gpu ]; then
-  units+=("gpu${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-0}}"); devices+=(0); filters+=("$CUDABENCH_FLEET_GPU_FILTER")
-  units[0]="${units[0]%%,*}"
+  unit="gpu${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-0}}"
+  unit="${unit%%,*}"
+  if ! "$bench" --env --require-gpu >/dev/null 2>&1; then
+    why="$("$bench" --env=json 2>/dev/null | "$py" -c 'import json, sys; print(json.load(sys.stdin).get("gpu_unusable_reason", ""))' 2>/dev/null)"
+    record_failure "$unit" "the GPU Slurm gave this task (SLURM_JOB_GPUS=${SLURM_JOB_GPUS:-unset}, CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}) is not usable: ${why:-bench --env says so}"
+    exit 0
+  fi
+  units+=("$unit"); devices+=(0); filters+=("$CUDABENCH_FLEET_GPU_FILTER")
 else
   units+=(cpu); devices+=(-1); filters+=("$CUDABENCH_FLEET_CPU_FILTER")
   if "$bench" --env --require-gpu >/dev/null 2>&1; then

@@ -1,0 +1,193 @@
+"""The fleet mode on a real Slurm: scripts/fleet/local-cluster.sh starts
+munged, slurmctld and two slurmd nodes on this machine from Debian's
+packages; fleet.sh submits real sbatch jobs to it (an array and a collect
+job with afterok), and the daemons are stopped by their pids at the end.
+
+Runs as root (slurmd starts each job as its user), as CI does; elsewhere it
+skips and says why. Without Slurm installed it skips too, unless
+CUDABENCH_REQUIRE_SLURM=1 (scripts/test.sh sets it, after scripts/setup.sh
+has installed Slurm), so a broken set-up fails CI instead of skipping.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FLEET_SH = os.path.join(ROOT, "scripts", "fleet", "fleet.sh")
+CLUSTER = os.path.join(ROOT, "scripts", "fleet", "local-cluster.sh")
+BUILD = os.environ.get("CUDABENCH_BUILD_DIR", os.path.join(ROOT, "build"))
+BENCH = os.path.join(BUILD, "bench")
+CPU_ROWS = "VectorAdd/cpu_scalar/n:(4096|65536)/"
+SLURM = ["munged", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo"]
+
+
+def missing_slurm():
+    path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+    return [b for b in SLURM if not shutil.which(b, path=path)]
+
+
+def skip_reason():
+    if os.geteuid() != 0:
+        return "needs root: the test cluster's slurmd starts each job as its user"
+    if missing_slurm():
+        if os.environ.get("CUDABENCH_REQUIRE_SLURM") == "1":
+            pytest.fail(f"Slurm is not installed ({', '.join(missing_slurm())} missing) although scripts/setup.sh "
+                        "should have installed it")
+        return f"Slurm is not installed ({', '.join(missing_slurm())} missing): scripts/setup.sh installs it"
+    if not os.access(BENCH, os.X_OK):
+        return f"{BENCH} is not built"
+    return ""
+
+
+def daemon_pids(d):
+    pids = {}
+    for f in os.listdir(os.path.join(d, "run")):
+        if f.endswith(".pid"):
+            with open(os.path.join(d, "run", f)) as fh:
+                pids[f] = int(fh.read().strip())
+    return pids
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def start_cluster(tmp_path, *args):
+    d = str(tmp_path / "cluster")
+    r = subprocess.run(["bash", CLUSTER, "start", d, *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return d
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    why = skip_reason()
+    if why:
+        pytest.skip(why)
+    d = start_cluster(tmp_path)
+    pids = daemon_pids(d)
+    assert set(pids) == {"munged.pid", "slurmctld.pid", "slurmd-node1.pid", "slurmd-node2.pid"}
+    try:
+        yield d
+    finally:
+        r = subprocess.run(["bash", CLUSTER, "stop", d], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert not [p for p in pids.values() if alive(p)], "a Slurm daemon outlived stop"
+
+
+def env_for(cluster):
+    return dict(os.environ, SLURM_CONF=os.path.join(cluster, "slurm.conf"),
+                PATH=os.environ.get("PATH", "") + ":/usr/sbin")
+
+
+def scontrol(cluster, job):
+    out = subprocess.run(["scontrol", "show", "job", "-o", str(job)], capture_output=True, text=True,
+                         env=env_for(cluster)).stdout
+    return [dict(re.findall(r"(\w+)=(\S*)", line)) for line in out.splitlines() if line.strip()]
+
+
+def fleet(cluster, tmp_path, *args, timeout=300):
+    return subprocess.run(["bash", FLEET_SH, "--results", str(tmp_path / "results"), "--builds",
+                           str(tmp_path / "builds"), "--cpu-filter", CPU_ROWS, "--processes", "2",
+                           "--repetitions", "2", "--min-time", "0.01", "--run-id", "t", *args],
+                          capture_output=True, text=True, env=env_for(cluster), timeout=timeout)
+
+
+def test_a_fleet_run_of_the_cpu_subset_on_real_slurm(cluster, tmp_path):
+    # The per-environment build: this machine's fingerprint names the folder
+    # the tasks look in; the test's own build stands there, so nothing is
+    # rebuilt and the lookup is what is tested.
+    r = subprocess.run(["bash", FLEET_SH, "fingerprint"], capture_output=True, text=True, check=True)
+    fp = r.stdout.strip().splitlines()[-1].split()[-1]
+    builds = tmp_path / "builds"
+    builds.mkdir()
+    os.symlink(BUILD, builds / fp)
+    (builds / f"{fp}.done").write_text(r.stdout)
+
+    r = fleet(cluster, tmp_path, "--report-only", "--wait")
+    assert r.returncode == 0, r.stdout + r.stderr
+    run = tmp_path / "results" / "t"
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["tasks"] == 2 and meta["expected_nodes"] == ["node1", "node2"] and meta["mode"] == "node"
+
+    # Two array tasks, each on a node of its own, and the collect job after both.
+    tasks = scontrol(cluster, meta["array_job"])
+    assert sorted(t["ArrayTaskId"] for t in tasks) == ["0", "1"]
+    assert sorted(t["NodeList"] for t in tasks) == ["node1", "node2"]
+    assert all(t["JobState"] == "COMPLETED" for t in tasks), tasks
+    collect = scontrol(cluster, meta["collect_job"])[0]
+    assert collect["JobState"] == "COMPLETED" and collect["ExitCode"] == "0:0"
+    assert collect["StartTime"] >= max(t["EndTime"] for t in tasks)
+
+    for node in ("node1", "node2"):
+        st = json.loads((run / node / "cpu.status.json").read_text())
+        assert st["host"] == node and st["slurm"]["node"] == node
+        assert st["slurm"]["array_job_id"] == str(meta["array_job"])
+        assert st["build"] == str(builds / fp) and st["fingerprint"] == fp
+        assert [p["exit_code"] for p in st["processes"]] == [0, 0]
+        doc = json.loads((run / node / "cpu.json").read_text())
+        names = sorted({b["run_name"] for b in doc["benchmarks"]})
+        assert names == ["VectorAdd/cpu_scalar/n:4096/real_time", "VectorAdd/cpu_scalar/n:65536/real_time"]
+        assert len(doc["benchmarks"]) == 4  # one sample per process
+        assert doc["context"]["cudabench_env"]["host"]["threads"] >= 1
+        env = json.loads((run / node / "cpu.env.json").read_text())
+        assert "verdicts" in env
+
+    merged = json.loads((run / "fleet.json").read_text())
+    assert sorted(m["machine"] for m in merged["machines"]) == ["node1/cpu", "node2/cpu"]
+    assert all(len(s) == 2 for m in merged["machines"] for s in m["samples_s"].values())
+    (g,) = merged["groups"]
+    assert g["name"].startswith("CPU: ") and len(g["benchmarks"]) == 2
+    for b in g["benchmarks"]:
+        assert sorted(b["ratios"]) == ["node1/cpu", "node2/cpu"]
+    assert merged["incomplete"] == []
+    md = (run / "fleet.md").read_text()
+    assert "# Fleet run t" in md and "2 array tasks, one per node" in md
+    assert "| node1/cpu |" in md and "| node2/cpu |" in md
+    assert "at least 3 are needed to name an outlier" in md
+    assert f"environment {fp}" in md
+    assert "## Environment verdicts across nodes" in md
+    assert [p for p in os.listdir(run) if p.endswith(".png")], "no plot"
+    # --wait printed the findings the collect job wrote
+    assert "## Findings" in r.stdout
+
+
+def test_a_task_that_fails_cancels_the_collect_and_is_named(cluster, tmp_path):
+    # Tasks that cannot write their results exit 3; the collect job's afterok
+    # can then never be met, Slurm cancels it (kill_invalid_depend), and the
+    # driver names the failed tasks.
+    r = fleet(cluster, tmp_path, "--build", BUILD, "--wait",
+              "--sbatch-arg=--export=ALL,CUDABENCH_FLEET_RUN=/proc/cudabench-cannot-write")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "the collect job ended CANCELLED: an array task did not complete" in r.stderr
+    assert re.search(r"task 0 on node\d: FAILED, exit 3:0", r.stderr), r.stderr
+
+
+def test_one_task_per_gpu_gets_its_own_gpu(tmp_path):
+    # --per-gpu on a node with two stand-in GPUs (gres): one task per GPU, each
+    # with its own SLURM_JOB_GPUS; nothing can run on a stand-in, which each
+    # task records, so the run is incomplete (exit 3) and says why per GPU.
+    why = skip_reason()
+    if why:
+        pytest.skip(why)
+    d = start_cluster(tmp_path, "--nodes", "1", "--gpus", "2")
+    try:
+        r = fleet(d, tmp_path, "--per-gpu", "--build", BUILD, "--no-plots", "--wait")
+        assert r.returncode == 3, r.stdout + r.stderr
+        run = tmp_path / "results" / "t"
+        assert json.loads((run / "run.json").read_text())["tasks"] == 2
+        for g in (0, 1):
+            st = json.loads((run / "node1" / f"gpu{g}.status.json").read_text())
+            assert st["slurm"]["job_gpus"] == str(g)
+            assert f"SLURM_JOB_GPUS={g}" in st["error"] and "is not usable" in st["error"]
+        assert "incomplete: node1/gpu1: the GPU Slurm gave this task" in r.stdout
+    finally:
+        subprocess.run(["bash", CLUSTER, "stop", d], capture_output=True, timeout=60)
