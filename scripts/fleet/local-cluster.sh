@@ -136,11 +136,12 @@ mem_mb="$(awk '/MemTotal/ {print int($2 / 1024 / 2)}' /proc/meminfo)"
 } >"$dir/slurm.conf"
 export SLURM_CONF="$dir/slurm.conf"
 if [ "$gpus" -gt 0 ]; then
-  # Stand-in device files (character devices like /dev/null), one set per node.
+  # Stand-in device files (links to /dev/null: a character device, which
+  # Slurm needs to set SLURM_JOB_GPUS), one set per node.
   mkdir -p "$dir/dev"
   for i in $(seq "$nodes"); do
     for g in $(seq 0 $((gpus - 1))); do
-      mknod -m 666 "$dir/dev/node$i-gpu$g" c 1 3 || die 3 "cannot make the stand-in device $dir/dev/node$i-gpu$g"
+      ln -s /dev/null "$dir/dev/node$i-gpu$g"
     done
     echo "NodeName=node$i Name=gpu File=$dir/dev/node$i-gpu[0-$((gpus - 1))]"
   done >"$dir/gres.conf"
