@@ -573,8 +573,13 @@ def set_labels(files, labels):
         groups.setdefault(f.label, []).append(f)
     for label, fs in groups.items():
         if len(fs) > 1:
-            for f in fs:
-                f.label = f"{label} ({os.path.basename(f.path)})"
+            # The file name, or with its folder when those collide too (a
+            # fleet run's node1/cpu.json and node2/cpu.json).
+            bases = [os.path.basename(f.path) for f in fs]
+            for f, base in zip(fs, bases):
+                if bases.count(base) > 1:
+                    base = os.path.join(os.path.basename(os.path.dirname(os.path.abspath(f.path))), base)
+                f.label = f"{label} ({base})"
     seen = {}
     for f in files:
         seen[f.label] = seen.get(f.label, 0) + 1

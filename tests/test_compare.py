@@ -192,3 +192,16 @@ def test_the_host_is_a_context_difference():
     head = r.stdout.split("Benchmarks:")[0]
     assert "host_cpu_model" in head
     assert "AMD EPYC 7B13" in head and "Xeon(R) Platinum 8481C" in head
+
+
+def test_files_of_one_name_in_different_folders_are_labelled_by_folder(tmp_path):
+    # A fleet run's node1/cpu.json and node2/cpu.json: same setup, same file name.
+    paths = []
+    for node in ("node1", "node2"):
+        (tmp_path / node).mkdir()
+        p = tmp_path / node / "cpu.json"
+        p.write_bytes(open(f("base.json"), "rb").read())
+        paths.append(str(p))
+    files = [compare.load(p) for p in paths]
+    compare.set_labels(files, None)
+    assert [x.label.split(" (")[-1] for x in files] == ["node1/cpu.json)", "node2/cpu.json)"]

@@ -56,9 +56,14 @@ export CUDABENCH_ROOT
 . "$CUDABENCH_ROOT/scripts/fleet/common.sh"
 here="$CUDABENCH_ROOT/scripts/fleet"
 die() { echo "fleet: $2" >&2; exit "$1"; }
-trap 'exit 130' INT
-trap 'exit 143' TERM
-trap 'exit 129' HUP
+array_job="" collect_job=""
+on_signal() {  # jobs already submitted go on: say which
+  [ -z "$array_job" ] || echo "fleet: stopped; the jobs go on (scancel $array_job $collect_job to stop them)" >&2
+  exit "$1"
+}
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
+trap 'on_signal 129' HUP
 
 
 case "${1:-}" in
@@ -220,8 +225,6 @@ echo "fleet: run $run_id: array job $array_job ($tasks tasks, $what), collect jo
 [ "$wait" = 1 ] || exit 0
 
 # ---- wait for the collect job ----
-trap 'echo "fleet: stopped waiting; the jobs go on (scancel $array_job $collect_job to stop them)" >&2; exit 130' INT
-trap 'echo "fleet: stopped waiting; the jobs go on (scancel $array_job $collect_job to stop them)" >&2; exit 143' TERM
 field() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" | head -n1; }
 state=""
 while :; do
