@@ -202,12 +202,16 @@ def test_an_older_driver_is_named_with_the_driver(tmp_path):
     assert [x["machine"] for x in doc["off"]] == ["node11/gpu0"]
 
 
-def test_an_x8_pcie_link_explains_a_slow_transfer_and_nothing_else(tmp_path):
+def x8_fleet(tmp_path, factor, prefix):
+    """node03's GPU on an x8 link, its `prefix` rows `factor` slower."""
     nodes = fleet16()
-    n = nodes[2]
-    n.env["gpus"][0]["nvml"]["pcie_width"] = 8
-    n.scale(2.0, only=lambda name: name.startswith("Transfer/"))
-    r, doc, md = report(write_fleet(str(tmp_path), nodes))
+    nodes[2].env["gpus"][0]["nvml"]["pcie_width"] = 8
+    nodes[2].scale(factor, only=lambda name: name.startswith(prefix))
+    return report(write_fleet(str(tmp_path), nodes))
+
+
+def test_an_x8_pcie_link_explains_a_slow_transfer_and_nothing_else(tmp_path):
+    r, doc, md = x8_fleet(tmp_path, 2.0, "Transfer/")
     assert r.returncode == 1
     o = off_of(doc, "node03/gpu0")
     assert o["benchmarks"] == ["Transfer/h2d_pinned/bytes:40000000/real_time"]
@@ -219,11 +223,7 @@ def test_an_x8_pcie_link_explains_a_slow_transfer_and_nothing_else(tmp_path):
 def test_a_pcie_difference_is_not_blamed_for_a_slow_kernel(tmp_path):
     # The x8 machine is slow in its kernels, not its copies: the link is
     # reported as a difference, never as the likely cause.
-    nodes = fleet16()
-    n = nodes[2]
-    n.env["gpus"][0]["nvml"]["pcie_width"] = 8
-    n.scale(1.4, only=lambda name: name.startswith("VectorAdd/"))
-    r, doc, _ = report(write_fleet(str(tmp_path), nodes))
+    r, doc, _ = x8_fleet(tmp_path, 1.4, "VectorAdd/")
     o = off_of(doc, "node03/gpu0")
     assert o["likely"] == []
     assert o["also"] == ["PCIe link gen5 x8 of x16 (fleet: gen5 x16 of x16 on 15 of 16)"]
