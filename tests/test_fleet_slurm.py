@@ -191,3 +191,15 @@ def test_one_task_per_gpu_gets_its_own_gpu(tmp_path):
         assert "incomplete: node1/gpu1: the GPU Slurm gave this task" in r.stdout
     finally:
         subprocess.run(["bash", CLUSTER, "stop", d], capture_output=True, timeout=60)
+
+
+def test_a_drained_node_gets_no_task_and_is_named(cluster, tmp_path):
+    env = env_for(cluster)
+    subprocess.run(["scontrol", "update", "nodename=node2", "state=drain", "reason=cudabench-test"], check=True,
+                   env=env)
+    r = fleet(cluster, tmp_path, "--build", BUILD, "--no-plots", "--wait", "--cpu-filter", "VectorAdd/cpu_scalar/n:4096/")
+    assert r.returncode == 0, r.stdout + r.stderr
+    meta = json.loads((tmp_path / "results" / "t" / "run.json").read_text())
+    assert meta["tasks"] == 1 and meta["expected_nodes"] == ["node1"] and meta["skipped_nodes"] == ["node2 (drain)"]
+    assert "Not measured, as Slurm listed them at submit (drained, down or not responding): node2 (drain)." in r.stdout
+    assert not (tmp_path / "results" / "t" / "node2").exists()

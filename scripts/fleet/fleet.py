@@ -709,6 +709,10 @@ def render(meta, machines, findings, verdicts, threshold, plots):
                      f"{i['error']}")
     L += items or [f"- No machine is off: every machine is within {100 * threshold:g}% of its group's median, or "
                    "within the group's own spread, in every benchmark."]
+    skipped = [n for n in meta.get("skipped_nodes", []) or [] if isinstance(n, str)]
+    if skipped:
+        L.append(f"- Not measured, as Slurm listed them at submit (drained, down or not responding): "
+                 f"{names_list(skipped)}.")
     L.append("")
     builds = Counter()
     for m in machines:

@@ -135,18 +135,22 @@ for b in sbatch sinfo scontrol; do
 done
 
 # ---- how many tasks, on which nodes ----
-up_states="idle,mixed,allocated,completing"
+# Nodes that can take a job: idle, mixed, allocated or completing, and not
+# drained, down or not responding (sinfo -t idle would list "drain" too;
+# "~" is a powered-down node Slurm powers up for the job).
 part=()
 [ -z "$partition" ] || part=(--partition="$partition")
-sinfo_out="$(sinfo -h -N "${part[@]}" -t "$up_states" -o '%N|%G' 2>&1)" || die 3 "sinfo failed: $(echo "$sinfo_out" | head -n1)"
+sinfo_out="$(sinfo -h -N "${part[@]}" -o '%N|%G|%t' 2>&1)" || die 3 "sinfo failed: $(echo "$sinfo_out" | head -n1)"
+FLEET_SKIPPED="$(echo "$sinfo_out" | grep -vE '\|(idle|mix|alloc|comp)~?$' | awk -F'|' 'NF == 3 {print $1 " (" $3 ")"}' | sort -u)"
+sinfo_out="$(echo "$sinfo_out" | grep -E '\|(idle|mix|alloc|comp)~?$' || true)"
 mapfile -t nodes < <(echo "$sinfo_out" | cut -d'|' -f1 | sed '/^$/d' | sort -u)
-[ "${#nodes[@]}" -gt 0 ] || die 3 "no node is up${partition:+ in partition $partition} (sinfo lists none idle, mixed or allocated)"
+[ "${#nodes[@]}" -gt 0 ] || die 3 "no node can take a job${partition:+ in partition $partition} (sinfo lists none idle, mixed or allocated and not drained)"
 expected_nodes=()
 if [ "$per_gpu" = 1 ]; then
   gpus="$(echo "$sinfo_out" | sort -u | python3 -c 'import re, sys
 n = 0
 for line in sys.stdin:
-    for g in line.split("|", 1)[-1].split(","):
+    for g in line.split("|")[1].split(","):
         m = re.match(r"gpu(?::[^:(]+)?:(\d+)", g.strip())
         if m: n += int(m.group(1))
 print(n)')"
@@ -178,6 +182,7 @@ path, array_job, collect_job = sys.argv[1], sys.argv[2], sys.argv[3]
 e = os.environ
 doc = {"run_id": e["FLEET_RUN_ID"], "mode": e["CUDABENCH_FLEET_MODE"], "tasks": int(e["FLEET_TASKS"]),
        "expected_nodes": [n for n in e["FLEET_EXPECTED"].split("\n") if n],
+       "skipped_nodes": [n for n in e["FLEET_SKIPPED"].split("\n") if n],
        "submitted": e["FLEET_SUBMITTED"], "submit_host": e["FLEET_SUBMIT_HOST"], "source": e["FLEET_SOURCE"],
        "partition": e.get("FLEET_PARTITION") or None, "build": e.get("CUDABENCH_FLEET_BUILD") or None,
        "builds": e["CUDABENCH_FLEET_BUILDS"], "cpu_filter": e["CUDABENCH_FLEET_CPU_FILTER"],
@@ -203,7 +208,7 @@ export CUDABENCH_FLEET_THRESHOLD="$threshold" CUDABENCH_FLEET_REPORT_ONLY="$repo
 FLEET_EXPECTED="$(printf '%s\n' "${expected_nodes[@]}")"
 FLEET_SUBMITTED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 FLEET_SUBMIT_HOST="$(hostname)"
-export FLEET_RUN_ID="$run_id" FLEET_TASKS="$tasks" FLEET_EXPECTED FLEET_SUBMITTED FLEET_SUBMIT_HOST
+export FLEET_RUN_ID="$run_id" FLEET_TASKS="$tasks" FLEET_EXPECTED FLEET_SKIPPED FLEET_SUBMITTED FLEET_SUBMIT_HOST
 export FLEET_PARTITION="$partition" FLEET_SOURCE="$source_rev"
 write_run_json "" ""
 

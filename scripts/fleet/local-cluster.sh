@@ -72,7 +72,7 @@ export PATH="$PATH:/usr/sbin"
 [ "$(id -u)" -eq 0 ] || die 3 "must run as root: slurmd starts each job as its user"
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
-rm -rf "${dir:?}/state" "$dir/spool" "$dir/log" "$dir/run" "$dir/munge" "$dir/dev" "$dir/gres.conf"
+rm -rf "${dir:?}/state" "${dir:?}/spool" "${dir:?}/log" "${dir:?}/run" "${dir:?}/munge" "${dir:?}/dev" "${dir:?}/gres.conf"
 mkdir -p "$dir/state" "$dir/log" "$dir/run" "$dir/munge"
 chmod 711 "$dir/munge"
 
