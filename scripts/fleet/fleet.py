@@ -61,6 +61,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from statistics import NormalDist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -69,7 +70,8 @@ import compare  # noqa: E402
 from compare import BadInput, median  # noqa: E402
 
 MIN_MACHINES = 3  # fewer than this: ratios are shown, nobody is named
-ROBUST_Z = 3.5
+ROBUST_Z = 3.5  # the least robust z for a machine to be named
+FAMILY_ALPHA = 0.01  # the chance that a fleet with nothing off names somebody
 EXIT_OK, EXIT_OFF, EXIT_BAD, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
@@ -453,31 +455,70 @@ class BenchStats:
     split: tuple = None  # (slow keys, fast keys, slow ratio, fast ratio) when bimodal
 
 
-def bench_stats(name, values, threshold):
+def z_bar(tests):
+    """The robust z a machine must pass to be named: ROBUST_Z, or more when
+    a group makes many tests (machines x benchmarks), so that a fleet with
+    nothing off names nobody in about 99 of 100 runs (Bonferroni)."""
+    return max(ROBUST_Z, NormalDist().inv_cdf(1 - FAMILY_ALPHA / max(tests, 1)))
+
+
+def within_noise(samples, values):
+    """The standard error of one machine's median, from the noise of the
+    process samples of every machine (pooled standard deviation of the
+    log samples around each machine's mean, times 1.2533 / sqrt(n) for a
+    median): a scale that 16 or 3 machines estimate alike. 0 without
+    repeated samples."""
+    ss, dof, ns = 0.0, 0, []
+    for k, xs in samples.items():
+        if len(xs) >= 2:
+            logs = [math.log(x) for x in xs]
+            mean = sum(logs) / len(logs)
+            ss += sum((x - mean) ** 2 for x in logs)
+            dof += len(logs) - 1
+            ns.append(len(xs))
+    return 1.2533 * math.sqrt(ss / dof) / math.sqrt(median(ns)) if dof else 0.0
+
+
+def bench_stats(name, samples, threshold, zc):
+    """One benchmark over a group: {machine: process samples (s)}."""
+    values = {k: median(xs) for k, xs in samples.items()}
     fm = median(list(values.values()))
     ratios = {k: v / fm for k, v in values.items()}
     s = BenchStats(name, fm, values, ratios)
     if len(values) < MIN_MACHINES:
         return s
     logs = {k: math.log(r) for k, r in ratios.items()}
-    mid = median(list(logs.values()))
-    sigma = 1.4826 * median([abs(x - mid) for x in logs.values()])
     bar = math.log1p(threshold)
-    for k, x in logs.items():
-        z = (x - mid) / sigma if sigma > 0 else math.copysign(math.inf, x - mid) if x != mid else 0.0
-        if x > bar and z > ROBUST_Z:
-            s.slower.append(k)
-        elif x < -bar and z < -ROBUST_Z:
-            s.faster.append(k)
+    sides = [list(logs)]
     if len(values) >= 4:
+        # Two real sides, not one or two outliers (those are named one by
+        # one): the widest gap that leaves a quarter of the group, and at
+        # least 2 machines, on each side.
         order = sorted(logs, key=logs.get)
-        gaps = [(logs[order[i + 1]] - logs[order[i]], i) for i in range(len(order) - 1)]
-        gap, i = max(gaps)
-        fast, slow = order[:i + 1], order[i + 1:]
-        # Two real sides, not one or two outliers (those are named one by one).
-        if gap > bar and min(len(fast), len(slow)) >= max(2, math.ceil(len(order) / 4)):
-            s.split = (sorted(slow), sorted(fast), median([ratios[k] for k in slow]),
-                       median([ratios[k] for k in fast]))
+        least = max(2, math.ceil(len(order) / 4))
+        gaps = [(logs[order[i + 1]] - logs[order[i]], i) for i in range(least - 1, len(order) - least)]
+        if gaps:
+            gap, i = max(gaps)
+            if gap > bar:
+                fast, slow = order[:i + 1], order[i + 1:]
+                s.split = (sorted(slow), sorted(fast), median([ratios[k] for k in slow]),
+                           median([ratios[k] for k in fast]))
+                sides = [fast, slow]
+    # Outliers against their own side (a machine far beyond a bimodal
+    # group's slow side is still named), beyond the threshold against the
+    # whole group, on a scale of the larger of the side's spread and the
+    # machines' own noise.
+    noise = within_noise(samples, values)
+    for side in sides:
+        mid = median([logs[k] for k in side])
+        sigma = max(1.4826 * median([abs(logs[k] - mid) for k in side]), noise)
+        for k in side:
+            x = logs[k]
+            z = (x - mid) / sigma if sigma > 0 else math.copysign(math.inf, x - mid) if x != mid else 0.0
+            if x > bar and z > zc:
+                s.slower.append(k)
+            elif x < -bar and z < -zc:
+                s.faster.append(k)
     return s
 
 
@@ -551,10 +592,17 @@ def analyse(meta, machines, threshold):
         for m in with_data:
             names += [n for n in m.result.runs if n not in names]
         stats = []
+        zc = z_bar(len(with_data) * len(names))
         for n in names:
-            vals = {m.key: m.medians()[n] for m in with_data if n in m.medians()}
-            if vals:
-                stats.append(bench_stats(n, vals, threshold))
+            samples = {m.key: m.result.runs[n].samples for m in with_data if n in m.medians()}
+            if samples:
+                stats.append(bench_stats(n, samples, threshold, zc))
+        for m in with_data:
+            lacking = [n for n in names if n not in m.result.runs]
+            if lacking:
+                findings["incomplete"].append({"machine": m.key, "error": "no result for "
+                                               + names_list(short(n) for n in lacking)
+                                               + ", which others in its group have"})
         g = {"name": gname, "machines": [m.key for m in ms], "benchmarks": stats,
              "note": "" if len(with_data) >= MIN_MACHINES else
              f"{len(with_data)} machine(s) with results: at least {MIN_MACHINES} are needed to name an outlier"}
@@ -616,16 +664,24 @@ def analyse(meta, machines, threshold):
 
 
 def grouped_verdicts(machines):
-    """[(level, message, fix, [hosts])]: each environment verdict (not ok)
-    with the nodes that have it."""
-    per_host = {}
+    """[{level, id, hosts, messages: [(message, fix, [hosts])]}]: each kind
+    of environment verdict that is not ok, with the nodes that have it. A
+    kind's messages may name node-specific things (a path, a count); they
+    are listed under the one kind, each with its nodes."""
+    kinds = {}
     for m in machines:
         for v in m.env_doc().get("verdicts", []) or []:
             if isinstance(v, dict) and v.get("level") in ("error", "warning", "info"):
-                per_host.setdefault((v["level"], str(v.get("message", "")), str(v.get("fix", ""))), set()).add(m.host)
+                k = kinds.setdefault((v["level"], str(v.get("id", ""))), {})
+                k.setdefault((str(v.get("message", "")), str(v.get("fix", ""))), set()).add(m.host)
     rank = {"error": 0, "warning": 1, "info": 2}
-    return sorted(((lvl, msg, fix, sorted(h)) for (lvl, msg, fix), h in per_host.items()),
-                  key=lambda x: (rank[x[0]], -len(x[3]), x[1]))
+    out = []
+    for (lvl, vid), msgs in kinds.items():
+        hosts = sorted(set().union(*msgs.values()))
+        out.append({"level": lvl, "id": vid, "hosts": hosts,
+                    "messages": sorted(((msg, fix, sorted(h)) for (msg, fix), h in msgs.items()),
+                                       key=lambda x: (-len(x[2]), x[0]))})
+    return sorted(out, key=lambda v: (rank[v["level"]], -len(v["hosts"]), v["id"]))
 
 
 def context_spread(group):
@@ -763,11 +819,22 @@ def render(meta, machines, findings, verdicts, threshold, plots):
     L.append("## Environment verdicts across nodes")
     L.append("")
     hosts = sorted({m.host for m in machines})
+    def count(hs):
+        return f"all {len(hosts)} nodes" if len(hs) == len(hosts) else f"{len(hs)} of {len(hosts)} nodes"
+
+    def said(msg, fix):
+        return f"{msg.rstrip('.')}." + (f" Fix: {fix.rstrip('.')}." if fix else "")
+
     if verdicts:
-        for lvl, msg, fix, hs in verdicts:
-            count = f"all {len(hosts)} nodes" if len(hs) == len(hosts) else f"{len(hs)} of {len(hosts)} nodes"
-            L.append(f"- {count}: {lvl}: {msg.rstrip('.')}." + (f" Fix: {fix.rstrip('.')}." if fix else "")
-                     + ("" if len(hs) == len(hosts) else f" ({names_list(hs)})"))
+        for v in verdicts:
+            whom = "" if len(v["hosts"]) == len(hosts) else f" ({names_list(v['hosts'])})"
+            if len(v["messages"]) == 1:
+                msg, fix, _ = v["messages"][0]
+                L.append(f"- {count(v['hosts'])}: {v['level']}: {said(msg, fix)}{whom}")
+                continue
+            L.append(f"- {count(v['hosts'])}: {v['level']}: {v['id']}, in {len(v['messages'])} forms{whom}:")
+            for msg, fix, hs in v["messages"]:
+                L.append(f"  - {count(hs)}: {said(msg, fix)} ({names_list(hs)})")
     else:
         L.append("- none: every node's report is clean")
     L.append("")
@@ -829,7 +896,8 @@ def to_json(meta, machines, findings, verdicts, code):
         "groups": [dict(g, benchmarks=[stats_json(s) for s in g["benchmarks"]]) for g in findings["groups"]],
         "off": findings["off"], "faster": findings["faster"], "bimodal": findings["splits"],
         "wrong": findings["wrong"], "incomplete": findings["incomplete"],
-        "verdicts": [{"level": lv, "message": msg, "fix": fix, "hosts": hs} for lv, msg, fix, hs in verdicts],
+        "verdicts": [dict(v, messages=[{"message": msg, "fix": fix, "hosts": hs} for msg, fix, hs in v["messages"]])
+                     for v in verdicts],
         "exit_code": code,
     }
 
@@ -847,8 +915,18 @@ def cmd_report(a):
     findings = analyse(meta, machines, a.threshold)
     verdicts = grouped_verdicts(machines)
     code = exit_code(findings)
-    plots = {} if a.no_plots else plot_groups(findings, a.run_dir, a.threshold)
+    plots, unplotted = {}, ""
+    if not a.no_plots:
+        try:  # a missing matplotlib costs the plots, never the report
+            plots = plot_groups(findings, a.run_dir, a.threshold)
+        except compare.ToolError as e:
+            unplotted = compare.one_line(e)
+        except Exception as e:  # noqa: BLE001
+            unplotted = f"{type(e).__name__}: {compare.one_line(e)}"
     text = render(meta, machines, findings, verdicts, a.threshold, plots)
+    if unplotted:
+        text += f"\nNo plots: {unplotted}\n"
+        print(f"fleet: no plots: {unplotted}", file=sys.stderr)
     compare.write_whole(os.path.join(a.run_dir, "fleet.json"),
                         json.dumps(to_json(meta, machines, findings, verdicts, code), indent=1) + "\n")
     compare.write_whole(os.path.join(a.run_dir, "fleet.md"), text + "\n")
