@@ -403,6 +403,14 @@ def test_a_node_with_no_task_is_named(tmp_path):
     assert "15 of 16 array tasks recorded a result" in md
 
 
+def test_a_node_with_a_gpu_short_of_its_gres_is_named(tmp_path):
+    gres = {f"node{i:02d}": 1 for i in range(1, 17)}
+    gres["node05"] = 2  # Slurm knows two GPUs there; one was measured
+    r, doc, _ = report(write_fleet(str(tmp_path), fleet16(), meta={"expected_gpus": gres}))
+    assert r.returncode == 3
+    assert doc["incomplete"] == [{"machine": "node05", "error": "1 of its 2 GPUs (its gres) measured"}]
+
+
 def test_a_task_whose_build_failed_is_named(tmp_path):
     run = write_fleet(str(tmp_path), fleet16()[:4])
     os.makedirs(os.path.join(run, "node99"))
@@ -431,6 +439,25 @@ def test_two_tasks_on_one_node_are_merged_as_more_processes(tmp_path):
     m = [x for x in out["machines"] if x["machine"] == "node01/gpu0"][0]
     assert all(len(s) == 6 for s in m["samples_s"].values())
     assert len(out["machines"]) == 4
+
+
+def test_one_name_for_two_gpus_is_not_merged(tmp_path):
+    # Two tasks both called their GPU gpu0 (a renumbering), but the bus ids differ.
+    run = write_fleet(str(tmp_path), fleet16()[:4])
+    d = os.path.join(run, "node01")
+    for name, bus, task in (("gpu0", "0000:19:00.0", "0"), ("gpu0.task7", "0000:3b:00.0", "7")):
+        if name != "gpu0":
+            for ext in (".json", ".env.json"):
+                with open(os.path.join(d, "gpu0" + ext)) as f, open(os.path.join(d, name + ext), "w") as g:
+                    g.write(f.read())
+        with open(os.path.join(d, "gpu0.status.json")) as f:
+            st = json.load(f)
+        st.update(results=f"{name}.json", env=f"{name}.env.json", task=task, pci_bus_id=bus)
+        with open(os.path.join(d, f"{name}.status.json"), "w") as f:
+            json.dump(st, f)
+    r, out, _ = report(run)
+    keys = sorted(m["machine"] for m in out["machines"] if m["host"] == "node01")
+    assert keys == ["node01/gpu0", "node01/gpu0@0000:3b:00.0"]
 
 
 # ---- the files and the command line ----
@@ -502,3 +529,69 @@ def test_without_matplotlib_the_report_is_written_without_plots(tmp_path):
         md = f.read()
     assert "**node07/gpu0 is off**" in md and "No plots: needs matplotlib" in md
     assert not [p for p in os.listdir(run) if p.endswith(".png")]
+
+
+# ---- one build per distinct environment (scripts/fleet/common.sh) ----
+
+BUILD_SH = r"""
+set -u
+export CUDABENCH_ROOT="$1" CUDABENCH_FLEET_BUILDS="$2"
+. "$CUDABENCH_ROOT/scripts/lib.sh"
+. "$CUDABENCH_ROOT/scripts/fleet/common.sh"
+# The build itself is a stand-in that takes a second and counts its calls;
+# what is tested is which folder, how many builds, and the lock.
+configure_and_build() {
+  echo "$1" >>"$CUDABENCH_FLEET_BUILDS/calls"
+  sleep 1
+  [ "${FAIL_BUILD:-0}" = 1 ] && return 3
+  mkdir -p "$1" && printf '#!/bin/sh\n' >"$1/bench" && chmod +x "$1/bench"
+}
+fleet_build
+"""
+
+
+def fleet_build(builds, n=1, **env):
+    procs = [subprocess.Popen(["bash", "-c", BUILD_SH, "sh", ROOT, builds], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env)) for _ in range(n)]
+    return [(p.wait(timeout=60), p.stdout.read().strip()) for p in procs]
+
+
+def calls(builds):
+    try:
+        with open(os.path.join(builds, "calls")) as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
+def test_tasks_of_one_environment_build_once_and_share_it(tmp_path):
+    builds = str(tmp_path / "builds")
+    out = fleet_build(builds, n=3)  # three tasks at once, as on three nodes
+    assert len(calls(builds)) == 1, calls(builds)
+    assert [rc for rc, _ in out] == [0, 0, 0] and len({d for _, d in out}) == 1
+    d = out[0][1]
+    assert os.path.dirname(d) == builds and os.path.exists(d + ".done")
+    with open(d + ".done") as f:
+        facts = f.read()
+    assert facts.startswith("source ") and "\nnvcc " in facts and "\nlibtorch " in facts
+    assert fleet_build(builds) == [(0, d)] and len(calls(builds)) == 1  # found, not rebuilt
+
+
+def test_another_environment_gets_its_own_build(tmp_path):
+    builds = str(tmp_path / "builds")
+    (first,) = fleet_build(builds)
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text("#!/bin/sh\necho 'Build cuda_12.9.r12.9/compiler.0'\n")
+    nvcc.chmod(0o755)
+    (other,) = fleet_build(builds, CUDACXX=str(nvcc))  # a node with another toolkit
+    assert other[0] == 0 and other[1] != first[1]
+    assert len(calls(builds)) == 2
+
+
+def test_a_failed_build_is_exit_3_and_is_not_taken_for_done(tmp_path):
+    builds = str(tmp_path / "builds")
+    (r,) = fleet_build(builds, FAIL_BUILD="1")
+    assert r[0] == 3
+    assert not [f for f in os.listdir(builds) if f.endswith(".done")]
+    (r,) = fleet_build(builds)  # the next task tries again
+    assert r[0] == 0 and len(calls(builds)) == 2

@@ -8,6 +8,7 @@ skips and says why. Without Slurm installed it skips too, unless
 CUDABENCH_REQUIRE_SLURM=1 (scripts/test.sh sets it, after scripts/setup.sh
 has installed Slurm), so a broken set-up fails CI instead of skipping.
 """
+import contextlib
 import json
 import os
 import re
@@ -19,9 +20,13 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FLEET_SH = os.path.join(ROOT, "scripts", "fleet", "fleet.sh")
 CLUSTER = os.path.join(ROOT, "scripts", "fleet", "local-cluster.sh")
-BUILD = os.environ.get("CUDABENCH_BUILD_DIR", os.path.join(ROOT, "build"))
+BUILD = os.path.abspath(os.environ.get("CUDABENCH_BUILD_DIR", os.path.join(ROOT, "build")))
 BENCH = os.path.join(BUILD, "bench")
-CPU_ROWS = "VectorAdd/cpu_scalar/n:(4096|65536)/"
+FEW_ROWS = "VectorAdd/cpu_scalar/n:4096/"  # where the rows do not matter
+# The CI subset's CPU rows (scripts/lib.sh: CI_CPU_ROWS), as bench names them.
+CPU_SUBSET = [f"VectorAdd/cpu_scalar/n:{n}/real_time" for n in (65536, 1048576, 10000000)] + \
+             [f"VectorAdd/cpu_omp_simd/n:{n}/real_time" for n in (1048576, 4194304)] + \
+             (["MnistTrain/cpu/batch:64/real_time"] if os.access(os.path.join(BUILD, "train"), os.X_OK) else [])
 SLURM = ["munged", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo"]
 
 
@@ -60,27 +65,30 @@ def alive(pid):
         return False
 
 
-def start_cluster(tmp_path, *args):
-    d = str(tmp_path / "cluster")
-    r = subprocess.run(["bash", CLUSTER, "start", d, *args], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    return d
-
-
-@pytest.fixture
-def cluster(tmp_path):
+@contextlib.contextmanager
+def running_cluster(tmp_path, nodes=2, gpus=0):
+    """A real Slurm on this machine for the test, stopped by its pids after it."""
     why = skip_reason()
     if why:
         pytest.skip(why)
-    d = start_cluster(tmp_path)
+    d = str(tmp_path / "cluster")
+    r = subprocess.run(["bash", CLUSTER, "start", d, "--nodes", str(nodes), "--gpus", str(gpus)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
     pids = daemon_pids(d)
-    assert set(pids) == {"munged.pid", "slurmctld.pid", "slurmd-node1.pid", "slurmd-node2.pid"}
+    assert set(pids) == {"munged.pid", "slurmctld.pid"} | {f"slurmd-node{i}.pid" for i in range(1, nodes + 1)}
     try:
         yield d
     finally:
         r = subprocess.run(["bash", CLUSTER, "stop", d], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert not [p for p in pids.values() if alive(p)], "a Slurm daemon outlived stop"
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    with running_cluster(tmp_path) as d:
+        yield d
 
 
 def env_for(cluster):
@@ -96,8 +104,8 @@ def scontrol(cluster, job):
 
 def fleet(cluster, tmp_path, *args, timeout=300):
     return subprocess.run(["bash", FLEET_SH, "--results", str(tmp_path / "results"), "--builds",
-                           str(tmp_path / "builds"), "--cpu-filter", CPU_ROWS, "--processes", "2",
-                           "--repetitions", "2", "--min-time", "0.01", "--run-id", "t", *args],
+                           str(tmp_path / "builds"), "--processes", "2", "--repetitions", "2",
+                           "--min-time", "0.01", "--run-id", "t", *args],
                           capture_output=True, text=True, env=env_for(cluster), timeout=timeout)
 
 
@@ -112,7 +120,7 @@ def test_a_fleet_run_of_the_cpu_subset_on_real_slurm(cluster, tmp_path):
     os.symlink(BUILD, builds / fp)
     (builds / f"{fp}.done").write_text(r.stdout)
 
-    r = fleet(cluster, tmp_path, "--report-only", "--wait")
+    r = fleet(cluster, tmp_path, "--report-only", "--wait")  # the CPU subset: the CI rows (scripts/lib.sh)
     assert r.returncode == 0, r.stdout + r.stderr
     run = tmp_path / "results" / "t"
     meta = json.loads((run / "run.json").read_text())
@@ -135,8 +143,8 @@ def test_a_fleet_run_of_the_cpu_subset_on_real_slurm(cluster, tmp_path):
         assert [p["exit_code"] for p in st["processes"]] == [0, 0]
         doc = json.loads((run / node / "cpu.json").read_text())
         names = sorted({b["run_name"] for b in doc["benchmarks"]})
-        assert names == ["VectorAdd/cpu_scalar/n:4096/real_time", "VectorAdd/cpu_scalar/n:65536/real_time"]
-        assert len(doc["benchmarks"]) == 4  # one sample per process
+        assert names == sorted(CPU_SUBSET), names
+        assert len(doc["benchmarks"]) == 2 * len(CPU_SUBSET)  # one sample per process
         assert doc["context"]["cudabench_env"]["host"]["threads"] >= 1
         env = json.loads((run / node / "cpu.env.json").read_text())
         assert "verdicts" in env
@@ -145,7 +153,7 @@ def test_a_fleet_run_of_the_cpu_subset_on_real_slurm(cluster, tmp_path):
     assert sorted(m["machine"] for m in merged["machines"]) == ["node1/cpu", "node2/cpu"]
     assert all(len(s) == 2 for m in merged["machines"] for s in m["samples_s"].values())
     (g,) = merged["groups"]
-    assert g["name"].startswith("CPU: ") and len(g["benchmarks"]) == 2
+    assert g["name"].startswith("CPU: ") and len(g["benchmarks"]) == len(CPU_SUBSET)
     for b in g["benchmarks"]:
         assert sorted(b["ratios"]) == ["node1/cpu", "node2/cpu"]
     assert merged["incomplete"] == []
@@ -164,7 +172,7 @@ def test_a_task_that_fails_cancels_the_collect_and_is_named(cluster, tmp_path):
     # Tasks that cannot write their results exit 3; the collect job's afterok
     # can then never be met, Slurm cancels it (kill_invalid_depend), and the
     # driver names the failed tasks.
-    r = fleet(cluster, tmp_path, "--build", BUILD, "--wait",
+    r = fleet(cluster, tmp_path, "--build", BUILD, "--wait", "--cpu-filter", FEW_ROWS,
               "--sbatch-arg=--export=ALL,CUDABENCH_FLEET_RUN=/proc/cudabench-cannot-write")
     assert r.returncode == 3, r.stdout + r.stderr
     assert "the collect job ended CANCELLED: an array task did not complete" in r.stderr
@@ -175,29 +183,40 @@ def test_one_task_per_gpu_gets_its_own_gpu(tmp_path):
     # --per-gpu on a node with two stand-in GPUs (gres): one task per GPU, each
     # with its own SLURM_JOB_GPUS; nothing can run on a stand-in, which each
     # task records, so the run is incomplete (exit 3) and says why per GPU.
-    why = skip_reason()
-    if why:
-        pytest.skip(why)
-    d = start_cluster(tmp_path, "--nodes", "1", "--gpus", "2")
-    try:
+    with running_cluster(tmp_path, nodes=1, gpus=2) as d:
         r = fleet(d, tmp_path, "--per-gpu", "--build", BUILD, "--no-plots", "--wait")
         assert r.returncode == 3, r.stdout + r.stderr
         run = tmp_path / "results" / "t"
-        assert json.loads((run / "run.json").read_text())["tasks"] == 2
+        meta = json.loads((run / "run.json").read_text())
+        assert meta["tasks"] == 2 and meta["expected_gpus"] == {"node1": 2}
         for g in (0, 1):
             st = json.loads((run / "node1" / f"gpu{g}.status.json").read_text())
             assert st["slurm"]["job_gpus"] == str(g)
-            assert f"SLURM_JOB_GPUS={g}" in st["error"] and "is not usable" in st["error"]
+            assert f"SLURM_JOB_GPUS={g}," in st["error"] and "is not usable" in st["error"]
         assert "incomplete: node1/gpu1: the GPU Slurm gave this task" in r.stdout
-    finally:
-        subprocess.run(["bash", CLUSTER, "stop", d], capture_output=True, timeout=60)
+        assert "incomplete: node1: 0 of its 2 GPUs (its gres) measured" in r.stdout
+
+
+def test_a_node_task_gets_the_nodes_gpus_and_says_when_it_cannot_use_them(tmp_path):
+    # Per node, --exclusive gives the task every GPU of the node (SLURM_JOB_GPUS=0,1).
+    # The CPU rows run; the GPUs that bench cannot use are named, not skipped.
+    with running_cluster(tmp_path, nodes=1, gpus=2) as d:
+        r = fleet(d, tmp_path, "--build", BUILD, "--no-plots", "--wait", "--cpu-filter", FEW_ROWS)
+        assert r.returncode == 3, r.stdout + r.stderr
+        run = tmp_path / "results" / "t"
+        assert json.loads((run / "node1" / "cpu.status.json").read_text())["processes"][0]["exit_code"] == 0
+        st = json.loads((run / "node1" / "gpu-unusable.status.json").read_text())
+        assert st["error"].startswith("Slurm gave this task 2 GPU(s) (SLURM_JOB_GPUS=0,1, CUDA_VISIBLE_DEVICES=0,1); "
+                                      "bench can use 0: ")
+        assert "incomplete: node1/gpu-unusable: Slurm gave this task 2 GPU(s)" in r.stdout
+        assert "incomplete: node1: 0 of its 2 GPUs (its gres) measured" in r.stdout
 
 
 def test_a_drained_node_gets_no_task_and_is_named(cluster, tmp_path):
     env = env_for(cluster)
     subprocess.run(["scontrol", "update", "nodename=node2", "state=drain", "reason=cudabench-test"], check=True,
                    env=env)
-    r = fleet(cluster, tmp_path, "--build", BUILD, "--no-plots", "--wait", "--cpu-filter", "VectorAdd/cpu_scalar/n:4096/")
+    r = fleet(cluster, tmp_path, "--build", BUILD, "--no-plots", "--wait", "--cpu-filter", FEW_ROWS)
     assert r.returncode == 0, r.stdout + r.stderr
     meta = json.loads((tmp_path / "results" / "t" / "run.json").read_text())
     assert meta["tasks"] == 1 and meta["expected_nodes"] == ["node1"] and meta["skipped_nodes"] == ["node2 (drain)"]

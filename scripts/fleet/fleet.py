@@ -130,8 +130,12 @@ def cmd_merge(a):
               "processes": processes, "results": None, "env": None, "error": a.error or ""}
     if a.env and os.path.isfile(a.env):
         try:
-            if isinstance(compare.read_json(a.env), dict):
+            env = compare.read_json(a.env)
+            if isinstance(env, dict):
                 status["env"] = os.path.basename(a.env)
+                for g in env.get("gpus", []) or []:
+                    if isinstance(g, dict) and g.get("index") == a.device:
+                        status["pci_bus_id"] = g.get("pci_bus_id", "")
         except BadInput:
             pass
     if docs and a.out:
@@ -202,6 +206,10 @@ def load_run(run_dir):
             raise BadInput(f"{path}: expected an object")
         host = check_name(st.get("host"), "host", path)
         unit = check_name(st.get("unit"), "unit", path)
+        bus = st.get("pci_bus_id") if isinstance(st.get("pci_bus_id"), str) else ""
+        prior = machines.get((host, unit))
+        if prior and bus and any(x.get("pci_bus_id") not in (None, "", bus) for x in prior.status):
+            unit = f"{unit}@{bus}"  # the same name for another GPU: never merged with it
         m = machines.setdefault((host, unit), Machine(host, unit))
         dev = st.get("device", -1)
         m.device = dev if isinstance(dev, int) and not isinstance(dev, bool) else -1
@@ -655,7 +663,19 @@ def analyse(meta, machines, threshold):
         if isinstance(node, str) and node not in hosts:
             findings["incomplete"].append({"machine": node, "error": "no task ran on this node (Slurm placed two "
                                            "tasks on another node, or this one was busy or went away)"})
+    # Every GPU the nodes' gres list, measured: a node whose task saw fewer
+    # (a broken GPU, or two per-GPU tasks on one GPU) is named.
+    gres = meta.get("expected_gpus")
     tasks = meta.get("tasks")
+    if isinstance(gres, dict) and (meta.get("mode") != "gpu" or tasks == sum(
+            n for n in gres.values() if isinstance(n, int))):
+        for node, n in sorted(gres.items()):
+            if not isinstance(n, int) or node not in hosts:
+                continue
+            done = {m.unit for m in machines if m.host == node and m.unit.startswith("gpu") and m.medians()}
+            if len(done) < n:
+                findings["incomplete"].append({"machine": node, "error": f"{len(done)} of its {n} GPUs (its gres) "
+                                               "measured"})
     seen = {(st.get("task"), st.get("host")) for m in machines for st in m.status}
     if isinstance(tasks, int) and len({t for t, _ in seen}) < tasks:
         findings["incomplete"].append({"machine": "-", "error": f"{len({t for t, _ in seen})} of {tasks} array "

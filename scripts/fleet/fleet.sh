@@ -138,22 +138,34 @@ done
 # Nodes that can take a job: idle, mixed, allocated or completing, and not
 # drained, down or not responding (sinfo -t idle would list "drain" too;
 # "~" is a powered-down node Slurm powers up for the job).
+# Without --partition, the jobs go to Slurm's default partition: count its
+# nodes only (sinfo lists every partition's).
 part=()
-[ -z "$partition" ] || part=(--partition="$partition")
+if [ -n "$partition" ]; then
+  part=(--partition="$partition")
+else
+  default_partition="$(sinfo -h -o '%P' 2>/dev/null | sed -n 's/\*$//p' | head -n1)"
+  [ -z "$default_partition" ] || part=(--partition="$default_partition")
+fi
 sinfo_out="$(sinfo -h -N "${part[@]}" -o '%N|%G|%t' 2>&1)" || die 3 "sinfo failed: $(echo "$sinfo_out" | head -n1)"
 FLEET_SKIPPED="$(echo "$sinfo_out" | grep -vE '\|(idle|mix|alloc|comp)~?$' | awk -F'|' 'NF == 3 {print $1 " (" $3 ")"}' | sort -u)"
 sinfo_out="$(echo "$sinfo_out" | grep -E '\|(idle|mix|alloc|comp)~?$' || true)"
 mapfile -t nodes < <(echo "$sinfo_out" | cut -d'|' -f1 | sed '/^$/d' | sort -u)
 [ "${#nodes[@]}" -gt 0 ] || die 3 "no node can take a job${partition:+ in partition $partition} (sinfo lists none idle, mixed or allocated and not drained)"
 expected_nodes=()
-if [ "$per_gpu" = 1 ]; then
-  gpus="$(echo "$sinfo_out" | sort -u | python3 -c 'import re, sys
-n = 0
+# {node: GPUs} from the nodes' gres (gpu:8, gpu:h200:8(S:0-1)): what the
+# report checks each node's GPU results against.
+FLEET_GPUS="$(echo "$sinfo_out" | sort -u | python3 -c 'import json, re, sys
+out = {}
 for line in sys.stdin:
-    for g in line.split("|")[1].split(","):
+    node, gres = line.split("|")[:2]
+    for g in gres.split(","):
         m = re.match(r"gpu(?::[^:(]+)?:(\d+)", g.strip())
-        if m: n += int(m.group(1))
-print(n)')"
+        if m:
+            out[node] = out.get(node, 0) + int(m.group(1))
+print(json.dumps(out))')"
+if [ "$per_gpu" = 1 ]; then
+  gpus="$(echo "$FLEET_GPUS" | python3 -c 'import json, sys; print(sum(json.load(sys.stdin).values()))')"
   [ "$gpus" -gt 0 ] || [ -n "$tasks" ] || die 2 "--per-gpu: no node${partition:+ of partition $partition} lists a gpu gres (see the README: gres.conf)"
   tasks="${tasks:-$gpus}"
 else
@@ -183,6 +195,7 @@ e = os.environ
 doc = {"run_id": e["FLEET_RUN_ID"], "mode": e["CUDABENCH_FLEET_MODE"], "tasks": int(e["FLEET_TASKS"]),
        "expected_nodes": [n for n in e["FLEET_EXPECTED"].split("\n") if n],
        "skipped_nodes": [n for n in e["FLEET_SKIPPED"].split("\n") if n],
+       "expected_gpus": json.loads(e["FLEET_GPUS"]),
        "submitted": e["FLEET_SUBMITTED"], "submit_host": e["FLEET_SUBMIT_HOST"], "source": e["FLEET_SOURCE"],
        "partition": e.get("FLEET_PARTITION") or None, "build": e.get("CUDABENCH_FLEET_BUILD") or None,
        "builds": e["CUDABENCH_FLEET_BUILDS"], "cpu_filter": e["CUDABENCH_FLEET_CPU_FILTER"],
@@ -208,22 +221,34 @@ export CUDABENCH_FLEET_THRESHOLD="$threshold" CUDABENCH_FLEET_REPORT_ONLY="$repo
 FLEET_EXPECTED="$(printf '%s\n' "${expected_nodes[@]}")"
 FLEET_SUBMITTED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 FLEET_SUBMIT_HOST="$(hostname)"
-export FLEET_RUN_ID="$run_id" FLEET_TASKS="$tasks" FLEET_EXPECTED FLEET_SKIPPED FLEET_SUBMITTED FLEET_SUBMIT_HOST
+export FLEET_RUN_ID="$run_id" FLEET_TASKS="$tasks" FLEET_EXPECTED FLEET_SKIPPED FLEET_GPUS FLEET_SUBMITTED FLEET_SUBMIT_HOST
 export FLEET_PARTITION="$partition" FLEET_SOURCE="$source_rev"
 write_run_json "" ""
 
 # ---- submit ----
 common=(--parsable "${part[@]}" --time="$time_limit" --export=ALL "${sbatch_args[@]}")
 if [ "$per_gpu" = 1 ]; then placement=(--ntasks=1 --gpus-per-task=1); else placement=(--nodes=1 --ntasks=1 --exclusive); fi
-out="$(sbatch "${common[@]}" --job-name=cudabench-fleet --array="0-$((tasks - 1))" "${placement[@]}" \
-  --output="$run/logs/task-%a.out" "$here/task.sh" 2>&1)" || die 3 "sbatch refused the array job: $(echo "$out" | tail -n1)"
-array_job="${out%%;*}"
-out="$(sbatch "${common[@]}" --job-name=cudabench-fleet-collect --dependency="afterok:$array_job" \
-  --kill-on-invalid-dep=yes --nodes=1 --ntasks=1 --output="$run/logs/collect.out" "$here/collect.sh" 2>&1)" || {
-  scancel "$array_job" 2>/dev/null
-  die 3 "sbatch refused the collect job (the array job $array_job is cancelled): $(echo "$out" | tail -n1)"
+# sbatch --parsable prints "<id>" or "<id>;<cluster>" as its last line of
+# stdout; warnings (a job_submit plugin's) go to stderr, kept apart.
+submit() {  # what, sbatch arguments...
+  local what="$1" err id; shift
+  err="$(mktemp)"
+  id="$(sbatch "$@" 2>"$err" | tail -n1)"
+  id="${id%%;*}"
+  if ! [[ "$id" =~ ^[0-9]+$ ]]; then
+    echo "fleet: sbatch refused the $what: $(tail -n1 "$err")" >&2
+    rm -f "$err"; return 1
+  fi
+  rm -f "$err"; echo "$id"
 }
-collect_job="${out%%;*}"
+array_job="$(submit "array job" "${common[@]}" --job-name=cudabench-fleet --array="0-$((tasks - 1))" \
+  "${placement[@]}" --output="$run/logs/task-%a.out" "$here/task.sh")" || exit 3
+collect_job="$(submit "collect job" "${common[@]}" --job-name=cudabench-fleet-collect \
+  --dependency="afterok:$array_job" --kill-on-invalid-dep=yes --nodes=1 --ntasks=1 \
+  --output="$run/logs/collect.out" "$here/collect.sh")" || {
+  scancel "$array_job" 2>/dev/null
+  die 3 "the array job $array_job is cancelled"
+}
 write_run_json "$array_job" "$collect_job"
 what="$([ "$per_gpu" = 1 ] && echo "one per GPU" || echo "one per node")"
 echo "fleet: run $run_id: array job $array_job ($tasks tasks, $what), collect job $collect_job (afterok); results in $run" >&2
@@ -231,13 +256,23 @@ echo "fleet: run $run_id: array job $array_job ($tasks tasks, $what), collect jo
 
 # ---- wait for the collect job ----
 field() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" | head -n1; }
-state=""
+# scontrol forgets a job MinJobAge after it ends ("Invalid job id"); any
+# other failure (slurmctld busy) is retried for 5 minutes.
+state="" failures=0
 while :; do
-  line="$(scontrol show job -o "$collect_job" 2>/dev/null | head -n1)"
-  state="$(echo " $line" | field JobState)"
-  case "$state" in
-    ""|COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED) break ;;
-  esac
+  if line="$(scontrol show job -o "$collect_job" 2>&1)"; then
+    failures=0
+    line="$(echo "$line" | head -n1)"
+    state="$(echo " $line" | field JobState)"
+    case "$state" in
+      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED) break ;;
+    esac
+  elif echo "$line" | grep -qi "invalid job id"; then
+    state=""; break
+  else
+    failures=$((failures + 1))
+    [ "$failures" -lt 150 ] || die 3 "scontrol keeps failing ($(echo "$line" | head -n1)); the jobs go on: scancel $array_job $collect_job"
+  fi
   sleep 2
 done
 if [ -f "$run/logs/collect.out" ]; then cat "$run/logs/collect.out"; fi

@@ -4,9 +4,11 @@
 #   1. the build for this node's environment (common.sh: fleet_build), or
 #      the one --build named;
 #   2. its units: with CUDABENCH_FLEET_MODE=node, "cpu" (the CPU rows) and
-#      "gpu<i>" for every usable GPU (the GPU rows, --devices i); with
-#      CUDABENCH_FLEET_MODE=gpu, the one GPU Slurm gave it (gpu<its global
-#      index, from SLURM_JOB_GPUS>, run as device 0, the only one it sees);
+#      "gpu<i>" for every usable GPU (the GPU rows, --devices i; i is Slurm's
+#      global index when --exclusive gave the task the node's GPUs, else the
+#      CUDA ordinal in PCI order), and "gpu-unusable" when Slurm gave GPUs
+#      that bench cannot use; with CUDABENCH_FLEET_MODE=gpu, the one GPU Slurm
+#      gave it (gpu<its global index, from SLURM_JOB_GPUS>);
 #   3. for each unit, bench --env=json into <host>/<unit>.env.json, then
 #      CUDABENCH_FLEET_PROCESSES bench processes (units interleaved), each with
 #      CUDABENCH_FLEET_REPS repetitions, merged into <host>/<unit>.json (one
@@ -34,11 +36,23 @@ py="$(project_python)"
 [ -x "$py" ] || py=python3
 started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
+# CUDA numbers GPUs in PCI bus order, as nvidia-smi and Slurm's gres do
+# (its default puts the fastest first).
+export CUDA_DEVICE_ORDER=PCI_BUS_ID
+IFS=, read -r -a slurm_gpus <<<"${SLURM_JOB_GPUS:-}"
+
+# The file name for a unit: <unit>, or <unit>.task<K> when this run already
+# measured it on this node (Slurm placed a second task here).
+name_for() {
+  if [ -e "$out/$1.status.json" ]; then echo "$1.task$task"; else echo "$1"; fi
+}
 # A status file for a unit that ran nothing: why, in one line.
 record_failure() {  # unit, why
   "$py" "$CUDABENCH_ROOT/scripts/fleet/fleet.py" merge --host "$host" --unit "$1" --task "$task" \
-    --status-out "$out/$1.status.json" --started "$started" --error "$2" || exit 3
+    --status-out "$out/$(name_for "$1").status.json" --started "$started" --error "$2" || exit 3
 }
+# The unit a failure before the units are known is filed under.
+if [ "$mode" = gpu ]; then first_unit="gpu${slurm_gpus[0]:-}"; else first_unit=cpu; fi
 
 if [ -n "${CUDABENCH_FLEET_BUILD:-}" ]; then
   build="$CUDABENCH_FLEET_BUILD"
@@ -46,40 +60,52 @@ if [ -n "${CUDABENCH_FLEET_BUILD:-}" ]; then
 else
   fingerprint="$(fleet_fingerprint)"
   if ! build="$(fleet_build 2>"$out/processes/build.task$task.log")"; then
-    record_failure "$([ "$mode" = gpu ] && echo "gpu${SLURM_JOB_GPUS%%,*}" || echo cpu)" \
+    record_failure "$first_unit" \
       "the build for environment $fingerprint failed on $host: $(tail -n 1 "$out/processes/build.task$task.log")"
     exit 0
   fi
 fi
 bench="$build/bench"
 
-# Units: name, device (-1: none), filter.
+# The GPUs bench can use here (CUDA ordinals, PCI order; none in compute
+# mode Prohibited), and why not when it can use none.
+gpu_facts="$("$bench" --env=json 2>/dev/null | "$py" -c 'import json, sys
+try:
+    e = json.load(sys.stdin)
+except ValueError:
+    print("why bench --env=json gave no report"); sys.exit()
+print("why", e.get("gpu_unusable_reason") or "")
+for g in e.get("gpus", []) if e.get("gpu_usable") else []:
+    if g.get("nvml", {}).get("compute_mode") != 2:
+        print("gpu", g["index"])' 2>/dev/null)"
+mapfile -t usable < <(echo "$gpu_facts" | sed -n 's/^gpu //p')
+why="$(echo "$gpu_facts" | sed -n 's/^why //p')"
+given="SLURM_JOB_GPUS=${SLURM_JOB_GPUS:-unset}, CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"
+
+# Units: name, device (-1: none), filter. A GPU is named by Slurm's global
+# index when Slurm gave this task GPUs and bench sees as many, else by its
+# CUDA ordinal.
 units=() devices=() filters=()
 if [ "$mode" = gpu ]; then
-  unit="gpu${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-0}}"
-  unit="${unit%%,*}"
-  if ! "$bench" --env --require-gpu >/dev/null 2>&1; then
-    why="$("$bench" --env=json 2>/dev/null | "$py" -c 'import json, sys; print(json.load(sys.stdin).get("gpu_unusable_reason", ""))' 2>/dev/null)"
-    record_failure "$unit" "the GPU Slurm gave this task (SLURM_JOB_GPUS=${SLURM_JOB_GPUS:-unset}, CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}) is not usable: ${why:-bench --env says so}"
+  if [ "${#usable[@]}" -eq 0 ]; then
+    record_failure "$first_unit" "the GPU Slurm gave this task ($given) is not usable: ${why:-bench sees none}"
     exit 0
   fi
-  units+=("$unit"); devices+=(0); filters+=("$CUDABENCH_FLEET_GPU_FILTER")
+  units+=("gpu${slurm_gpus[0]:-${usable[0]}}"); devices+=("${usable[0]}"); filters+=("$CUDABENCH_FLEET_GPU_FILTER")
 else
   units+=(cpu); devices+=(-1); filters+=("$CUDABENCH_FLEET_CPU_FILTER")
-  if "$bench" --env --require-gpu >/dev/null 2>&1; then
-    for i in $("$bench" --env=json 2>/dev/null | "$py" -c 'import json, sys
-for g in json.load(sys.stdin)["gpus"]:
-    if g.get("nvml", {}).get("compute_mode") != 2: print(g["index"])'); do
-      units+=("gpu$i"); devices+=("$i"); filters+=("$CUDABENCH_FLEET_GPU_FILTER")
-    done
+  for k in "${!usable[@]}"; do
+    if [ "${#slurm_gpus[@]}" -eq "${#usable[@]}" ]; then units+=("gpu${slurm_gpus[$k]}"); else units+=("gpu${usable[$k]}"); fi
+    devices+=("${usable[$k]}"); filters+=("$CUDABENCH_FLEET_GPU_FILTER")
+  done
+  # Slurm gave GPUs that bench cannot use: said, not skipped in silence.
+  if [ "${#slurm_gpus[@]}" -gt "${#usable[@]}" ]; then
+    record_failure gpu-unusable "Slurm gave this task ${#slurm_gpus[@]} GPU(s) ($given); bench can use ${#usable[@]}${why:+: $why}"
   fi
 fi
 
-# File names: <unit> or, when this run already measured that unit here, <unit>.task<K>.
 names=()
-for u in "${units[@]}"; do
-  if [ -e "$out/$u.status.json" ]; then names+=("$u.task$task"); else names+=("$u"); fi
-done
+for u in "${units[@]}"; do names+=("$(name_for "$u")"); done
 
 for k in "${!units[@]}"; do
   dev=()
