@@ -595,3 +595,29 @@ def test_a_failed_build_is_exit_3_and_is_not_taken_for_done(tmp_path):
     assert not [f for f in os.listdir(builds) if f.endswith(".done")]
     (r,) = fleet_build(builds)  # the next task tries again
     assert r[0] == 0 and len(calls(builds)) == 2
+
+
+# ---- the bar's false alarms and power, on simulated fleets (in-process, seeded) ----
+
+def simulated_fleet(rng, noise, slow=None, factor=1.0, n=16, rows=7, procs=3):
+    """The machines named slower in one simulated fleet: n machines x rows
+    benchmarks, procs process samples each with `noise` (relative sd)."""
+    zc = fleet.z_bar(n * rows)
+    named = set()
+    for r in range(rows):
+        samples = {k: [(factor if k == slow else 1.0) * (1 + rng.gauss(0, noise)) for _ in range(procs)]
+                   for k in range(n)}
+        named |= set(fleet.bench_stats(str(r), samples, 0.10, zc).slower)
+    return named
+
+
+@pytest.mark.parametrize("noise", [0.02, 0.08, 0.12])
+def test_simulated_fleets_with_nothing_off_name_nobody(noise):
+    rng = random.Random(20261130)
+    assert sum(bool(simulated_fleet(rng, noise)) for _ in range(200)) <= 2  # the bar allows 1%
+
+
+@pytest.mark.parametrize("factor,noise,least", [(1.15, 0.05, 180), (1.18, 0.02, 200), (1.3, 0.08, 190)])
+def test_simulated_fleets_name_the_slow_machine(factor, noise, least):
+    rng = random.Random(7)
+    assert sum(5 in simulated_fleet(rng, noise, slow=5, factor=factor) for _ in range(200)) >= least
