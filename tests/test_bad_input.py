@@ -300,6 +300,7 @@ CASES = [
     fleet_sh("--processes", id="fleet-processes-no-value", rc=2, names="--processes needs a value"),
     fleet_sh("--build", "{tmp}/nope", id="fleet-build-missing", rc=2, names="--build {tmp}/nope: no bench"),
     fleet_sh("--bogus", id="fleet-unknown-argument", rc=2, names="unknown argument --bogus"),
+    fleet_sh("--sbatch-arg=-pdebug", id="fleet-partition-in-sbatch-arg", rc=2, names="--sbatch-arg -pdebug"),
     fleet_sh("collect", id="fleet-collect-no-folder", rc=2, names="collect needs the run folder"),
     py("fleet/fleet.py", "report", "{tmp}/nope", id="fleet-report-missing-run", rc=2,
        names="{tmp}/nope: no such run folder"),

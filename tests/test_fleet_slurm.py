@@ -222,3 +222,17 @@ def test_a_drained_node_gets_no_task_and_is_named(cluster, tmp_path):
     assert meta["tasks"] == 1 and meta["expected_nodes"] == ["node1"] and meta["skipped_nodes"] == ["node2 (drain)"]
     assert "Not measured, as Slurm listed them at submit (drained, down or not responding): node2 (drain)." in r.stdout
     assert not (tmp_path / "results" / "t" / "node2").exists()
+
+
+def test_only_the_partition_the_jobs_go_to_is_counted(cluster, tmp_path):
+    # A second partition, now the default, with node1 only: sinfo lists both
+    # partitions' nodes, but the jobs go to the default one.
+    env = env_for(cluster)
+    subprocess.run(["scontrol", "create", "partitionname=small", "nodes=node1", "default=yes", "state=up"], check=True,
+                   env=env)
+    subprocess.run(["scontrol", "update", "partitionname=fleet", "default=no"], check=True, env=env)
+    r = fleet(cluster, tmp_path, "--build", BUILD, "--no-plots", "--wait", "--cpu-filter", FEW_ROWS)
+    assert r.returncode == 0, r.stdout + r.stderr
+    meta = json.loads((tmp_path / "results" / "t" / "run.json").read_text())
+    assert meta["partition"] == "small" and meta["expected_nodes"] == ["node1"] and meta["tasks"] == 1
+    assert [t["Partition"] for t in scontrol(cluster, meta["array_job"])] == ["small"]

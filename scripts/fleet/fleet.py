@@ -71,7 +71,7 @@ from compare import BadInput, median  # noqa: E402
 
 MIN_MACHINES = 3  # fewer than this: ratios are shown, nobody is named
 ROBUST_Z = 3.5  # the least robust z for a machine to be named
-FAMILY_ALPHA = 0.01  # the chance that a fleet with nothing off names somebody
+FAMILY_ALPHA = 0.005  # the chance that a fleet with nothing off names somebody
 EXIT_OK, EXIT_OFF, EXIT_BAD, EXIT_INCOMPLETE = 0, 1, 2, 3
 
 
@@ -212,7 +212,8 @@ def load_run(run_dir):
             unit = f"{unit}@{bus}"  # the same name for another GPU: never merged with it
         m = machines.setdefault((host, unit), Machine(host, unit))
         dev = st.get("device", -1)
-        m.device = dev if isinstance(dev, int) and not isinstance(dev, bool) else -1
+        if m.device < 0 and isinstance(dev, int) and not isinstance(dev, bool):
+            m.device = dev  # the first GPU recorded; a later failure record has none
         m.status.append(st)
         folder = os.path.dirname(path)
         if st.get("results"):
@@ -252,6 +253,8 @@ def gpu_of(m):
 
 def group_of(m):
     c = m.context
+    if not m.result and not m.env:
+        return "no results"
     if m.unit.startswith("gpu"):
         name = gpu_of(m).get("name") or c.get("gpu_name")
         return f"GPU: {name}" if name and name != "none" else "GPU: unknown"
@@ -470,21 +473,25 @@ def z_bar(tests):
     return max(ROBUST_Z, NormalDist().inv_cdf(1 - FAMILY_ALPHA / max(tests, 1)))
 
 
-def within_noise(samples, values):
+def within_noise(samples):
     """The standard error of one machine's median, from the noise of the
-    process samples of every machine (pooled standard deviation of the
-    log samples around each machine's mean, times 1.2533 / sqrt(n) for a
-    median): a scale that 16 or 3 machines estimate alike. 0 without
-    repeated samples."""
-    ss, dof, ns = 0.0, 0, []
-    for k, xs in samples.items():
+    process samples: the median over machines of each one's variance of
+    log samples (so one erratic machine, a throttling GPU, cannot inflate
+    the scale it is judged on), corrected to a variance (the median of a
+    chi-square over its k degrees of freedom is about (1 - 2/9k)^3 of its
+    mean), times 1.2533 / sqrt(n) for a median of n. The same for 16
+    machines or 3; 0 without repeated samples."""
+    variances, ns = [], []
+    for xs in samples.values():
         if len(xs) >= 2:
             logs = [math.log(x) for x in xs]
             mean = sum(logs) / len(logs)
-            ss += sum((x - mean) ** 2 for x in logs)
-            dof += len(logs) - 1
+            variances.append(sum((x - mean) ** 2 for x in logs) / (len(logs) - 1))
             ns.append(len(xs))
-    return 1.2533 * math.sqrt(ss / dof) / math.sqrt(median(ns)) if dof else 0.0
+    if not variances:
+        return 0.0
+    k = median(ns) - 1
+    return 1.2533 * math.sqrt(median(variances) / (1 - 2 / (9 * k)) ** 3) / math.sqrt(median(ns))
 
 
 def bench_stats(name, samples, threshold, zc):
@@ -498,6 +505,7 @@ def bench_stats(name, samples, threshold, zc):
     logs = {k: math.log(r) for k, r in ratios.items()}
     bar = math.log1p(threshold)
     sides = [list(logs)]
+    noise = within_noise(samples)
     if len(values) >= 4:
         # Two real sides, not one or two outliers (those are named one by
         # one): the widest gap that leaves a quarter of the group, and at
@@ -507,8 +515,11 @@ def bench_stats(name, samples, threshold, zc):
         gaps = [(logs[order[i + 1]] - logs[order[i]], i) for i in range(least - 1, len(order) - least)]
         if gaps:
             gap, i = max(gaps)
-            if gap > bar:
-                fast, slow = order[:i + 1], order[i + 1:]
+            fast, slow = order[:i + 1], order[i + 1:]
+            # The sides' medians must also differ beyond what the machines'
+            # own noise gives two groups of that size (at the same z bar).
+            apart = median([logs[k] for k in slow]) - median([logs[k] for k in fast])
+            if gap > bar and apart > zc * 1.2533 * noise * math.sqrt(1 / len(fast) + 1 / len(slow)):
                 s.split = (sorted(slow), sorted(fast), median([ratios[k] for k in slow]),
                            median([ratios[k] for k in fast]))
                 sides = [fast, slow]
@@ -516,10 +527,11 @@ def bench_stats(name, samples, threshold, zc):
     # group's slow side is still named), beyond the threshold against the
     # whole group, on a scale of the larger of the side's spread and the
     # machines' own noise.
-    noise = within_noise(samples, values)
     for side in sides:
         mid = median([logs[k] for k in side])
-        sigma = max(1.4826 * median([abs(logs[k] - mid) for k in side]), noise)
+        # The median it is measured from is noisy too: pi/2n of a machine's variance.
+        sigma = max(1.4826 * median([abs(logs[k] - mid) for k in side]),
+                    noise * math.sqrt(1 + math.pi / (2 * len(side))))
         for k in side:
             x = logs[k]
             z = (x - mid) / sigma if sigma > 0 else math.copysign(math.inf, x - mid) if x != mid else 0.0
@@ -676,6 +688,17 @@ def analyse(meta, machines, threshold):
             if len(done) < n:
                 findings["incomplete"].append({"machine": node, "error": f"{len(done)} of its {n} GPUs (its gres) "
                                                "measured"})
+    # Two units of one node that measured one GPU (a per-GPU task that saw
+    # every GPU and took the wrong one): the bus ids tell.
+    buses = {}
+    for m in machines:
+        for st in m.status:
+            if st.get("pci_bus_id") and m.medians():
+                buses.setdefault((m.host, st["pci_bus_id"]), set()).add(m.key)
+    for (host, bus), keys in sorted(buses.items()):
+        if len(keys) > 1:
+            findings["incomplete"].append({"machine": host, "error": f"{' and '.join(sorted(keys))} measured one "
+                                           f"GPU (PCI bus {bus})"})
     seen = {(st.get("task"), st.get("host")) for m in machines for st in m.status}
     if isinstance(tasks, int) and len({t for t, _ in seen}) < tasks:
         findings["incomplete"].append({"machine": "-", "error": f"{len({t for t, _ in seen})} of {tasks} array "

@@ -25,7 +25,8 @@
 #   --per-gpu            one task per GPU instead of one per node
 #   --tasks N            how many array tasks (default: the partition's nodes
 #                        that are up, or with --per-gpu their GPUs, from sinfo)
-#   --partition P        the partition (default: Slurm's default)
+#   --partition P        the partition (default: $SBATCH_PARTITION, else Slurm's
+#                        default); its nodes are counted, both jobs go there
 #   --results DIR        the shared results folder (default results/fleet)
 #   --run-id ID          the run's folder name (default: UTC time and source revision)
 #   --builds DIR         where the per-environment builds go (default build-fleet)
@@ -38,7 +39,9 @@
 #   --threshold X        how far from the group median is off (default 0.10)
 #   --time T             each job's time limit (default 01:00:00)
 #   --sbatch-arg ARG     one more sbatch argument for both jobs (repeatable),
-#                        e.g. --sbatch-arg=--account=perf
+#                        e.g. --sbatch-arg=--account=perf (not the partition,
+#                        the array, the dependency or the placement: fleet.sh
+#                        sets those)
 #   --report-only        the collect exits 0 whatever it finds
 #   --no-plots           no PNG (the collect then needs no matplotlib)
 #   --wait               wait for the collect job, print its findings, and
@@ -103,7 +106,13 @@ while [ $# -gt 0 ]; do
     --min-time) need "$@"; min_time="$2"; shift 2 ;;
     --threshold) need "$@"; threshold="$2"; shift 2 ;;
     --time) need "$@"; time_limit="$2"; shift 2 ;;
-    --sbatch-arg) need "$@"; sbatch_args+=("$2"); shift 2 ;;
+    --sbatch-arg)
+      need "$@"
+      case "$2" in
+        -p*|--partition*) die 2 "--sbatch-arg $2: give the partition with --partition (the nodes are counted in it)" ;;
+        --array*|--dependency*|--exclusive*|--gpus-per-task*) die 2 "--sbatch-arg $2: fleet.sh sets this itself" ;;
+      esac
+      sbatch_args+=("$2"); shift 2 ;;
     *) die 2 "unknown argument $arg (see --help)" ;;
   esac
 done
@@ -140,13 +149,12 @@ done
 # "~" is a powered-down node Slurm powers up for the job).
 # Without --partition, the jobs go to Slurm's default partition: count its
 # nodes only (sinfo lists every partition's).
+# sbatch takes $SBATCH_PARTITION too; the partition found is the one both
+# sinfo and sbatch are given, and run.json records.
+partition="${partition:-${SBATCH_PARTITION:-}}"
+[ -n "$partition" ] || partition="$(sinfo -h -o '%P' 2>/dev/null | sed -n 's/\*$//p' | head -n1)"
 part=()
-if [ -n "$partition" ]; then
-  part=(--partition="$partition")
-else
-  default_partition="$(sinfo -h -o '%P' 2>/dev/null | sed -n 's/\*$//p' | head -n1)"
-  [ -z "$default_partition" ] || part=(--partition="$default_partition")
-fi
+[ -z "$partition" ] || part=(--partition="$partition")
 sinfo_out="$(sinfo -h -N "${part[@]}" -o '%N|%G|%t' 2>&1)" || die 3 "sinfo failed: $(echo "$sinfo_out" | head -n1)"
 FLEET_SKIPPED="$(echo "$sinfo_out" | grep -vE '\|(idle|mix|alloc|comp)~?$' | awk -F'|' 'NF == 3 {print $1 " (" $3 ")"}' | sort -u)"
 sinfo_out="$(echo "$sinfo_out" | grep -E '\|(idle|mix|alloc|comp)~?$' || true)"
@@ -217,6 +225,7 @@ export CUDABENCH_FLEET_RUN="$run" CUDABENCH_FLEET_MODE="$mode"
 export CUDABENCH_FLEET_BUILD="$build" CUDABENCH_FLEET_CPU_FILTER="$cpu_filter" CUDABENCH_FLEET_GPU_FILTER="$gpu_filter"
 export CUDABENCH_FLEET_PROCESSES="$processes" CUDABENCH_FLEET_REPS="$reps" CUDABENCH_FLEET_MIN_TIME="$min_time"
 export CUDABENCH_FLEET_THRESHOLD="$threshold" CUDABENCH_FLEET_REPORT_ONLY="$report_only" CUDABENCH_FLEET_NO_PLOTS="$no_plots"
+export CUDABENCH_FLEET_GPUS="$FLEET_GPUS"
 # What run.json records.
 FLEET_EXPECTED="$(printf '%s\n' "${expected_nodes[@]}")"
 FLEET_SUBMITTED="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -258,23 +267,21 @@ echo "fleet: run $run_id: array job $array_job ($tasks tasks, $what), collect jo
 field() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" | head -n1; }
 # scontrol forgets a job MinJobAge after it ends ("Invalid job id"); any
 # other failure (slurmctld busy) is retried for 5 minutes.
-state="" failures=0
+state="" failures=0 err="$(mktemp)"
 while :; do
-  if line="$(scontrol show job -o "$collect_job" 2>&1)"; then
-    failures=0
-    line="$(echo "$line" | head -n1)"
-    state="$(echo " $line" | field JobState)"
-    case "$state" in
-      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED) break ;;
-    esac
-  elif echo "$line" | grep -qi "invalid job id"; then
-    state=""; break
-  else
-    failures=$((failures + 1))
-    [ "$failures" -lt 150 ] || die 3 "scontrol keeps failing ($(echo "$line" | head -n1)); the jobs go on: scancel $array_job $collect_job"
-  fi
+  line="$(scontrol show job -o "$collect_job" 2>"$err" | grep -m1 'JobState=' || true)"
+  state="$(echo " $line" | field JobState)"
+  case "$state" in
+    COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED) break ;;
+    "")
+      if grep -qi "invalid job id" "$err"; then break; fi
+      failures=$((failures + 1))
+      [ "$failures" -lt 150 ] || die 3 "scontrol gives no state for job $collect_job ($(head -n1 "$err")); the jobs go on: scancel $array_job $collect_job" ;;
+    *) failures=0 ;;
+  esac
   sleep 2
 done
+rm -f "$err"
 if [ -f "$run/logs/collect.out" ]; then cat "$run/logs/collect.out"; fi
 case "$state" in
   COMPLETED) exit 0 ;;

@@ -91,16 +91,32 @@ if [ "$mode" = gpu ]; then
     record_failure "$first_unit" "the GPU Slurm gave this task ($given) is not usable: ${why:-bench sees none}"
     exit 0
   fi
-  units+=("gpu${slurm_gpus[0]:-${usable[0]}}"); devices+=("${usable[0]}"); filters+=("$CUDABENCH_FLEET_GPU_FILTER")
+  dev="${usable[0]}"
+  if [ "${#usable[@]}" -gt 1 ]; then
+    # The task sees more GPUs than Slurm gave it (gres without File=, no
+    # ConstrainDevices): run on the one Slurm named, in PCI order, or say so.
+    dev=""
+    for u in "${usable[@]}"; do [ "$u" = "${slurm_gpus[0]:-}" ] && dev="$u"; done
+    if [ -z "$dev" ]; then
+      record_failure "$first_unit" "this task sees ${#usable[@]} GPUs and cannot tell which one Slurm gave it ($given): give gres.conf File= lines, or ConstrainDevices=yes"
+      exit 0
+    fi
+  fi
+  units+=("gpu${slurm_gpus[0]:-$dev}"); devices+=("$dev"); filters+=("$CUDABENCH_FLEET_GPU_FILTER")
 else
   units+=(cpu); devices+=(-1); filters+=("$CUDABENCH_FLEET_CPU_FILTER")
   for k in "${!usable[@]}"; do
     if [ "${#slurm_gpus[@]}" -eq "${#usable[@]}" ]; then units+=("gpu${slurm_gpus[$k]}"); else units+=("gpu${usable[$k]}"); fi
     devices+=("${usable[$k]}"); filters+=("$CUDABENCH_FLEET_GPU_FILTER")
   done
-  # Slurm gave GPUs that bench cannot use: said, not skipped in silence.
+  # GPUs that Slurm gave, or that the node's gres lists, and bench cannot
+  # use: said, not skipped in silence.
+  listed="$(CUDABENCH_HOST="$host" "$py" -c 'import json, os
+print(json.loads(os.environ.get("CUDABENCH_FLEET_GPUS") or "{}").get(os.environ["CUDABENCH_HOST"], 0))' 2>/dev/null || echo 0)"
   if [ "${#slurm_gpus[@]}" -gt "${#usable[@]}" ]; then
     record_failure gpu-unusable "Slurm gave this task ${#slurm_gpus[@]} GPU(s) ($given); bench can use ${#usable[@]}${why:+: $why}"
+  elif [ "${listed:-0}" -gt "${#usable[@]}" ]; then
+    record_failure gpu-unusable "the node's gres lists $listed GPU(s) and Slurm gave this task none ($given); bench can use ${#usable[@]}${why:+: $why}"
   fi
 fi
 
