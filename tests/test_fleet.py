@@ -374,10 +374,16 @@ def test_one_kind_of_verdict_in_several_forms_is_one_entry(tmp_path):
 
 # ---- results that are not timings ----
 
-def test_a_wrong_result_is_exit_1_and_named(tmp_path):
+def fleet_with_error(tmp_path, name, message):
+    """A healthy fleet but for node01's `name`, which failed with `message`."""
     nodes = fleet16()
-    nodes[0].errors["VectorAdd/cuda_v4/n:134217728/real_time"] = "check failed: c[17] = 0 (expected 1.5)"
-    r, doc, md = report(write_fleet(str(tmp_path), nodes))
+    nodes[0].errors[name] = message
+    return report(write_fleet(str(tmp_path), nodes))
+
+
+def test_a_wrong_result_is_exit_1_and_named(tmp_path):
+    r, doc, md = fleet_with_error(tmp_path, "VectorAdd/cuda_v4/n:134217728/real_time",
+                                  "check failed: c[17] = 0 (expected 1.5)")
     assert r.returncode == 1
     assert doc["wrong"] == [{"machine": "node01/gpu0", "benchmark": "VectorAdd/cuda_v4/n:134217728/real_time",
                              "error": "check failed: c[17] = 0 (expected 1.5)"}]
@@ -385,9 +391,7 @@ def test_a_wrong_result_is_exit_1_and_named(tmp_path):
 
 
 def test_a_benchmark_that_could_not_run_makes_the_run_incomplete(tmp_path):
-    nodes = fleet16()
-    nodes[0].errors["MnistTrain/cuda/batch:64/real_time"] = "could not run: CUDA out of memory"
-    r, doc, _ = report(write_fleet(str(tmp_path), nodes))
+    r, doc, _ = fleet_with_error(tmp_path, "MnistTrain/cuda/batch:64/real_time", "could not run: CUDA out of memory")
     assert r.returncode == 3
     assert doc["incomplete"][0]["machine"] == "node01/gpu0"
     assert subprocess.run([sys.executable, FLEET, "report", os.path.join(str(tmp_path), "run"), "--no-plots",
