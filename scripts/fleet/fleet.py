@@ -51,6 +51,7 @@ no results, a build that failed, a benchmark that could not run), or the
 tool could not run. --report-only exits 0 for 1 and 3.
 """
 import argparse
+import functools
 import glob
 import json
 import math
@@ -176,11 +177,15 @@ class Machine:
         e = self.context.get("cudabench_env")
         return e if isinstance(e, dict) else {}
 
+    # Computed once, when the report first asks: load_run has merged every
+    # task's samples by then, and nothing changes them after.
+    @functools.cached_property
     def medians(self):
         if not self.result:
             return {}
         return {n: median(r.samples) for n, r in self.result.runs.items() if r.samples and not r.error}
 
+    @functools.cached_property
     def errors(self):
         return {n: r.error for n, r in self.result.runs.items() if r.error} if self.result else {}
 
@@ -607,14 +612,14 @@ def analyse(meta, machines, threshold):
     findings = {"groups": [], "off": [], "faster": [], "splits": [], "wrong": [], "incomplete": []}
     for gname in sorted(groups):
         ms = sorted(groups[gname], key=lambda m: (m.host, m.unit))
-        with_data = [m for m in ms if m.medians()]
+        with_data = [m for m in ms if m.medians]
         names = []
         for m in with_data:
             names += [n for n in m.result.runs if n not in names]
         stats = []
         zc = z_bar(len(with_data) * len(names))
         for n in names:
-            samples = {m.key: m.result.runs[n].samples for m in with_data if n in m.medians()}
+            samples = {m.key: m.result.runs[n].samples for m in with_data if n in m.medians}
             if samples:
                 stats.append(bench_stats(n, samples, threshold, zc))
         for m in with_data:
@@ -651,24 +656,25 @@ def analyse(meta, machines, threshold):
                                        "fast_ratio": median([s.split[3] for s in ss]),
                                        "separating": separating(list(by.values()), slow, fast)})
     for m in sorted(machines, key=lambda m: m.key):
-        for n, e in sorted(m.errors().items()):
+        for n, e in sorted(m.errors.items()):
             (findings["incomplete"] if e.startswith(compare.COULD_NOT_RUN) else findings["wrong"]).append(
                 {"machine": m.key, "benchmark": n, "error": e})
+        said = False  # a status that says why this machine has no results
         for st in m.status:
             if st.get("error"):
                 findings["incomplete"].append({"machine": m.key, "error": st["error"]})
+                said = True
                 continue
             for i, p in enumerate(st.get("processes", []) or []):
                 rc = p.get("exit_code") if isinstance(p, dict) else None
-                if rc == 1 and not m.errors():
+                said = said or rc not in (0, None)
+                if rc == 1 and not m.errors:
                     findings["wrong"].append({"machine": m.key, "benchmark": f"process {i + 1}",
                                               "error": p.get("error") or "exit 1"})
                 elif rc not in (0, 1):
                     findings["incomplete"].append({"machine": m.key, "error": f"process {i + 1} exited {rc}: "
                                                    + (p.get("error") or "no message")})
-        if not m.result and not any(st.get("error") for st in m.status) and not any(
-                (p.get("exit_code") if isinstance(p, dict) else None) not in (0, None)
-                for st in m.status for p in st.get("processes", []) or []):
+        if not m.result and not said:
             findings["incomplete"].append({"machine": m.key, "error": "no results"})
     hosts = {m.host for m in machines}
     for node in meta.get("expected_nodes", []) or []:
@@ -684,7 +690,7 @@ def analyse(meta, machines, threshold):
         for node, n in sorted(gres.items()):
             if not isinstance(n, int) or node not in hosts:
                 continue
-            done = {m.unit for m in machines if m.host == node and m.unit.startswith("gpu") and m.medians()}
+            done = {m.unit for m in machines if m.host == node and m.unit.startswith("gpu") and m.medians}
             if len(done) < n:
                 findings["incomplete"].append({"machine": node, "error": f"{len(done)} of its {n} GPUs (its gres) "
                                                "measured"})
@@ -693,7 +699,7 @@ def analyse(meta, machines, threshold):
     buses = {}
     for m in machines:
         for st in m.status:
-            if st.get("pci_bus_id") and m.medians():
+            if st.get("pci_bus_id") and m.medians:
                 buses.setdefault((m.host, st["pci_bus_id"]), set()).add(m.key)
     for (host, bus), keys in sorted(buses.items()):
         if len(keys) > 1:
@@ -932,7 +938,7 @@ def to_json(meta, machines, findings, verdicts, code):
     return {
         "run": meta,
         "machines": [{"machine": m.key, "host": m.host, "unit": m.unit, "device": m.device, "group": m.group,
-                      "status": m.status, "medians_s": m.medians(), "errors": m.errors(),
+                      "status": m.status, "medians_s": m.medians, "errors": m.errors,
                       "samples_s": {n: r.samples for n, r in (m.result.runs.items() if m.result else [])},
                       "context": {k: v for k, v in m.context.items() if k != "cudabench_env"},
                       "verdicts": m.env_doc().get("verdicts", [])} for m in machines],
