@@ -1,7 +1,10 @@
 #include "trainer.h"
 
+#include "distributed.h"
+
 #include <ATen/autocast_mode.h>
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 #include <stdexcept>
@@ -161,17 +164,29 @@ Trainer::Trainer(const TrainConfig& cfg) : cfg_(cfg) {
 
 Trainer::~Trainer() = default;
 
+void Trainer::enable_data_parallel(DistContext& ctx, int64_t bucket_bytes) {
+  if (cfg_.cuda_graph) throw std::invalid_argument("data-parallel training cannot replay a CUDA graph");
+  dist_ = &ctx;
+  dp_ = std::make_unique<DataParallel>(ctx, model_->parameters(), bucket_bytes);
+  // Rank 0 keeps the seed's stream (one rank trains as a plain run does).
+  if (ctx.rank() > 0) torch::manual_seed(cfg_.seed + 1000003ull * static_cast<uint64_t>(ctx.rank()));
+}
+
 torch::Tensor Trainer::prepare(const torch::Tensor& x) const {
   return cfg_.channels_last ? x.contiguous(at::MemoryFormat::ChannelsLast) : x;
 }
 
 torch::Tensor Trainer::eager_step(const torch::Tensor& x, const torch::Tensor& y) {
+  // With data-parallel, the gradients must start from zero: the Reducer
+  // copies each one into its bucket as autograd finishes it.
   opt_->zero_grad(/*set_to_none=*/false);
+  if (dp_) dp_->before_forward();
   torch::Tensor loss;
   {
     Autocast ac(cfg_.bf16, cfg_.device.type());
     loss = torch::nll_loss(model_->forward(prepare(x)).to(torch::kFloat32), y);
   }
+  if (dp_) dp_->before_backward();
   loss.backward();
   opt_->step();
   return loss.detach();
@@ -239,12 +254,22 @@ EpochStats Trainer::train_epoch(const Dataset& train, int epoch,
                                 const std::function<void(int64_t, int64_t, double)>& progress,
                                 int64_t progress_every) {
   model_->train();
-  const int64_t n = train.size();
-  const int64_t batches = (n + cfg_.batch_size - 1) / cfg_.batch_size;
-  // A seeded shuffle per epoch, drawn on the CPU so every device sees the
-  // same order, then moved to the device where the batches are cut.
+  // A seeded shuffle per epoch, drawn on the CPU so every device (and every
+  // rank) sees the same order, then moved to the device where the batches
+  // are cut.
   auto gen = at::detail::createCPUGenerator(cfg_.seed * 1000003ull + static_cast<uint64_t>(epoch));
-  const auto perm = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kInt64)).to(cfg_.device);
+  auto perm = torch::randperm(train.size(), gen, torch::TensorOptions().dtype(torch::kInt64));
+  const int world = dist_ ? dist_->world() : 1;
+  if (world > 1) {
+    // This rank's shard: every world-th image from its rank on, the order
+    // padded from its start so that every rank takes as many steps.
+    const int64_t total = (train.size() + world - 1) / world * world;
+    perm = perm.repeat({(total + train.size() - 1) / train.size()}).slice(0, 0, total);
+    perm = perm.slice(0, dist_->rank(), total, world).contiguous();
+  }
+  perm = perm.to(cfg_.device);
+  const int64_t n = perm.size(0);
+  const int64_t batches = (n + cfg_.batch_size - 1) / cfg_.batch_size;
   sync(cfg_.device);
   const auto t0 = std::chrono::steady_clock::now();
   torch::Tensor total = torch::zeros({}, torch::TensorOptions().device(cfg_.device));
@@ -252,14 +277,23 @@ EpochStats Trainer::train_epoch(const Dataset& train, int epoch,
     const auto idx = perm.slice(0, b * cfg_.batch_size, std::min(n, (b + 1) * cfg_.batch_size));
     const auto loss = step(train.images.index_select(0, idx), train.labels.index_select(0, idx));
     total.add_(loss);
+    ++steps_;
+    if (after_step_) after_step_(steps_);
     if (progress && (b + 1) % progress_every == 0) progress(b + 1, batches, loss.item<double>());
   }
   sync(cfg_.device);
   EpochStats s;
   s.epoch = epoch;
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  s.train_loss = total.item<double>() / static_cast<double>(batches);
-  s.images_per_second = static_cast<double>(n) / s.seconds;
+  s.steps = batches;
+  s.images = n * world;
+  if (dist_) {
+    dist_->all_reduce_sum(total);
+    const auto secs = dist_->all_gather(static_cast<int64_t>(s.seconds * 1e9));
+    s.seconds = static_cast<double>(*std::max_element(secs.begin(), secs.end())) / 1e9;
+  }
+  s.train_loss = total.item<double>() / static_cast<double>(batches * world);
+  s.images_per_second = static_cast<double>(s.images) / s.seconds;
   return s;
 }
 
@@ -271,9 +305,13 @@ EvalStats Trainer::evaluate(const Dataset& test, int64_t batch_size) {
   torch::Tensor loss = torch::zeros({}, torch::TensorOptions().device(cfg_.device).dtype(torch::kFloat64));
   torch::Tensor correct = torch::zeros({}, torch::TensorOptions().device(cfg_.device).dtype(torch::kInt64));
   const int64_t n = test.size();
-  for (int64_t s = 0; s < n; s += batch_size) {
-    const auto x = test.images.slice(0, s, std::min(n, s + batch_size));
-    const auto y = test.labels.slice(0, s, std::min(n, s + batch_size));
+  // Data-parallel: each rank evaluates its contiguous share; the sums are
+  // then added over the ranks.
+  const int world = dist_ ? dist_->world() : 1, rank = dist_ ? dist_->rank() : 0;
+  const int64_t begin = n * rank / world, end = n * (rank + 1) / world;
+  for (int64_t s = begin; s < end; s += batch_size) {
+    const auto x = test.images.slice(0, s, std::min(end, s + batch_size));
+    const auto y = test.labels.slice(0, s, std::min(end, s + batch_size));
     torch::Tensor out;
     {
       Autocast ac(cfg_.bf16, cfg_.device.type());
@@ -281,6 +319,10 @@ EvalStats Trainer::evaluate(const Dataset& test, int64_t batch_size) {
     }
     loss.add_(torch::nll_loss(out, y, {}, at::Reduction::Sum).to(torch::kFloat64));
     correct.add_(out.argmax(1).eq(y).sum());
+  }
+  if (dist_) {
+    dist_->all_reduce_sum(loss);
+    dist_->all_reduce_sum(correct);
   }
   sync(cfg_.device);
   model_->train();

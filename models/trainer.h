@@ -20,6 +20,9 @@
 
 namespace cudabench::models {
 
+class DistContext;
+class DataParallel;
+
 // The seed's hyper-parameters.
 constexpr double kLearningRate = 0.01;
 constexpr double kMomentum = 0.5;
@@ -54,8 +57,10 @@ std::string error_line(const std::exception& e);
 
 struct EpochStats {
   int epoch = 0;
-  double train_loss = 0;  // mean over the epoch's batches
-  double seconds = 0;
+  double train_loss = 0;  // mean over the epoch's batches (of every rank)
+  double seconds = 0;     // data-parallel: the slowest rank's
+  int64_t images = 0;     // trained on, over all ranks (a sharded epoch pads to equal shards)
+  int64_t steps = 0;      // optimizer steps of each rank
   double images_per_second = 0;
 };
 struct EvalStats {
@@ -83,6 +88,18 @@ class Trainer {
                          int64_t progress_every = 100);
   EvalStats evaluate(const Dataset& test, int64_t batch_size = 1000);
 
+  // Data-parallel from now on (c10d, see distributed.h): every rank takes
+  // rank 0's weights; gradients are all-reduced in buckets of at most
+  // `bucket_bytes` during backward; each epoch trains this rank's shard of
+  // one seeded permutation (strided, as DistributedSampler does, padded to
+  // equal shards), so the global batch b holds the same images as batch b
+  // of one process with the global batch size; evaluation is sharded and
+  // summed. Dropout draws a stream per rank. Not with --cuda-graph.
+  void enable_data_parallel(DistContext& ctx, int64_t bucket_bytes);
+  DataParallel* data_parallel() { return dp_.get(); }
+  // Called after every step with the step's number in the run (1, 2, ...).
+  void set_after_step(std::function<void(int64_t)> f) { after_step_ = std::move(f); }
+
  private:
   torch::Tensor eager_step(const torch::Tensor& x, const torch::Tensor& y);
   torch::Tensor graph_step(const torch::Tensor& x, const torch::Tensor& y);
@@ -93,6 +110,10 @@ class Trainer {
   std::unique_ptr<torch::optim::SGD> opt_;
   struct Graph;
   std::unique_ptr<Graph> graph_;
+  DistContext* dist_ = nullptr;
+  std::unique_ptr<DataParallel> dp_;
+  std::function<void(int64_t)> after_step_;
+  int64_t steps_ = 0;
 };
 
 // Apply the TF32 setting to LibTorch's global context.

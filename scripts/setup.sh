@@ -4,7 +4,9 @@
 #   1. Debian packages: compilers and build tools, GoogleTest, nlohmann_json,
 #      CLI11, Fashion-MNIST (dataset-fashion-mnist), clang with libFuzzer and
 #      its OpenMP (the sanitizer build and the fuzz targets), Slurm and munge
-#      (the fleet mode's test starts a real cluster on this machine).
+#      (the fleet mode's test starts a real cluster on this machine), Gloo's
+#      headers (libgloo-dev: the PyPI torch ships c10d's ProcessGroupGloo.hpp
+#      but not the Gloo headers it includes).
 #   2. Google Benchmark 1.7.1 built as Release from Debian's own source package
 #      (Debian's binary is a debug build: it warns on every run and reports
 #      library_build_type=debug), installed in $CUDABENCH_CACHE/benchmark-release.
@@ -42,7 +44,8 @@ SUDO=""
 pkgs=(build-essential cmake ninja-build ccache git pkg-config libgtest-dev nlohmann-json3-dev
       libcli11-dev zlib1g-dev dataset-fashion-mnist dpkg-dev
       clang libfuzzer-14-dev libomp-14-dev   # the sanitizer build and the fuzz targets (scripts/fuzz.sh)
-      slurmctld slurmd slurm-client munge)   # the fleet mode's test cluster (scripts/fleet/local-cluster.sh)
+      slurmctld slurmd slurm-client munge    # the fleet mode's test cluster (scripts/fleet/local-cluster.sh)
+      libgloo-dev)                           # data-parallel train: Gloo's headers for c10d's ProcessGroupGloo
 python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do

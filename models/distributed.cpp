@@ -1,0 +1,451 @@
+#include "distributed.h"
+
+#include "cli_support.h"  // short_number
+#include "trainer.h"      // error_line
+
+#include <netdb.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+#include <optional>
+#include <thread>
+
+#ifdef CUDABENCH_HAVE_C10D
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+#endif
+
+#ifdef CUDABENCH_TORCH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace cudabench::models {
+
+bool have_data_parallel() {
+#ifdef CUDABENCH_HAVE_C10D
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool have_nccl() {
+#if defined(CUDABENCH_HAVE_C10D) && defined(USE_C10D_NCCL)
+  return true;
+#else
+  return false;
+#endif
+}
+
+uint64_t parameter_hash(const std::vector<torch::Tensor>& params) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a, 64 bits
+  for (const auto& p : params) {
+    const auto t = p.detach().to(torch::kCPU).contiguous();
+    const auto* b = static_cast<const unsigned char*>(t.data_ptr());
+    const auto n = static_cast<size_t>(t.numel()) * t.element_size();
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  }
+  return h;
+}
+
+#ifndef CUDABENCH_HAVE_C10D
+
+struct DistContext::Heartbeat {};
+DistContext::DistContext(const Launch& launch, const std::string& backend, torch::Device device,
+                         std::chrono::milliseconds timeout)
+    : launch_(launch), backend_(backend), device_(device), timeout_(timeout) {
+  throw std::runtime_error("this build has no data-parallel training (configure found no Gloo headers)");
+}
+DistContext::~DistContext() = default;
+void DistContext::join_group() {}
+void DistContext::stop_heartbeat() {}
+void DistContext::all_reduce_sum(torch::Tensor&) {}
+std::vector<int64_t> DistContext::all_gather(int64_t) { return {}; }
+void DistContext::broadcast_from_0(std::vector<torch::Tensor>&) {}
+void DistContext::barrier() {}
+uint64_t DistContext::check_replicas(const std::vector<torch::Tensor>& params, const std::string&) {
+  return parameter_hash(params);
+}
+std::string DistContext::diagnose() { return ""; }
+void DistContext::finish() {}
+AllreduceTiming DistContext::time_allreduce(const std::vector<int64_t>&, int) { return {}; }
+void DistContext::heartbeat_loop() {}
+std::vector<int64_t> DistContext::beats(c10d::Store&) { return {}; }
+DataParallel::DataParallel(DistContext& ctx, const std::vector<torch::Tensor>&, int64_t) : ctx_(ctx) {}
+DataParallel::~DataParallel() = default;
+void DataParallel::before_forward() {}
+void DataParallel::before_backward() {}
+std::vector<int64_t> DataParallel::bucket_bytes() const { return {}; }
+
+#else
+
+namespace {
+
+constexpr auto kBeatInterval = std::chrono::milliseconds(500);
+constexpr auto kDiagnoseWindow = std::chrono::milliseconds(3000);
+
+std::string beat_key(int rank) { return "cudabench/beat/" + std::to_string(rank); }
+
+bool resolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const bool ok = ::getaddrinfo(host.c_str(), nullptr, &hints, &res) == 0;
+  if (res) ::freeaddrinfo(res);
+  return ok;
+}
+
+// A Slurm node name that DNS does not know (a test cluster on one machine,
+// a cluster whose NodeAddr differs from NodeName): ask Slurm for the
+// address it uses to reach the node.
+std::string slurm_node_addr(const std::string& node) {
+  std::string out;
+  const std::string cmd = "scontrol show node -o '" + node + "' 2>/dev/null";
+  if (node.find('\'') != std::string::npos) return "";
+  if (FILE* f = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, f)) out += buf;
+    ::pclose(f);
+  }
+  const auto at = out.find("NodeAddr=");
+  if (at == std::string::npos) return "";
+  const auto start = at + 9;
+  return out.substr(start, out.find_first_of(" \n", start) - start);
+}
+
+}  // namespace
+
+struct DistContext::Heartbeat {
+  std::thread thread;
+  std::mutex m;
+  std::condition_variable cv;
+  bool stop = false;
+};
+
+DistContext::DistContext(const Launch& launch, const std::string& backend, torch::Device device,
+                         std::chrono::milliseconds timeout)
+    : launch_(launch), backend_(backend), device_(device), timeout_(timeout) {
+  if (launch_.master_addr_is_node_name && !resolves(launch_.master_addr)) {
+    const auto addr = slurm_node_addr(launch_.master_addr);
+    if (addr.empty())
+      throw std::runtime_error("rank 0's node " + launch_.master_addr +
+                               " (first of the step's node list) has no address; set MASTER_ADDR");
+    launch_.master_addr = addr;
+  }
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<uint16_t>(launch_.master_port);
+  o.isServer = launch_.rank == 0 && !launch_.agent_store;
+  o.numWorkers = launch_.world;
+  o.waitWorkers = false;  // a rank that never comes is named by its missing heartbeat
+  o.timeout = timeout_;
+  try {
+    c10::intrusive_ptr<c10d::Store> tcp = c10::make_intrusive<c10d::TCPStore>(launch_.master_addr, o);
+    store_ = launch_.store_prefix.empty()
+                 ? tcp
+                 : c10::static_intrusive_pointer_cast<c10d::Store>(
+                       c10::make_intrusive<c10d::PrefixStore>(launch_.store_prefix, tcp));
+  } catch (const std::exception& e) {
+    const auto m = error_line(e);
+    throw RankLost(std::string(o.isServer ? "could not serve" : "could not reach") + " the rendezvous store at " +
+                   launch_.master_addr + ":" + std::to_string(launch_.master_port) +
+                   (o.isServer ? "" : (launch_.agent_store ? " (torchrun's agent)" : " (rank 0)")) + ": " + m);
+  }
+  heartbeat_ = std::make_unique<Heartbeat>();
+  heartbeat_->thread = std::thread([this] { heartbeat_loop(); });
+  try {
+    join_group();
+  } catch (const std::exception& e) {
+    // Gloo's rendezvous waits for every rank up to the timeout: name the
+    // ranks that did not come, or that came and went.
+    const auto m = error_line(e);
+    const auto who = diagnose();
+    stop_heartbeat();
+    throw RankLost(who.empty() ? m : "lost " + who + ": " + m);
+  }
+}
+
+void DistContext::join_group() {
+  pg_ = c10::make_intrusive<c10d::ProcessGroup>(store_, launch_.rank, launch_.world);
+  c10::intrusive_ptr<c10d::Backend> be;
+  c10d::ProcessGroup::BackendType type{};
+  if (backend_ == "gloo") {
+    auto opts = c10d::ProcessGroupGloo::Options::create_default(timeout_);
+    be = c10::make_intrusive<c10d::ProcessGroupGloo>(store_, launch_.rank, launch_.world, opts);
+    type = c10d::ProcessGroup::BackendType::GLOO;
+    pg_->setBackend(c10::DeviceType::CPU, type, be);
+    if (device_.is_cuda()) pg_->setBackend(c10::DeviceType::CUDA, type, be);
+  } else if (backend_ == "nccl") {
+#ifdef USE_C10D_NCCL
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = timeout_;
+    be = c10::make_intrusive<c10d::ProcessGroupNCCL>(store_, launch_.rank, launch_.world, opts);
+    type = c10d::ProcessGroup::BackendType::NCCL;
+    pg_->setBackend(c10::DeviceType::CUDA, type, be);
+#else
+    throw std::runtime_error("this build has no NCCL");
+#endif
+  } else {
+    throw std::invalid_argument("unknown backend " + backend_);
+  }
+  pg_->setDefaultBackend(type);
+  pg_->setGroupName("0");  // after setBackend: it names the backends too
+}
+
+DistContext::~DistContext() { stop_heartbeat(); }
+
+void DistContext::stop_heartbeat() {
+  if (heartbeat_) {
+    {
+      std::lock_guard<std::mutex> lk(heartbeat_->m);
+      heartbeat_->stop = true;
+    }
+    heartbeat_->cv.notify_all();
+    if (heartbeat_->thread.joinable()) heartbeat_->thread.join();
+    heartbeat_.reset();
+  }
+}
+
+void DistContext::heartbeat_loop() {
+  // A connection of its own: the main thread may sit in a store call.
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    store = store_->clone();
+  } catch (...) {
+    return;
+  }
+  std::unique_lock<std::mutex> lk(heartbeat_->m);
+  while (!heartbeat_->stop) {
+    try {
+      store->add(beat_key(launch_.rank), 1);
+    } catch (...) {
+      return;  // the store is gone: stop beating, the main thread will find out
+    }
+    heartbeat_->cv.wait_for(lk, kBeatInterval, [this] { return heartbeat_->stop; });
+  }
+}
+
+std::vector<int64_t> DistContext::beats(c10d::Store& store) {
+  std::vector<int64_t> b(static_cast<size_t>(launch_.world));
+  for (int r = 0; r < launch_.world; ++r) b[static_cast<size_t>(r)] = store.add(beat_key(r), 0);
+  return b;
+}
+
+std::string DistContext::diagnose() {
+  // The first survivor to find the lost ranks publishes them; the others
+  // read that verdict, and rank 0, which serves the store, stays until they
+  // have (or for a while): its leaving would make it look lost too.
+  const std::string verdict_key = "cudabench/lost", read_key = "cudabench/lost-read";
+  const std::string where = launch_.master_addr + ":" + std::to_string(launch_.master_port);
+  const std::string of = " of " + std::to_string(launch_.world);
+  const auto read_verdict = [&]() -> std::optional<std::string> {
+    if (!store_->check({verdict_key})) return std::nullopt;
+    const auto v = store_->get(verdict_key);
+    return std::string(v.begin(), v.end());
+  };
+  std::string verdict;
+  try {
+    auto published = read_verdict();
+    if (!published) {
+      const auto before = beats(*store_);
+      const auto until = std::chrono::steady_clock::now() + kDiagnoseWindow;
+      while (!published && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        published = read_verdict();
+      }
+      if (!published) {
+        const auto after = beats(*store_);
+        std::ostringstream lost;
+        int n = 0;
+        const double secs = std::chrono::duration<double>(kDiagnoseWindow).count();
+        for (int r = 0; r < launch_.world; ++r) {
+          const auto i = static_cast<size_t>(r);
+          if (r == launch_.rank || after[i] > before[i]) continue;
+          lost << (n++ ? ", " : "") << "rank " << r << of;
+          lost << (after[i] == 0 ? " (it never joined)" : " (no heartbeat for " + short_number(secs) + " s)");
+        }
+        if (n == 0) return "";  // every rank still beats: the error is this rank's own
+        const auto mine = std::to_string(n) + "|" + lost.str();
+        const auto won = store_->compareSet(verdict_key, {}, std::vector<uint8_t>(mine.begin(), mine.end()));
+        published = std::string(won.begin(), won.end());
+      }
+    }
+    const auto bar = published->find('|');
+    const int lost_count = std::atoi(published->substr(0, bar).c_str());
+    verdict = published->substr(bar + 1);
+    store_->add(read_key, 1);
+    if (launch_.rank == 0 && !launch_.agent_store) {
+      const auto until = std::chrono::steady_clock::now() + kDiagnoseWindow + std::chrono::seconds(1);
+      while (store_->add(read_key, 0) < launch_.world - lost_count && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  } catch (...) {
+    if (!verdict.empty()) return verdict;
+    if (launch_.agent_store) return "torchrun's agent store at " + where + " (it no longer answers)";
+    return launch_.rank == 0 ? "" : "rank 0" + of + " (the rendezvous store it served at " + where +
+                                        " no longer answers)";
+  }
+  return verdict;
+}
+
+void DistContext::all_reduce_sum(torch::Tensor& t) {
+  std::vector<at::Tensor> v{t};
+  pg_->allreduce(v)->wait(timeout_);
+}
+
+std::vector<int64_t> DistContext::all_gather(int64_t x) {
+  auto t = torch::zeros({launch_.world}, torch::TensorOptions().dtype(torch::kInt64).device(device_));
+  t[launch_.rank] = x;
+  all_reduce_sum(t);
+  const auto c = t.to(torch::kCPU);
+  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + launch_.world);
+}
+
+void DistContext::broadcast_from_0(std::vector<torch::Tensor>& tensors) {
+  for (auto& t : tensors) {
+    std::vector<at::Tensor> v{t};
+    c10d::BroadcastOptions o;
+    o.rootRank = 0;
+    pg_->broadcast(v, o)->wait(timeout_);
+  }
+}
+
+void DistContext::barrier() {
+  // An all-reduce rather than ProcessGroup::barrier: NCCL's barrier guesses
+  // a device; this one runs where the training does.
+  auto t = torch::ones({1}, torch::TensorOptions().device(device_));
+  all_reduce_sum(t);
+  (void)t.item<float>();
+}
+
+uint64_t DistContext::check_replicas(const std::vector<torch::Tensor>& params, const std::string& when) {
+  const uint64_t h = parameter_hash(params);
+  const auto all = all_gather(static_cast<int64_t>(h));
+  std::ostringstream differ;
+  int n = 0;
+  for (int r = 1; r < launch_.world; ++r)
+    if (all[static_cast<size_t>(r)] != all[0])
+      differ << (n++ ? ", " : "") << "rank " << r << " has fnv1a64 " << std::hex
+             << static_cast<uint64_t>(all[static_cast<size_t>(r)]) << std::dec;
+  if (n) {
+    differ << "; rank 0 has " << std::hex << static_cast<uint64_t>(all[0]);
+    throw ReplicasDiffer("after " + when + " the replicas' parameters differ: " + differ.str());
+  }
+  return h;
+}
+
+void DistContext::finish() {
+  barrier();
+  const std::string left = "cudabench/left";
+  if (launch_.rank != 0 || launch_.agent_store) {
+    store_->add(left, 1);
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  while (store_->add(left, 0) < launch_.world - 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+AllreduceTiming DistContext::time_allreduce(const std::vector<int64_t>& bucket_bytes, int iterations) {
+  std::vector<torch::Tensor> bufs;
+  AllreduceTiming r;
+  for (auto b : bucket_bytes) {
+    bufs.push_back(torch::ones({std::max<int64_t>(1, b / 4)}, torch::TensorOptions().device(device_)));
+    r.bytes += static_cast<double>(bufs.back().numel()) * 4;
+  }
+  r.buckets = static_cast<int>(bufs.size());
+  const bool cuda = device_.is_cuda();
+  auto once = [&] {
+    std::vector<c10::intrusive_ptr<c10d::Work>> works;
+    for (auto& b : bufs) {
+      std::vector<at::Tensor> v{b};
+      works.push_back(pg_->allreduce(v));
+    }
+    for (auto& w : works) w->wait(timeout_);
+  };
+  for (int i = 0; i < 3; ++i) once();  // warm-up: connections, NCCL's communicator
+  std::vector<double> secs;
+  for (int i = 0; i < iterations; ++i) {
+    if (cuda) {
+#ifdef CUDABENCH_TORCH_CUDA
+      c10::cuda::CUDAGuard g(device_);
+      at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
+      start.record();
+      once();
+      stop.record();
+      stop.synchronize();
+      secs.push_back(start.elapsed_time(stop) / 1e3);
+#endif
+    } else {
+      const auto t0 = std::chrono::steady_clock::now();
+      once();
+      secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::sort(secs.begin(), secs.end());
+  const double median = secs.empty() ? 0 : secs[secs.size() / 2];
+  // The slowest rank's median: the step waits for it.
+  const auto all = all_gather(static_cast<int64_t>(median * 1e9));
+  r.seconds = static_cast<double>(*std::max_element(all.begin(), all.end())) / 1e9;
+  const double n = launch_.world;
+  r.algbw = r.seconds > 0 ? r.bytes / r.seconds : 0;
+  r.busbw = r.algbw * 2 * (n - 1) / n;
+  return r;
+}
+
+DataParallel::DataParallel(DistContext& ctx, const std::vector<torch::Tensor>& params, int64_t bucket_bytes)
+    : ctx_(ctx), params_(params) {
+  // DDP's start: every replica takes rank 0's weights, and the shapes agree.
+  {
+    torch::NoGradGuard ng;
+    std::vector<torch::Tensor> data;
+    for (auto& p : params_) data.push_back(p.detach());
+    ctx_.broadcast_from_0(data);
+  }
+  c10d::verify_params_across_processes(ctx_.group(), params_, std::nullopt);
+  // One bucket for the first step; the Reducer then rebuilds them in the
+  // order the gradients became ready (DDP without find_unused_parameters).
+  const std::vector<bool> sparse(params_.size(), false);
+  auto [indices, limits] = c10d::compute_bucket_assignment_by_size(
+      params_, {static_cast<size_t>(std::numeric_limits<int64_t>::max())}, sparse);
+  std::reverse(indices.begin(), indices.end());
+  reducer_ = std::make_shared<c10d::Reducer>(params_, indices, ctx_.group(), sparse, bucket_bytes,
+                                             /*find_unused_parameters=*/false,
+                                             /*gradient_as_bucket_view=*/false,
+                                             std::unordered_map<size_t, std::string>{},
+                                             /*first_bucket_bytes_cap=*/c10d::kDefaultFirstBucketBytes,
+                                             /*skip_all_reduce_unused_params=*/false,
+                                             /*use_python_reducer=*/false, std::vector<int64_t>{});
+}
+
+DataParallel::~DataParallel() = default;
+
+void DataParallel::before_forward() {
+  reducer_->rebuild_buckets();
+  reducer_->prepare_for_forward();
+}
+
+void DataParallel::before_backward() { reducer_->prepare_for_backward({}); }
+
+std::vector<int64_t> DataParallel::bucket_bytes() const {
+  std::vector<int64_t> out;
+  for (const auto& b : reducer_->get_grad_buckets(/*return_zero_tensors=*/false))
+    out.push_back(b.getBuffer().numel() * static_cast<int64_t>(b.getBuffer().element_size()));
+  return out;
+}
+
+#endif
+
+}  // namespace cudabench::models

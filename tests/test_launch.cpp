@@ -1,0 +1,143 @@
+// Who a data-parallel rank is, from torchrun's or srun's variables.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "launch.h"
+
+namespace cb = cudabench::models;
+
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+std::optional<cb::Launch> launch(const Env& env) {
+  return cb::launch_from_env([&](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+std::string error_of(const Env& env) {
+  try {
+    launch(env);
+  } catch (const cb::LaunchError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const Env kTorchrun = {{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
+                       {"MASTER_ADDR", "node07"}, {"MASTER_PORT", "29500"}};
+const Env kSrun = {{"SLURM_PROCID", "5"},         {"SLURM_STEP_NUM_TASKS", "6"}, {"SLURM_LOCALID", "2"},
+                   {"SLURM_STEP_NODELIST", "gpu[07-09,12]"}, {"SLURM_JOB_ID", "4242"},    {"SLURM_STEP_ID", "1"},
+                   {"SLURM_NTASKS", "6"}};
+
+}  // namespace
+
+TEST(Launch, PlainProcessIsNotARank) {
+  EXPECT_FALSE(launch({}).has_value());
+  // A batch script's own process has Slurm's job variables but no step.
+  EXPECT_FALSE(launch({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_JOB_ID", "7"}}).has_value());
+}
+
+TEST(Launch, TorchrunVariables) {
+  const auto l = launch(kTorchrun);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->launcher, "torchrun");
+  EXPECT_EQ(l->rank, 3);
+  EXPECT_EQ(l->world, 8);
+  EXPECT_EQ(l->local_rank, 1);
+  EXPECT_EQ(l->master_addr, "node07");
+  EXPECT_EQ(l->master_port, 29500);
+  EXPECT_FALSE(l->agent_store);
+  EXPECT_EQ(l->store_prefix, "");
+}
+
+TEST(Launch, TorchrunAgentStoreIsSharedUnderItsAttemptPrefix) {
+  auto env = kTorchrun;
+  env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  env["TORCHELASTIC_RESTART_COUNT"] = "2";
+  const auto l = launch(env);
+  ASSERT_TRUE(l);
+  EXPECT_TRUE(l->agent_store);
+  EXPECT_EQ(l->store_prefix, "/worker/attempt_2");
+}
+
+TEST(Launch, TorchrunWinsOverSlurm) {
+  auto env = kSrun;
+  for (const auto& [k, v] : kTorchrun) env[k] = v;
+  EXPECT_EQ(launch(env)->launcher, "torchrun");
+}
+
+TEST(Launch, SrunStepVariables) {
+  const auto l = launch(kSrun);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->launcher, "srun");
+  EXPECT_EQ(l->rank, 5);
+  EXPECT_EQ(l->world, 6);
+  EXPECT_EQ(l->local_rank, 2);
+  EXPECT_EQ(l->master_addr, "gpu07");
+  EXPECT_TRUE(l->master_addr_is_node_name);
+  EXPECT_EQ(l->master_port, 15000 + (4 * 4242 + 1) % 10000);
+}
+
+TEST(Launch, SrunTakesMasterAddrAndPortWhenGiven) {
+  auto env = kSrun;
+  env["MASTER_ADDR"] = "10.0.0.5";
+  env["MASTER_PORT"] = "23456";
+  const auto l = launch(env);
+  EXPECT_EQ(l->master_addr, "10.0.0.5");
+  EXPECT_FALSE(l->master_addr_is_node_name);
+  EXPECT_EQ(l->master_port, 23456);
+}
+
+TEST(Launch, SrunFallsBackToTheJobNodeList) {
+  auto env = kSrun;
+  env.erase("SLURM_STEP_NODELIST");
+  env["SLURM_JOB_NODELIST"] = "login1,gpu[1-4]";
+  EXPECT_EQ(launch(env)->master_addr, "login1");
+}
+
+TEST(Launch, MalformedVariablesAreNamed) {
+  auto env = kTorchrun;
+  env["WORLD_SIZE"] = "abc";
+  EXPECT_EQ(error_of(env), "WORLD_SIZE=abc: not a whole number");
+  env = kTorchrun;
+  env["RANK"] = "8";
+  EXPECT_EQ(error_of(env), "RANK=8: expected 0..7");
+  env = kTorchrun;
+  env["MASTER_PORT"] = "70000";
+  EXPECT_EQ(error_of(env), "MASTER_PORT=70000: expected 1..65535");
+  env = kTorchrun;
+  env.erase("MASTER_ADDR");
+  EXPECT_EQ(error_of(env), "MASTER_ADDR is not set (a torchrun launch needs it)");
+  env = kTorchrun;
+  env["WORLD_SIZE"] = "0";
+  EXPECT_EQ(error_of(env), "WORLD_SIZE=0: expected 1..1048576");
+  env = kTorchrun;
+  env["RANK"] = "-1";
+  EXPECT_EQ(error_of(env), "RANK=-1: expected 0..7");
+  env = kTorchrun;
+  env["RANK"] = "1 ";
+  EXPECT_EQ(error_of(env), "RANK=1 : not a whole number");
+  auto s = kSrun;
+  s["SLURM_PROCID"] = "6";
+  EXPECT_EQ(error_of(s), "SLURM_PROCID=6: expected 0..5");
+  s = kSrun;
+  s.erase("SLURM_JOB_ID");
+  EXPECT_EQ(error_of(s), "SLURM_JOB_ID is not set (an srun launch needs it)");
+}
+
+TEST(Launch, FirstHostOfSlurmHostLists) {
+  EXPECT_EQ(cb::first_slurm_host("node1"), "node1");
+  EXPECT_EQ(cb::first_slurm_host("node[1-2]"), "node1");
+  EXPECT_EQ(cb::first_slurm_host("gpu[07-09,12],login1"), "gpu07");
+  EXPECT_EQ(cb::first_slurm_host("a1,b[2-3]"), "a1");
+  EXPECT_EQ(cb::first_slurm_host("rack[3-4]-n[010-020]"), "rack3-n010");
+  EXPECT_EQ(cb::first_slurm_host("n[5,1-3]"), "n5");
+  for (const char* bad : {"", "n[", "n[]", "n[a-b]", "]n", "[1-2"}) {
+    EXPECT_THROW(cb::first_slurm_host(bad), cb::LaunchError) << bad;
+  }
+}
