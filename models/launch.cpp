@@ -20,7 +20,7 @@ long whole(const char* name, const char* value, long lo, long hi) {
 
 const char* required(const EnvLookup& env, const char* name, const char* launcher) {
   const char* v = env(name);
-  if (!v || !*v) throw LaunchError(std::string(name) + " is not set (a " + launcher + " launch needs it)");
+  if (!v || !*v) throw LaunchError(std::string(name) + " is not set (" + launcher + " launch needs it)");
   return v;
 }
 
