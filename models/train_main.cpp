@@ -74,12 +74,17 @@ int main(int argc, char** argv) {
   app.add_option("--bucket-mb", bucket_mb, "data-parallel: gradient bucket size in MiB (DDP's bucket_cap_mb)")
       ->capture_default_str()
       ->check(finite_range(0, 1024, true));
+  bool no_dropout = false;
+  app.add_flag("--no-dropout", no_dropout,
+               "train without dropout: every step is then deterministic, so N ranks with a global batch B "
+               "reproduce one rank with batch B up to rounding");
   app.add_flag("--check-sync", check_sync,
                "data-parallel: after every step, check that all ranks hold identical parameters (a hash)");
   app.add_flag("--quiet", quiet, "no progress line");
   app.add_flag("--debug", debug, "on an internal error, print LibTorch's whole message (with its backtrace)");
   if (auto rc = parse_command_line(app, argc, argv, "train")) return *rc;
   if (!tf32.empty()) cfg.tf32 = tf32 == "on";
+  cfg.dropout = !no_dropout;
 
   // Only the devices this program can train on reach LibTorch, built here:
   // its own parser throws on "cuda:01" and wraps indices past 127.
@@ -229,7 +234,7 @@ int main(int argc, char** argv) {
                 << " on " << cfg.device << " (" << torch::get_num_threads() << " CPU threads), batch "
                 << cfg.batch_size << ", lr " << cfg.lr << ", momentum " << cfg.momentum << ", " << cfg.epochs
                 << " epochs" << (cfg.cuda_graph ? ", CUDA graph" : "") << (cfg.bf16 ? ", bf16" : "")
-                << (cfg.channels_last ? ", channels-last" : "") << "\n";
+                << (cfg.channels_last ? ", channels-last" : "") << (cfg.dropout ? "" : ", no dropout") << "\n";
       if (dist)
         std::cout << "train: data-parallel over " << world << " ranks (" << launch->launcher << ", " << backend
                   << ", rendezvous " << dist->launch().master_addr << ":" << launch->master_port
@@ -325,6 +330,7 @@ int main(int argc, char** argv) {
                           {"bf16", cfg.bf16},
                           {"channels_last", cfg.channels_last},
                           {"cuda_graph", cfg.cuda_graph},
+                          {"dropout", cfg.dropout},
                           {"world_size", world},
                           {"train_seconds", total_seconds},
                           {"final_test_accuracy", last.accuracy},

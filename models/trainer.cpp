@@ -153,6 +153,10 @@ Trainer::Trainer(const TrainConfig& cfg) : cfg_(cfg) {
     throw std::invalid_argument("--cuda-graph needs --device cuda");
   torch::manual_seed(cfg_.seed);
   model_ = MnistCnn();  // initial weights follow the seed
+  if (!cfg_.dropout) {
+    model_->dropout1->options.p(0.0);
+    model_->dropout2->options.p(0.0);
+  }
   if (cfg_.tf32) set_tf32(*cfg_.tf32);
   model_->to(cfg_.device);
   if (cfg_.channels_last)

@@ -42,6 +42,7 @@ struct TrainConfig {
   bool channels_last = false;  // NHWC memory format
   bool cuda_graph = false;     // capture one whole step and replay it (CUDA only)
   std::optional<bool> tf32;    // set cuBLAS/cuDNN TF32 on or off; unset = LibTorch's default
+  bool dropout = true;         // off: every step is deterministic (N ranks then reproduce one)
 };
 
 // Images as float [N,1,28,28] normalized with (x/255 - mean)/std, labels int64.
