@@ -121,6 +121,11 @@ struct TorchInfo {
   bool cuda_available = false;
   int device_count = 0;
   std::string library_path;  // where libtorch_cpu.so was loaded from
+  // The NCCL in this process (LibTorch's CUDA build loads it), or the
+  // system's libnccl.so.2: ncclGetVersion, and the file.
+  std::string nccl_version;  // "2.27.3"; "" when none
+  std::string nccl_path;
+  std::string nccl_error;    // why there is none
 };
 
 struct ToolkitInstall {

@@ -176,4 +176,11 @@ std::string version_from_soname(std::string_view path) {
   return std::string(num);
 }
 
+std::string nccl_version_string(int code) {
+  if (code <= 0) return "";
+  const int major = code >= 10000 ? code / 10000 : code / 1000;
+  const int minor = code >= 10000 ? (code / 100) % 100 : (code / 100) % 10;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
+}
+
 }  // namespace cudabench::env

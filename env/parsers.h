@@ -41,5 +41,8 @@ Version parse_nvcc_version(std::string_view text);
 // A versioned library file name: libcuda.so.580.95.05 -> "580.95.05",
 // libcudart.so.13.0.96 -> "13.0.96"; "" when unversioned.
 std::string version_from_soname(std::string_view path);
+// ncclGetVersion's code: 22703 -> "2.27.3" (since 2.9: major*10000 +
+// minor*100 + patch; before: major*1000 + minor*100 + patch); "" for <= 0.
+std::string nccl_version_string(int code);
 
 }  // namespace cudabench::env

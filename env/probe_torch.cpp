@@ -8,6 +8,7 @@
 
 #include <filesystem>
 
+#include "parsers.h"
 #include "probe.h"
 
 namespace cudabench::env {
@@ -31,6 +32,26 @@ TorchInfo probe_torch() {
     std::error_code ec;
     auto p = std::filesystem::canonical(info.dli_fname, ec);
     t.library_path = ec ? info.dli_fname : p.string();
+  }
+  // NCCL: the copy already loaded (LibTorch's CUDA build links it), else
+  // whatever libnccl.so.2 the loader finds. ncclGetVersion needs no GPU.
+  void* nccl = ::dlopen("libnccl.so.2", RTLD_LAZY | RTLD_NOLOAD);
+  if (!nccl) nccl = ::dlopen("libnccl.so.2", RTLD_LAZY);
+  if (!nccl) {
+    const char* e = ::dlerror();
+    t.nccl_error = e ? e : "libnccl.so.2 not found";
+  } else if (auto* get = reinterpret_cast<int (*)(int*)>(::dlsym(nccl, "ncclGetVersion"))) {
+    int code = 0;
+    if (get(&code) == 0) t.nccl_version = nccl_version_string(code);
+    Dl_info ni{};
+    if (dladdr(reinterpret_cast<void*>(get), &ni) && ni.dli_fname) {
+      std::error_code ec;
+      auto p = std::filesystem::canonical(ni.dli_fname, ec);
+      t.nccl_path = ec ? ni.dli_fname : p.string();
+    }
+    if (t.nccl_version.empty()) t.nccl_error = "ncclGetVersion failed";
+  } else {
+    t.nccl_error = "libnccl.so.2 has no ncclGetVersion";
   }
   return t;
 }

@@ -127,7 +127,11 @@ std::string to_text(const Report& r) {
     o << "  version            " << r.torch.version << "\n";
     o << "  built with CUDA    " << cuda_str(r.torch.cuda_version) << ", cuDNN " << cudnn_str(r.torch.cudnn_built) << " (loaded " << cudnn_str(r.torch.cudnn_runtime) << ")\n";
     o << "  sees a GPU         " << (r.torch.cuda_available ? "yes, " + std::to_string(r.torch.device_count) : std::string("no")) << "\n";
-    o << "  library            " << r.torch.library_path << "\n\n";
+    o << "  library            " << r.torch.library_path << "\n";
+    o << "  NCCL               "
+      << (r.torch.nccl_version.empty() ? "none (" + r.torch.nccl_error + ")"
+                                       : r.torch.nccl_version + " (" + r.torch.nccl_path + ")")
+      << "\n\n";
   } else {
     o << "  absent from this build (see README: LibTorch)\n\n";
   }
@@ -253,7 +257,10 @@ nlohmann::json to_json(const Report& r) {
                 {"cudnn_runtime", cudnn_str(r.torch.cudnn_runtime)},
                 {"cuda_available", r.torch.cuda_available},
                 {"device_count", r.torch.device_count},
-                {"library_path", r.torch.library_path}};
+                {"library_path", r.torch.library_path},
+                {"nccl_version", r.torch.nccl_version},
+                {"nccl_path", r.torch.nccl_path},
+                {"nccl_error", r.torch.nccl_error}};
   j["gpus"] = json::array();
   for (const auto& g : r.gpus)
     j["gpus"].push_back({{"index", g.index},
@@ -313,6 +320,7 @@ std::vector<std::pair<std::string, std::string>> context_entries(const Report& r
   c.emplace_back("libtorch", r.torch.compiled_in ? r.torch.version : "absent");
   c.emplace_back("libtorch_cuda", cuda_str(r.torch.cuda_version));
   c.emplace_back("libtorch_cudnn", cudnn_str(r.torch.cudnn_built));
+  c.emplace_back("nccl", r.torch.nccl_version.empty() ? "none" : r.torch.nccl_version);
   const auto& h = r.host;
   c.emplace_back("host_cpu_model", h.cpu_model);
   c.emplace_back("host_sockets", std::to_string(h.sockets));

@@ -82,3 +82,11 @@ TEST(EnvParsers, Soname) {
   EXPECT_EQ(version_from_soname("libcuda.so"), "");
   EXPECT_EQ(version_from_soname("libcuda.so.580.95.05.bak"), "");
 }
+
+TEST(Parsers, NcclVersionCodes) {
+  EXPECT_EQ(nccl_version_string(22703), "2.27.3");
+  EXPECT_EQ(nccl_version_string(21805), "2.18.5");
+  EXPECT_EQ(nccl_version_string(2708), "2.7.8");  // before 2.9: major*1000 + minor*100 + patch
+  EXPECT_EQ(nccl_version_string(0), "");
+  EXPECT_EQ(nccl_version_string(-1), "");
+}
