@@ -221,6 +221,38 @@ CASES = [
           id="train-gzip-corrupt", rc=2, names="gzip"),
     train("--data-dir", lambda t: dataset(t + "/d", train_labels=struct.pack(">II", 0x801, 2) + b"\x00\x0b"),
           id="train-label-out-of-range", rc=2, names="label 11 at index 1 is out of range"),
+    # train: data-parallel launches (torchrun's and srun's variables) and flags
+    train(id="train-world-size-junk", rc=2, names="WORLD_SIZE=abc: not a whole number",
+          env={"RANK": "0", "WORLD_SIZE": "abc", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}),
+    train(id="train-rank-beyond-world", rc=2, names="RANK=5: expected 0..1",
+          env={"RANK": "5", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}),
+    train(id="train-no-master-addr", rc=2, names="MASTER_ADDR is not set (a torchrun launch needs it)",
+          env={"RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "1"}),
+    train(id="train-srun-procid-junk", rc=2, names="SLURM_PROCID=x: not a whole number",
+          env={"SLURM_STEP_NUM_TASKS": "2", "SLURM_PROCID": "x", "SLURM_LOCALID": "0", "SLURM_JOB_ID": "1",
+               "SLURM_STEP_NODELIST": "node1"}),
+    train("--backend", "nccl", id="train-nccl-on-cpu", rc=2, names="--backend nccl needs --device cuda",
+          env={"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}),
+    train("--cuda-graph", id="train-cuda-graph-data-parallel", rc=2, names="--cuda-graph: not with data-parallel",
+          env={"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}),
+    train(id="train-perturb-junk", rc=2, names="CUDABENCH_TEST_PERTURB=x: expected RANK:STEP",
+          env={"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1",
+               "CUDABENCH_TEST_PERTURB": "x"}),
+    train("--backend", "mpi", id="train-backend-unknown", rc=2, names="--backend"),
+    train("--dist-timeout", "0", id="train-dist-timeout-zero", rc=2, names="--dist-timeout"),
+    train("--bucket-mb", "-1", id="train-bucket-negative", rc=2, names="--bucket-mb"),
+    train("--lr-batch", "0", id="train-lr-batch-zero", rc=2, names="--lr-batch"),
+    # rank 1 of 2 with nobody at rank 0's address: not the input's fault, 3
+    train("--dist-timeout", "1", "--json", "{tmp}/t.json", id="train-rank0-unreachable", rc=3,
+          names="could not reach the rendezvous store at 127.0.0.1:1 (rank 0)", outputs=["{tmp}/t.json"],
+          env={"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}),
+    # ddp_scaling.py
+    py("ddp_scaling.py", "--ranks", "0,2", id="ddp-scaling-ranks-zero", rc=2, names="--ranks 0,2"),
+    py("ddp_scaling.py", "--ranks", "a", id="ddp-scaling-ranks-junk", rc=2, names="--ranks a"),
+    py("ddp_scaling.py", "--ranks", "2,2", id="ddp-scaling-ranks-repeated", rc=2, names="--ranks 2,2"),
+    py("ddp_scaling.py", "--train", "{tmp}/nope", id="ddp-scaling-train-missing", rc=2, names="--train {tmp}/nope"),
+    py("ddp_scaling.py", "--repetitions", "0", id="ddp-scaling-repetitions-zero", rc=2, names="--repetitions 0"),
+    py("ddp_scaling.py", "--device", "tpu", id="ddp-scaling-device", rc=2, names="--device"),
     # compare.py
     py("compare.py", BASE, id="compare-one-file", rc=2, names="need at least two files"),
     py("compare.py", BASE, "{tmp}/missing.json", id="compare-missing-file", rc=2,
@@ -378,7 +410,8 @@ def test_bad_input(case, tmp_path):
 
 def test_the_table_covers_every_program():
     progs = {os.path.basename(c.cmd[1] if c.cmd[0] in (PY, "bash") else c.cmd[0]) for c in CASES}
-    assert {"bench", "train", "compare.py", "report.py", "fleet.sh", "fleet.py", "local-cluster.sh"} <= progs
+    assert {"bench", "train", "compare.py", "report.py", "fleet.sh", "fleet.py", "local-cluster.sh",
+            "ddp_scaling.py"} <= progs
     assert len(CASES) >= 40
 
 

@@ -37,8 +37,13 @@ def free_port():
         return s.getsockname()[1]
 
 
+def clean_env():
+    return {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TORCHELASTIC_"))
+            and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+
+
 def rank_env(rank, world, port, extra=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "TORCHELASTIC_"))}
+    env = clean_env()
     env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                MASTER_PORT=str(port))
     env.update(extra or {})
@@ -72,8 +77,7 @@ def rank0_json(tmp_path, world, args):
     """The run's JSON; world 0 is a plain process (no launcher variables)."""
     out = tmp_path / "run.json"
     if world == 0:
-        env = {k: v for k, v in rank_env(0, 1, 1).items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
-        r = subprocess.run([TRAIN, *args, "--json", str(out)], env=env, capture_output=True, text=True, timeout=300)
+        r = subprocess.run([TRAIN, *args, "--json", str(out)], env=clean_env(), capture_output=True, text=True, timeout=300)
         results = [(r.returncode, r.stdout, r.stderr)]
     else:
         results = run(world, [*args, "--json", str(out)])
@@ -220,7 +224,7 @@ def test_torchrun_launches_it_with_nothing_else_to_set(tmp_path):
     if not os.access(torchrun, os.X_OK):
         pytest.skip(f"no {torchrun}: train was built with a LibTorch that is not the venv's torch")
     out = tmp_path / "run.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "RANK", "WORLD_SIZE", "MASTER_"))}
+    env = clean_env()
     r = subprocess.run([torchrun, "--no-python", "--standalone", "--nproc-per-node", "2", TRAIN, *QUICK,
                         "--check-sync", "--json", str(out)], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
@@ -228,3 +232,29 @@ def test_torchrun_launches_it_with_nothing_else_to_set(tmp_path):
     assert len(HASH_LINE.findall(r.stdout)) == 2 and len(hashes) == 1, r.stdout
     doc = json.loads(out.read_text())
     assert doc["distributed"]["world_size"] == 2 and doc["distributed"]["launcher"] == "torchrun"
+
+
+def test_the_scaling_series_reports_images_per_second_efficiency_and_bus_bandwidth(tmp_path):
+    out = tmp_path / "scaling"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "ddp_scaling.py"), "--ranks", "1,2",
+                        "--repetitions", "2", "--epochs", "1", "--limit", "1024", "--train", TRAIN, "--out", str(out),
+                        "--", "--test-limit", "200"],
+                       capture_output=True, text=True, env=clean_env(), timeout=600)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((out / "scaling.json").read_text())
+    assert (doc["backend"], doc["launcher"], doc["repetitions"]) == ("gloo", "local", 2)
+    one, two = doc["series"]
+    assert (one["world_size"], two["world_size"]) == (1, 2)
+    assert two["global_batch"] == 128
+    ips1, ips2 = one["images_per_second"], two["images_per_second"]
+    assert len(ips2["samples"]) == 2 and ips2["min"] <= ips2["median"] <= ips2["max"]
+    assert two["speedup"] == pytest.approx(ips2["median"] / ips1["median"])
+    assert two["efficiency"] == pytest.approx(two["speedup"] / 2) and one["efficiency"] == pytest.approx(1)
+    # nccl-tests: busbw = algbw x 2(n-1)/n, so 0 at one rank and algbw at two.
+    assert one["busbw_bytes_per_second"]["median"] == 0
+    assert two["busbw_bytes_per_second"]["median"] == pytest.approx(two["algbw_bytes_per_second"]["median"])
+    assert two["allreduce_bytes"] == PARAM_BYTES
+    assert "| 2 |" in (out / "scaling.md").read_text() and "| 2 |" in r.stdout
+    # Every run's rank-0 JSON is kept: 2 world sizes x 2 repetitions.
+    assert sorted(p for p in os.listdir(out / "runs") if p.endswith(".json")) == \
+        ["n1-r1.json", "n1-r2.json", "n2-r1.json", "n2-r2.json"]
