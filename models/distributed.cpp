@@ -348,6 +348,10 @@ uint64_t DistContext::check_replicas(const std::vector<torch::Tensor>& params, c
 
 void DistContext::finish() {
   barrier();
+  // As destroy_process_group does: NCCL's communicators and watchdog end
+  // here, not in a destructor at exit.
+  pg_->shutdown();
+  stop_heartbeat();
   const std::string left = "cudabench/left";
   if (launch_.rank != 0 || launch_.agent_store) {
     store_->add(left, 1);

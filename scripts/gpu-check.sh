@@ -18,6 +18,9 @@
 #   bench      vector add (every implementation, 5 sizes), copies, the seed's
 #              flow, on every GPU (--devices all), 3 repetitions
 #   train      10-epoch MNIST training on the GPU, eager and with a CUDA graph
+#   ddp        data-parallel train over NCCL: one rank with the replica check
+#              (the all-reduce time at world size 1), then ddp_scaling.py
+#              over 1 .. all GPUs (1 2 4 8 ...), 3 interleaved runs each
 #   mnist      the training-step benchmarks (every variant, batches 64-1024)
 #   flush-ab   the L2 flush A/B: read vs memset at 2^20, 1e7 and 2^27 in
 #              interleaved processes (read memset memset read)
@@ -181,6 +184,19 @@ step_train() {
   worst "$a" "$b"
 }
 
+step_ddp() {
+  local a=0 b=0 n ranks=1
+  RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29517 \
+    build-gpu/train --device cuda --backend nccl --epochs 2 --check-sync --quiet --json "$res/train_ddp_nccl1.json" \
+    > "$res/train_ddp_nccl1.txt" 2>&1 || a=$?
+  tail -3 "$res/train_ddp_nccl1.txt" >&2
+  n="$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)"
+  for k in 2 4 8 16; do [ "$k" -le "$n" ] && ranks="$ranks,$k"; done
+  python3 scripts/ddp_scaling.py --device cuda --ranks "$ranks" --repetitions 3 --epochs 2 --train build-gpu/train \
+    --out "$res/ddp-scaling" > "$res/ddp_scaling.txt" 2>&1 || b=$?
+  worst "$a" "$b"
+}
+
 step_mnist() {
   bench_json mnist --benchmark_repetitions=3 \
     --benchmark_filter='^MnistTrain/cuda[a-z0-9_]*/batch:(64|256|1024)/|^MnistEval/cuda/|^MnistTrain/cpu/batch:64/'
@@ -240,6 +256,7 @@ run_step env 15 step_env
 run_step tests 100 step_tests
 run_step bench 90 step_bench
 run_step train 40 step_train
+run_step ddp 45 step_ddp
 run_step mnist 60 step_mnist
 run_step flush-ab 45 step_flush_ab
 run_step sanitize 60 step_sanitize

@@ -234,7 +234,25 @@ def render(d):
             ips = median([e["images_per_second"] for e in ep])
             lines.append(f"{f:18s} {len(ep)} epochs {train_seconds(t):7.2f} s train time, median {ips:8.0f} img/s, "
                          f"final test accuracy {100 * t['final_test_accuracy']:.2f}%")
+    lines += ddp_lines(d)
     return "\n".join(lines) + "\n"
+
+
+def ddp_lines(d):
+    """Data-parallel train: NCCL at one rank, then the scaling series."""
+    out = []
+    t = load(os.path.join(d, "train_ddp_nccl1.json"))
+    if t and "distributed" in t:
+        x, ar = t["distributed"], t["distributed"]["allreduce"]
+        out.append(f"\ndata-parallel, {x['backend']} x {x['world_size']}: replicas identical after "
+                   f"{x['replicas_checked_after_steps']} checked steps, {t['per_epoch'][-1]['images_per_second']:.0f} "
+                   f"img/s, all-reduce {ar['seconds_per_step'] * 1e3:.3f} ms/step ({ar['bytes'] / 1e6:.2f} MB in "
+                   f"{ar['buckets']} buckets), final test accuracy {100 * t['final_test_accuracy']:.2f}%")
+    md = os.path.join(d, "ddp-scaling", "scaling.md")
+    if os.path.isfile(md):
+        with open(md) as f:
+            out.append("\n" + f.read().rstrip())
+    return out
 
 
 def main(argv):

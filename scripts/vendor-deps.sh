@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Copies what a machine without a package registry needs into .deps/ (ignored
 # by git), for scripts/gpu-check.sh there: the sources of Google Benchmark
-# (Debian's source package) and GoogleTest, the nlohmann_json and CLI11
+# (Debian's source package) and GoogleTest, the nlohmann_json, CLI11 and Gloo
 # headers, and Fashion-MNIST. CMake uses .deps/ only when find_package finds
 # nothing. About 40 MB. Run scripts/setup.sh first.
 set -euo pipefail
@@ -17,5 +17,7 @@ fi
 [ -d "$deps/googletest" ] || cp -r /usr/src/googletest "$deps/googletest"
 [ -d "$deps/nlohmann" ] || cp -r /usr/include/nlohmann "$deps/nlohmann"
 [ -d "$deps/CLI" ] || cp -r /usr/include/CLI "$deps/CLI"
+# Gloo's headers (Debian's libgloo-dev): c10d's ProcessGroupGloo.hpp includes them.
+[ -d "$deps/gloo" ] || { mkdir -p "$deps/gloo/include" && cp -r /usr/include/gloo "$deps/gloo/include/gloo"; }
 [ -d "$deps/fashion-mnist" ] || cp -r /usr/share/datasets/fashion-mnist "$deps/fashion-mnist"
 du -sh "$deps" | sed 's/^/vendor-deps: /' >&2

@@ -104,3 +104,22 @@ def test_a_partial_run_still_summarises(tmp_path):
 def test_bad_usage_exits_2(tmp_path):
     r = subprocess.run([sys.executable, SCRIPT, str(tmp_path / "missing")], capture_output=True, text=True)
     assert r.returncode == 2 and "usage" in r.stderr
+
+
+def test_data_parallel_lines_show_the_one_rank_nccl_run_and_the_scaling_table(tmp_path):
+    write(tmp_path, "train_ddp_nccl1.json", {
+        "per_epoch": [{"images_per_second": 90000.0}, {"images_per_second": 120000.0}],
+        "final_test_accuracy": 0.8512,
+        "distributed": {"backend": "nccl", "world_size": 1, "replicas_checked_after_steps": 1876,
+                        "allreduce": {"seconds_per_step": 0.0000421, "bytes": 2384168, "buckets": 2}}})
+    os.makedirs(tmp_path / "ddp-scaling")
+    write(tmp_path / "ddp-scaling", "scaling.md", "# Data-parallel scaling: cuda, nccl, local\n\n| ranks |\n|---:|\n| 1 |\n")
+    s = summary(tmp_path)
+    line = goal_line(s, "data-parallel, nccl x 1")
+    assert "after 1876 checked steps" in line and "120000 img/s" in line and "0.042 ms/step" in line
+    assert "2.38 MB in 2 buckets" in line and "85.12%" in line
+    assert "# Data-parallel scaling: cuda, nccl, local" in s
+
+
+def test_no_data_parallel_lines_without_its_files(tmp_path):
+    assert "data-parallel" not in summary(tmp_path)
