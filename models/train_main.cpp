@@ -175,6 +175,10 @@ int main(int argc, char** argv) {
       return kExitBadInput;
     }
     const auto count = static_cast<int>(torch::cuda::device_count());
+    // srun --gpus-per-task=1 (or a gres with ConstrainDevices) leaves each
+    // task its own GPU as device 0.
+    if (device_from_local_rank && launch->launcher == "srun" && count == 1)
+      cfg.device = torch::Device(torch::kCUDA, 0);
     if (cfg.device.has_index() && cfg.device.index() >= count) {
       if (device_from_local_rank)
         std::cerr << who << "LOCAL_RANK " << launch->local_rank << " has no GPU of its own (" << count
