@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <sstream>
+#include <future>
 #include <optional>
 #include <thread>
 
@@ -82,8 +83,6 @@ uint64_t DistContext::check_replicas(const std::vector<torch::Tensor>& params, c
 std::string DistContext::diagnose() { return ""; }
 void DistContext::finish() {}
 AllreduceTiming DistContext::time_allreduce(const std::vector<int64_t>&, int) { return {}; }
-void DistContext::heartbeat_loop() {}
-std::vector<int64_t> DistContext::beats(c10d::Store&) { return {}; }
 DataParallel::DataParallel(DistContext& ctx, const std::vector<torch::Tensor>&, int64_t) : ctx_(ctx) {}
 DataParallel::~DataParallel() = default;
 void DataParallel::before_forward() {}
@@ -128,11 +127,47 @@ std::string slurm_node_addr(const std::string& node) {
 
 }  // namespace
 
+// The heartbeat's thread owns its state through a shared_ptr and its own
+// store connection, never the DistContext: a thread stuck in a store call
+// (the store's host hung) can then be left behind, detached, at the end.
 struct DistContext::Heartbeat {
+  struct State {
+    std::mutex m;
+    std::condition_variable cv;
+    bool stop = false, done = false;
+  };
+  std::shared_ptr<State> state = std::make_shared<State>();
   std::thread thread;
-  std::mutex m;
-  std::condition_variable cv;
-  bool stop = false;
+
+  Heartbeat(c10::intrusive_ptr<c10d::Store> store, int rank) {
+    thread = std::thread([st = state, store = std::move(store), rank] {
+      while (true) {
+        try {
+          store->add(beat_key(rank), 1);
+        } catch (...) {
+          break;  // the store is gone: stop beating, the main thread will find out
+        }
+        std::unique_lock<std::mutex> lk(st->m);
+        if (st->cv.wait_for(lk, kBeatInterval, [&] { return st->stop; })) break;
+      }
+      std::lock_guard<std::mutex> lk(st->m);
+      st->done = true;
+      st->cv.notify_all();
+    });
+  }
+  // Stops it on every path out, a throwing constructor's included (a
+  // joinable thread destroyed would terminate the process).
+  ~Heartbeat() {
+    std::unique_lock<std::mutex> lk(state->m);
+    state->stop = true;
+    state->cv.notify_all();
+    const bool done = state->cv.wait_for(lk, 2 * kBeatInterval, [&] { return state->done; });
+    lk.unlock();
+    if (done)
+      thread.join();
+    else
+      thread.detach();
+  }
 };
 
 DistContext::DistContext(const Launch& launch, const std::string& backend, torch::Device device,
@@ -163,8 +198,8 @@ DistContext::DistContext(const Launch& launch, const std::string& backend, torch
                    launch_.master_addr + ":" + std::to_string(launch_.master_port) +
                    (o.isServer ? "" : (launch_.agent_store ? " (torchrun's agent)" : " (rank 0)")) + ": " + m);
   }
-  heartbeat_ = std::make_unique<Heartbeat>();
-  heartbeat_->thread = std::thread([this] { heartbeat_loop(); });
+  // A connection of its own: the main thread may sit in a store call.
+  heartbeat_ = std::make_unique<Heartbeat>(store_->clone(), launch_.rank);
   try {
     join_group();
   } catch (const std::exception& e) {
@@ -206,98 +241,112 @@ void DistContext::join_group() {
 
 DistContext::~DistContext() { stop_heartbeat(); }
 
-void DistContext::stop_heartbeat() {
-  if (heartbeat_) {
-    {
-      std::lock_guard<std::mutex> lk(heartbeat_->m);
-      heartbeat_->stop = true;
-    }
-    heartbeat_->cv.notify_all();
-    if (heartbeat_->thread.joinable()) heartbeat_->thread.join();
-    heartbeat_.reset();
-  }
-}
+void DistContext::stop_heartbeat() { heartbeat_.reset(); }
 
-void DistContext::heartbeat_loop() {
-  // A connection of its own: the main thread may sit in a store call.
+
+namespace {
+
+// What diagnose() needs, by value: it runs on a thread that may be left
+// behind, blocked in a store that stopped answering.
+struct DiagnoseInput {
   c10::intrusive_ptr<c10d::Store> store;
-  try {
-    store = store_->clone();
-  } catch (...) {
-    return;
-  }
-  std::unique_lock<std::mutex> lk(heartbeat_->m);
-  while (!heartbeat_->stop) {
-    try {
-      store->add(beat_key(launch_.rank), 1);
-    } catch (...) {
-      return;  // the store is gone: stop beating, the main thread will find out
-    }
-    heartbeat_->cv.wait_for(lk, kBeatInterval, [this] { return heartbeat_->stop; });
-  }
-}
+  Launch launch;
+  std::chrono::milliseconds timeout;
+};
 
-std::vector<int64_t> DistContext::beats(c10d::Store& store) {
-  std::vector<int64_t> b(static_cast<size_t>(launch_.world));
-  for (int r = 0; r < launch_.world; ++r) b[static_cast<size_t>(r)] = store.add(beat_key(r), 0);
+std::vector<int64_t> beats_of(c10d::Store& store, int world) {
+  std::vector<int64_t> b(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) b[static_cast<size_t>(r)] = store.add(beat_key(r), 0);
   return b;
 }
 
-std::string DistContext::diagnose() {
-  // The first survivor to find the lost ranks publishes them; the others
-  // read that verdict, and rank 0, which serves the store, stays until they
-  // have (or for a while): its leaving would make it look lost too.
+// The first survivor to find the lost ranks publishes them; the others read
+// that verdict, and rank 0, which serves the store, stays until they have:
+// its leaving would make it look lost too. Throws when the store fails
+// before a verdict is known.
+std::string diagnose_with(const DiagnoseInput& in) {
+  auto& store = *in.store;
+  const auto& l = in.launch;
   const std::string verdict_key = "cudabench/lost", read_key = "cudabench/lost-read";
-  const std::string where = launch_.master_addr + ":" + std::to_string(launch_.master_port);
-  const std::string of = " of " + std::to_string(launch_.world);
+  const std::string of = " of " + std::to_string(l.world);
   const auto read_verdict = [&]() -> std::optional<std::string> {
-    if (!store_->check({verdict_key})) return std::nullopt;
-    const auto v = store_->get(verdict_key);
+    if (!store.check({verdict_key})) return std::nullopt;
+    const auto v = store.get(verdict_key);
     return std::string(v.begin(), v.end());
   };
   std::string verdict;
   try {
     auto published = read_verdict();
     if (!published) {
-      const auto before = beats(*store_);
+      const auto before = beats_of(store, l.world);
       const auto until = std::chrono::steady_clock::now() + kDiagnoseWindow;
       while (!published && std::chrono::steady_clock::now() < until) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         published = read_verdict();
       }
       if (!published) {
-        const auto after = beats(*store_);
+        const auto after = beats_of(store, l.world);
         std::ostringstream lost;
         int n = 0;
         const double secs = std::chrono::duration<double>(kDiagnoseWindow).count();
-        for (int r = 0; r < launch_.world; ++r) {
+        for (int r = 0; r < l.world; ++r) {
           const auto i = static_cast<size_t>(r);
-          if (r == launch_.rank || after[i] > before[i]) continue;
+          if (r == l.rank || after[i] > before[i]) continue;
           lost << (n++ ? ", " : "") << "rank " << r << of;
           lost << (after[i] == 0 ? " (it never joined)" : " (no heartbeat for " + short_number(secs) + " s)");
         }
         if (n == 0) return "";  // every rank still beats: the error is this rank's own
         const auto mine = std::to_string(n) + "|" + lost.str();
-        const auto won = store_->compareSet(verdict_key, {}, std::vector<uint8_t>(mine.begin(), mine.end()));
+        const auto won = store.compareSet(verdict_key, {}, std::vector<uint8_t>(mine.begin(), mine.end()));
         published = std::string(won.begin(), won.end());
       }
     }
     const auto bar = published->find('|');
     const int lost_count = std::atoi(published->substr(0, bar).c_str());
     verdict = published->substr(bar + 1);
-    store_->add(read_key, 1);
-    if (launch_.rank == 0 && !launch_.agent_store) {
-      const auto until = std::chrono::steady_clock::now() + kDiagnoseWindow + std::chrono::seconds(1);
-      while (store_->add(read_key, 0) < launch_.world - lost_count && std::chrono::steady_clock::now() < until)
+    store.add(read_key, 1);
+    if (l.rank == 0 && !l.agent_store) {
+      // A survivor still waiting on a live peer gets here when its own
+      // collective times out: wait that long, and no longer.
+      const auto until = std::chrono::steady_clock::now() + in.timeout + kDiagnoseWindow;
+      while (store.add(read_key, 0) < l.world - lost_count && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   } catch (...) {
-    if (!verdict.empty()) return verdict;
-    if (launch_.agent_store) return "torchrun's agent store at " + where + " (it no longer answers)";
-    return launch_.rank == 0 ? "" : "rank 0" + of + " (the rendezvous store it served at " + where +
-                                        " no longer answers)";
+    if (verdict.empty()) throw;
   }
   return verdict;
+}
+
+}  // namespace
+
+std::string DistContext::diagnose() {
+  const std::string where = launch_.master_addr + ":" + std::to_string(launch_.master_port);
+  const std::string store_gone =
+      launch_.agent_store ? "torchrun's agent store at " + where + " (it no longer answers)"
+      : launch_.rank == 0 ? ""
+                          : "rank 0 of " + std::to_string(launch_.world) + " (the rendezvous store it served at " +
+                                where + " no longer answers)";
+  // TCPStore's calls have no deadline of their own against a host that is
+  // alive but silent (stopped, hung): run them on a thread, wait a bounded
+  // time, and leave it behind if it does not come back.
+  auto promise = std::make_shared<std::promise<std::string>>();
+  auto result = promise->get_future();
+  std::thread([promise, in = DiagnoseInput{store_, launch_, timeout_}] {
+    try {
+      promise->set_value(diagnose_with(in));
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  }).detach();
+  auto allowed = kDiagnoseWindow + std::chrono::milliseconds(2000);
+  if (launch_.rank == 0 && !launch_.agent_store) allowed += timeout_;
+  if (result.wait_for(allowed) != std::future_status::ready) return store_gone;
+  try {
+    return result.get();
+  } catch (...) {
+    return store_gone;
+  }
 }
 
 void DistContext::all_reduce_sum(torch::Tensor& t) {
@@ -366,33 +415,45 @@ AllreduceTiming DistContext::time_allreduce(const std::vector<int64_t>& bucket_b
   std::vector<torch::Tensor> bufs;
   AllreduceTiming r;
   for (auto b : bucket_bytes) {
-    bufs.push_back(torch::ones({std::max<int64_t>(1, b / 4)}, torch::TensorOptions().device(device_)));
+    bufs.push_back(torch::zeros({std::max<int64_t>(1, b / 4)}, torch::TensorOptions().device(device_)));
     r.bytes += static_cast<double>(bufs.back().numel()) * 4;
   }
   r.buckets = static_cast<int>(bufs.size());
-  const bool cuda = device_.is_cuda();
-  auto once = [&] {
+  auto issue = [&] {
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
     for (auto& b : bufs) {
       std::vector<at::Tensor> v{b};
       works.push_back(pg_->allreduce(v));
     }
-    for (auto& w : works) w->wait(timeout_);
+    return works;
+  };
+  // Host-side waits (bounded by the timeout) on CPUs and for the warm-up.
+  auto once = [&] {
+    for (auto& w : issue()) w->wait(timeout_);
   };
   for (int i = 0; i < 3; ++i) once();  // warm-up: connections, NCCL's communicator
   std::vector<double> secs;
-  for (int i = 0; i < iterations; ++i) {
-    if (cuda) {
+  if (device_.is_cuda()) {
 #ifdef CUDABENCH_TORCH_CUDA
-      c10::cuda::CUDAGuard g(device_);
-      at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
-      start.record();
-      once();
-      stop.record();
-      stop.synchronize();
-      secs.push_back(start.elapsed_time(stop) / 1e3);
+    // Device time: an event pair per iteration on the current stream; an
+    // unbounded wait() only makes this stream wait for NCCL's (no host
+    // polling inside the pair); the host waits once, at the end.
+    c10::cuda::CUDAGuard g(device_);
+    std::vector<at::cuda::CUDAEvent> start, stop;
+    start.reserve(static_cast<size_t>(iterations));
+    stop.reserve(static_cast<size_t>(iterations));
+    for (int i = 0; i < iterations; ++i) {
+      start.emplace_back(cudaEventDefault).record();
+      for (auto& w : issue()) w->wait();
+      stop.emplace_back(cudaEventDefault).record();
+    }
+    for (int i = 0; i < iterations; ++i) {
+      stop[static_cast<size_t>(i)].synchronize();
+      secs.push_back(start[static_cast<size_t>(i)].elapsed_time(stop[static_cast<size_t>(i)]) / 1e3);
+    }
 #endif
-    } else {
+  } else {
+    for (int i = 0; i < iterations; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       once();
       secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -95,9 +95,8 @@ class DistContext {
 
  private:
   void join_group();
-  void heartbeat_loop();
+  struct Heartbeat;
   void stop_heartbeat();
-  std::vector<int64_t> beats(c10d::Store& store);
 
   Launch launch_;
   std::string backend_;
@@ -105,7 +104,6 @@ class DistContext {
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroup> pg_;
-  struct Heartbeat;
   std::unique_ptr<Heartbeat> heartbeat_;
 };
 

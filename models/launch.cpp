@@ -83,6 +83,9 @@ std::optional<Launch> launch_from_env(const EnvLookup& env) {
   if (!set("SLURM_STEP_NUM_TASKS")) return std::nullopt;  // not in an srun step
   l.launcher = "srun";
   l.world = static_cast<int>(whole("SLURM_STEP_NUM_TASKS", env("SLURM_STEP_NUM_TASKS"), 1, kMaxWorld));
+  // A step of one task (srun --pty bash, a script started by srun) runs
+  // plain processes, not a group of one.
+  if (l.world == 1) return std::nullopt;
   l.rank = static_cast<int>(whole("SLURM_PROCID", required(env, "SLURM_PROCID", "an srun"), 0, l.world - 1));
   l.local_rank = static_cast<int>(whole("SLURM_LOCALID", required(env, "SLURM_LOCALID", "an srun"), 0, kMaxWorld));
   if (set("MASTER_ADDR")) {

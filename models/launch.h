@@ -35,8 +35,9 @@ using EnvLookup = std::function<const char*(const char*)>;
 
 // The launch this process is part of, or nullopt when no launcher set it up
 // (a plain `train`). torchrun's variables win over Slurm's. Under Slurm only
-// an srun step counts (SLURM_STEP_NUM_TASKS is set): a batch script's own
-// process is not a rank. MASTER_ADDR and MASTER_PORT, when set, override
+// an srun step of two tasks or more counts (SLURM_STEP_NUM_TASKS): a batch
+// script's own process, or anything run in a step of one task (srun --pty
+// bash), is not a rank. MASTER_ADDR and MASTER_PORT, when set, override
 // what Slurm's variables give; the port defaults to one derived from the
 // job and step ids (15000 + (4 * job + step) % 10000).
 std::optional<Launch> launch_from_env(const EnvLookup& env);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <regex>
 #include <fstream>
 #include <iomanip>
@@ -29,6 +30,37 @@
 #ifdef CUDABENCH_TORCH_CUDA
 #include <c10/cuda/CUDAFunctions.h>
 #endif
+
+namespace {
+
+// A data-parallel rank's last word when a background thread throws (NCCL's
+// watchdog does, on a timeout or a peer's error, by default): the lost rank
+// in one line, exit 3, instead of "terminate called" and a backtrace.
+cudabench::models::DistContext* g_dist = nullptr;
+std::string g_who = "train: ";
+
+[[noreturn]] void on_terminate() {
+  std::string msg = "an error in a background thread";
+  if (const auto e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      msg = cudabench::models::error_line(x);
+    } catch (...) {
+    }
+  }
+  std::string lost;
+  if (g_dist) {
+    try {
+      lost = g_dist->diagnose();
+    } catch (...) {
+    }
+  }
+  std::cerr << g_who << "stopped: " << (lost.empty() ? "" : "lost " + lost + ": ") << msg << std::endl;
+  std::_Exit(cudabench::kExitFailed);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace cudabench;
@@ -133,6 +165,14 @@ int main(int argc, char** argv) {
                 << " (c10d's reducer runs hooks in backward)\n";
       return kExitBadInput;
     }
+    g_who = who;
+    std::set_terminate(on_terminate);
+    if (backend == "nccl") {
+      // No flight-recorder dump or C++ stack on a timeout: the error is one
+      // line (the user's own settings win).
+      ::setenv("TORCH_NCCL_DUMP_ON_TIMEOUT", "0", 0);
+      ::setenv("TORCH_NCCL_LOG_CPP_STACK_ON_UNCLEAN_SHUTDOWN", "0", 0);
+    }
     // c10d logs each socket error with a C++ backtrace; the error that
     // matters reaches the user as one line. TORCH_CPP_LOG_LEVEL or --debug
     // bring them back.
@@ -215,6 +255,7 @@ int main(int argc, char** argv) {
       dist = std::make_unique<models::DistContext>(
           *launch, backend, cfg.device,
           std::chrono::milliseconds(static_cast<int64_t>(std::ceil(dist_timeout * 1000))));
+      g_dist = dist.get();
     }
     models::Trainer trainer(cfg);
     if (dist) trainer.enable_data_parallel(*dist, static_cast<int64_t>(bucket_mb * 1024 * 1024));
@@ -359,6 +400,7 @@ int main(int argc, char** argv) {
     }
     // A failed collective leaves the group's threads and sockets in no
     // state to tear down: say who was lost, then leave at once.
+    g_dist = nullptr;  // diagnosed here, once
     const std::string lost = dist ? dist->diagnose() : "";
     std::cerr << who << "stopped: " << (lost.empty() ? "" : "lost " + lost + ": ") << msg << std::endl;
     std::cout << std::flush;

@@ -16,7 +16,8 @@ is the median over them, with the range.
 
   images/s     the last epoch's, over all ranks (so --epochs 2, the default,
                leaves the first epoch's warm-up out)
-  speedup      images/s(n) / images/s(1)   (or of the smallest world size)
+  speedup      images/s(n) / images/s(n0) x n0, n0 the smallest world size
+               (normally 1: then images/s(n) / images/s(1))
   efficiency   speedup / n
   all-reduce   one step's gradients (the Reducer's buckets), timed apart from
                training after it: seconds per step, algbw = bytes / seconds,
@@ -124,6 +125,14 @@ def scale(a, extra):
         raise BadInput(f"--repetitions {a.repetitions}: expected at least 1")
     if a.epochs < 1:
         raise BadInput(f"--epochs {a.epochs}: expected at least 1")
+    if a.batch_size < 1:
+        raise BadInput(f"--batch-size {a.batch_size}: expected at least 1")
+    if a.limit is not None and a.limit < 1:
+        raise BadInput(f"--limit {a.limit}: expected at least 1")
+    if a.threads_per_rank < 0:
+        raise BadInput(f"--threads-per-rank {a.threads_per_rank}: expected 0 (automatic) or more")
+    if not a.run_timeout > 0:
+        raise BadInput(f"--run-timeout {a.run_timeout:g}: expected a positive number of seconds")
     threads = a.threads_per_rank or max(1, (os.cpu_count() or 1) // ranks[-1])
     train_args = ["--device", a.device, "--epochs", str(a.epochs), "--batch-size", str(a.batch_size), "--quiet",
                   "--threads", str(threads)]

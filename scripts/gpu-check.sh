@@ -191,6 +191,9 @@ step_ddp() {
     > "$res/train_ddp_nccl1.txt" 2>&1 || a=$?
   tail -3 "$res/train_ddp_nccl1.txt" >&2
   n="$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)"
+  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then  # what train will see, not what nvidia-smi lists
+    n="$(tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .)"
+  fi
   for k in 2 4 8 16; do [ "$k" -le "$n" ] && ranks="$ranks,$k"; done
   python3 scripts/ddp_scaling.py --device cuda --ranks "$ranks" --repetitions 3 --epochs 2 --train build-gpu/train \
     --out "$res/ddp-scaling" > "$res/ddp_scaling.txt" 2>&1 || b=$?

@@ -243,8 +243,8 @@ CASES = [
     train("--bucket-mb", "-1", id="train-bucket-negative", rc=2, names="--bucket-mb"),
     train("--lr-batch", "0", id="train-lr-batch-zero", rc=2, names="--lr-batch"),
     # rank 1 of 2 with nobody at rank 0's address: not the input's fault, 3
-    train("--dist-timeout", "1", "--json", "{tmp}/t.json", id="train-rank0-unreachable", rc=3,
-          names="could not reach the rendezvous store at 127.0.0.1:1 (rank 0)", outputs=["{tmp}/t.json"],
+    train("--dist-timeout", "1", id="train-rank0-unreachable", rc=3,
+          names="could not reach the rendezvous store at 127.0.0.1:1 (rank 0)",
           env={"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}),
     # ddp_scaling.py
     py("ddp_scaling.py", "--ranks", "0,2", id="ddp-scaling-ranks-zero", rc=2, names="--ranks 0,2"),
@@ -253,6 +253,10 @@ CASES = [
     py("ddp_scaling.py", "--train", "{tmp}/nope", id="ddp-scaling-train-missing", rc=2, names="--train {tmp}/nope"),
     py("ddp_scaling.py", "--repetitions", "0", id="ddp-scaling-repetitions-zero", rc=2, names="--repetitions 0"),
     py("ddp_scaling.py", "--device", "tpu", id="ddp-scaling-device", rc=2, names="--device"),
+    py("ddp_scaling.py", "--batch-size", "0", id="ddp-scaling-batch-zero", rc=2, names="--batch-size 0"),
+    py("ddp_scaling.py", "--limit", "0", id="ddp-scaling-limit-zero", rc=2, names="--limit 0"),
+    py("ddp_scaling.py", "--threads-per-rank", "-1", id="ddp-scaling-threads-negative", rc=2,
+       names="--threads-per-rank -1"),
     # compare.py
     py("compare.py", BASE, id="compare-one-file", rc=2, names="need at least two files"),
     py("compare.py", BASE, "{tmp}/missing.json", id="compare-missing-file", rc=2,
@@ -385,7 +389,12 @@ def test_bad_input(case, tmp_path):
     with open(os.path.join(tmp, "pre.json"), "w") as f:
         f.write('{"kept": true}\n')
     cmd = [expand(x, tmp) for x in case.cmd]
-    env = dict(os.environ, **{k: expand(v, tmp) for k, v in case.env.items()})
+    # A launcher's variables around the suite (srun, torchrun) must not make
+    # train a rank: only a case's own do.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "SLURM_STEP_NUM_TASKS")
+           and not k.startswith("TORCHELASTIC_")}
+    env.update({k: expand(v, tmp) for k, v in case.env.items()})
     if env.pop("PYTHON", None):
         cmd[0] = "/usr/bin/python3"  # a python without the venv's scipy
         env.pop("VIRTUAL_ENV", None)

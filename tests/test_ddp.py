@@ -50,10 +50,10 @@ def rank_env(rank, world, port, extra=None):
     return env
 
 
-def start(world, args, extra_env=None):
+def start(world, args, extra_env=None, per_rank=lambda r: []):
     port = free_port()
-    return [subprocess.Popen([TRAIN, *args], env=rank_env(r, world, port, extra_env), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True) for r in range(world)]
+    return [subprocess.Popen([TRAIN, *args, *per_rank(r)], env=rank_env(r, world, port, extra_env),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(world)]
 
 
 def finish(procs, timeout=300):
@@ -69,8 +69,8 @@ def finish(procs, timeout=300):
     return out
 
 
-def run(world, args, extra_env=None, timeout=300):
-    return finish(start(world, args, extra_env), timeout)
+def run(world, args, extra_env=None, timeout=300, per_rank=lambda r: []):
+    return finish(start(world, args, extra_env, per_rank), timeout)
 
 
 def rank0_json(tmp_path, world, args):
@@ -89,7 +89,12 @@ def rank0_json(tmp_path, world, args):
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_every_rank_holds_identical_parameters_after_every_step(tmp_path, world):
-    doc, results = rank0_json(tmp_path, world, [*QUICK, "--check-sync"])
+    # Each rank is given a --json path of its own: only rank 0's may appear.
+    results = run(world, [*QUICK, "--check-sync"], per_rank=lambda r: ["--json", str(tmp_path / f"rank{r}.json")])
+    for rank, (rc, o, e) in enumerate(results):
+        assert rc == 0, f"rank {rank}: {e}"
+    assert os.listdir(tmp_path) == ["rank0.json"]  # whole: no temporaries either
+    doc = json.loads((tmp_path / "rank0.json").read_text())
     # Each rank's own hash line, printed after the last step: all equal.
     hashes = {}
     for rank, (rc, o, e) in enumerate(results):
@@ -111,9 +116,8 @@ def test_every_rank_holds_identical_parameters_after_every_step(tmp_path, world)
     ar = d["allreduce"]
     assert ar["bytes"] == PARAM_BYTES and ar["seconds_per_step"] > 0
     assert ar["busbw_bytes_per_second"] == pytest.approx(ar["algbw_bytes_per_second"] * 2 * (world - 1) / world)
-    # Only rank 0 printed the run, and only it wrote: one whole file, no leftovers.
+    # Only rank 0 printed the run.
     assert "epoch 1/1" in results[0][1] and all("epoch 1/1" not in o for _, o, _ in results[1:])
-    assert os.listdir(tmp_path) == ["run.json"]
     assert doc["per_epoch"][0]["images"] == 2048
 
 
@@ -180,34 +184,31 @@ def read_until(proc, text, timeout=120):
     pytest.fail(f"rank 0 did not print {text!r} in {timeout} s")
 
 
-@pytest.mark.parametrize("victim,how", [(2, signal.SIGKILL), (0, signal.SIGKILL), (1, signal.SIGSTOP)],
-                         ids=["rank2-killed", "rank0-killed", "rank1-hung"])
-def test_a_lost_rank_is_named_by_the_others_within_the_timeout(tmp_path, victim, how):
-    timeout = 5
-    procs = start(3, ["--epochs", "1000", "--limit", "4096", "--test-limit", "500", "--quiet", "--threads", "1",
-                      "--dist-timeout", str(timeout), "--json", str(tmp_path / "run.json")])
+@pytest.mark.parametrize("world,victim,how,timeout", [
+    (3, 2, signal.SIGKILL, 5), (3, 0, signal.SIGKILL, 5), (3, 1, signal.SIGSTOP, 5), (3, 0, signal.SIGSTOP, 5),
+    (4, 3, signal.SIGKILL, 20)], ids=["rank2-killed", "rank0-killed", "rank1-hung", "rank0-hung", "4-ranks-rank3-killed"])
+def test_a_lost_rank_is_named_by_the_others_within_the_timeout(tmp_path, world, victim, how, timeout):
+    procs = start(world, ["--epochs", "1000", "--limit", "4096", "--test-limit", "500", "--quiet", "--threads", "1",
+                          "--dist-timeout", str(timeout), "--json", str(tmp_path / "run.json")])
     try:
-        read_until(procs[0], "data-parallel over 3 ranks")
+        read_until(procs[0], f"data-parallel over {world} ranks")
         time.sleep(1)
-        t0 = time.monotonic()
         procs[victim].send_signal(how)
-        others = [p for r, p in enumerate(procs) if r != victim]
-        results = finish(others, timeout=timeout + 30)
-        elapsed = time.monotonic() - t0
+        # A dead peer is seen at once, a hung one after --dist-timeout; then
+        # 3 s of watching the heartbeats (and a silent store gets 2 s more).
+        # Past that bound, finish() fails the test: no rank may hang.
+        results = finish([p for r, p in enumerate(procs) if r != victim], timeout=timeout + 30)
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    # A dead peer is seen at once; a hung one after --dist-timeout; then 3 s
-    # of watching the heartbeats.
-    assert elapsed < timeout + 15, elapsed
-    survivors = [r for r in range(3) if r != victim]
+    survivors = [r for r in range(world) if r != victim]
     for rank, (rc, o, e) in zip(survivors, results):
         assert rc == 3, f"rank {rank}: rc {rc}: {e}"
         lines = e.splitlines()
         assert len(lines) == 1, e  # one line: no backtrace, no c10d log
-        assert lines[0].startswith(f"train: rank {rank}: stopped: lost rank {victim} of 3 ("), e
+        assert lines[0].startswith(f"train: rank {rank}: stopped: lost rank {victim} of {world} ("), e
     assert not os.listdir(tmp_path)  # nothing half-written
 
 

@@ -40,6 +40,16 @@ TEST(Launch, PlainProcessIsNotARank) {
   EXPECT_FALSE(launch({}).has_value());
   // A batch script's own process has Slurm's job variables but no step.
   EXPECT_FALSE(launch({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_JOB_ID", "7"}}).has_value());
+  // Nor is a step of one task (srun --pty bash; a script srun started).
+  auto one = kSrun;
+  one["SLURM_STEP_NUM_TASKS"] = "1";
+  one["SLURM_PROCID"] = "0";
+  EXPECT_FALSE(launch(one).has_value());
+  // torchrun's one rank is a group of one (NCCL at world size 1).
+  auto t = kTorchrun;
+  t["RANK"] = "0";
+  t["WORLD_SIZE"] = "1";
+  EXPECT_EQ(launch(t)->world, 1);
 }
 
 TEST(Launch, TorchrunVariables) {
