@@ -493,11 +493,7 @@ def cmd_trials(args, extra):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    extra = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, extra = argv[:i], argv[i + 1:]
+    argv, extra = compare.split_passthrough(sys.argv[1:] if argv is None else argv)
     ap = compare.ArgParser(prog="ab", description=__doc__.split("\n\n")[0],
                            formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)

@@ -600,6 +600,15 @@ def _raise_terminated(signum, _frame):
     raise Terminated(signum)
 
 
+def split_passthrough(argv):
+    """(our arguments, the ones after `--` that go to the program we run)."""
+    argv = list(argv)
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1:]
+    return argv, []
+
+
 def one_line(text):
     return str(text).strip().splitlines()[0] if str(text).strip() else ""
 

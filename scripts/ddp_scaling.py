@@ -219,11 +219,7 @@ def render(r):
 
 
 def main(argv=None):
-    argv = list(sys.argv[1:] if argv is None else argv)
-    extra = []
-    if "--" in argv:
-        i = argv.index("--")
-        argv, extra = argv[:i], argv[i + 1:]
+    argv, extra = compare.split_passthrough(sys.argv[1:] if argv is None else argv)
     ap = compare.ArgParser(prog="ddp_scaling", description=__doc__.split("\n\n")[0],
                            formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("--ranks", default="1,2,4", help="world sizes, comma-separated (default 1,2,4)")

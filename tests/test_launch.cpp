@@ -34,6 +34,18 @@ const Env kSrun = {{"SLURM_PROCID", "5"},         {"SLURM_STEP_NUM_TASKS", "6"},
                    {"SLURM_STEP_NODELIST", "gpu[07-09,12]"}, {"SLURM_JOB_ID", "4242"},    {"SLURM_STEP_ID", "1"},
                    {"SLURM_NTASKS", "6"}};
 
+// Who the launch says this rank is.
+void expect_rank(const std::optional<cb::Launch>& l, const std::string& launcher, int rank, int world, int local_rank,
+                 const std::string& addr, int port) {
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->launcher, launcher);
+  EXPECT_EQ(l->rank, rank);
+  EXPECT_EQ(l->world, world);
+  EXPECT_EQ(l->local_rank, local_rank);
+  EXPECT_EQ(l->master_addr, addr);
+  EXPECT_EQ(l->master_port, port);
+}
+
 }  // namespace
 
 TEST(Launch, PlainProcessIsNotARank) {
@@ -54,13 +66,7 @@ TEST(Launch, PlainProcessIsNotARank) {
 
 TEST(Launch, TorchrunVariables) {
   const auto l = launch(kTorchrun);
-  ASSERT_TRUE(l);
-  EXPECT_EQ(l->launcher, "torchrun");
-  EXPECT_EQ(l->rank, 3);
-  EXPECT_EQ(l->world, 8);
-  EXPECT_EQ(l->local_rank, 1);
-  EXPECT_EQ(l->master_addr, "node07");
-  EXPECT_EQ(l->master_port, 29500);
+  expect_rank(l, "torchrun", 3, 8, 1, "node07", 29500);
   EXPECT_FALSE(l->agent_store);
   EXPECT_EQ(l->store_prefix, "");
 }
@@ -83,14 +89,8 @@ TEST(Launch, TorchrunWinsOverSlurm) {
 
 TEST(Launch, SrunStepVariables) {
   const auto l = launch(kSrun);
-  ASSERT_TRUE(l);
-  EXPECT_EQ(l->launcher, "srun");
-  EXPECT_EQ(l->rank, 5);
-  EXPECT_EQ(l->world, 6);
-  EXPECT_EQ(l->local_rank, 2);
-  EXPECT_EQ(l->master_addr, "gpu07");
+  expect_rank(l, "srun", 5, 6, 2, "gpu07", 15000 + (4 * 4242 + 1) % 10000);
   EXPECT_TRUE(l->master_addr_is_node_name);
-  EXPECT_EQ(l->master_port, 15000 + (4 * 4242 + 1) % 10000);
 }
 
 TEST(Launch, SrunTakesMasterAddrAndPortWhenGiven) {
@@ -111,33 +111,31 @@ TEST(Launch, SrunFallsBackToTheJobNodeList) {
 }
 
 TEST(Launch, MalformedVariablesAreNamed) {
-  auto env = kTorchrun;
-  env["WORLD_SIZE"] = "abc";
-  EXPECT_EQ(error_of(env), "WORLD_SIZE=abc: not a whole number");
-  env = kTorchrun;
-  env["RANK"] = "8";
-  EXPECT_EQ(error_of(env), "RANK=8: expected 0..7");
-  env = kTorchrun;
-  env["MASTER_PORT"] = "70000";
-  EXPECT_EQ(error_of(env), "MASTER_PORT=70000: expected 1..65535");
-  env = kTorchrun;
-  env.erase("MASTER_ADDR");
-  EXPECT_EQ(error_of(env), "MASTER_ADDR is not set (a torchrun launch needs it)");
-  env = kTorchrun;
-  env["WORLD_SIZE"] = "0";
-  EXPECT_EQ(error_of(env), "WORLD_SIZE=0: expected 1..1048576");
-  env = kTorchrun;
-  env["RANK"] = "-1";
-  EXPECT_EQ(error_of(env), "RANK=-1: expected 0..7");
-  env = kTorchrun;
-  env["RANK"] = "1 ";
-  EXPECT_EQ(error_of(env), "RANK=1 : not a whole number");
-  auto s = kSrun;
-  s["SLURM_PROCID"] = "6";
-  EXPECT_EQ(error_of(s), "SLURM_PROCID=6: expected 0..5");
-  s = kSrun;
-  s.erase("SLURM_JOB_ID");
-  EXPECT_EQ(error_of(s), "SLURM_JOB_ID is not set (an srun launch needs it)");
+  struct Bad {
+    const Env& base;
+    const char* name;
+    const char* value;  // nullptr: unset it
+    const char* error;
+  };
+  const Bad cases[] = {
+      {kTorchrun, "WORLD_SIZE", "abc", "WORLD_SIZE=abc: not a whole number"},
+      {kTorchrun, "RANK", "8", "RANK=8: expected 0..7"},
+      {kTorchrun, "MASTER_PORT", "70000", "MASTER_PORT=70000: expected 1..65535"},
+      {kTorchrun, "MASTER_ADDR", nullptr, "MASTER_ADDR is not set (a torchrun launch needs it)"},
+      {kTorchrun, "WORLD_SIZE", "0", "WORLD_SIZE=0: expected 1..1048576"},
+      {kTorchrun, "RANK", "-1", "RANK=-1: expected 0..7"},
+      {kTorchrun, "RANK", "1 ", "RANK=1 : not a whole number"},
+      {kSrun, "SLURM_PROCID", "6", "SLURM_PROCID=6: expected 0..5"},
+      {kSrun, "SLURM_JOB_ID", nullptr, "SLURM_JOB_ID is not set (an srun launch needs it)"},
+  };
+  for (const auto& c : cases) {
+    auto env = c.base;
+    if (c.value)
+      env[c.name] = c.value;
+    else
+      env.erase(c.name);
+    EXPECT_EQ(error_of(env), c.error) << c.name;
+  }
 }
 
 TEST(Launch, FirstHostOfSlurmHostLists) {
