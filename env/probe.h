@@ -52,6 +52,11 @@ std::optional<ToolkitInstall> inspect_toolkit(const std::string& root);
 std::optional<ToolkitInstall> inspect_pip_site(const std::string& site_packages);
 // First `nvcc` on a PATH string, "" if none.
 std::string find_on_path(const std::string& path_var, const std::string& exe);
+// What `argv` prints on stdout (at most 64 KiB, stderr dropped), run under
+// `timeout` so that it ends within `seconds`; "" when it cannot run.
+std::string command_output(const std::vector<std::string>& argv, int seconds);
+// The file a dlopen handle stands for, canonical; "" when unknown.
+std::string loaded_path_of(void* handle);
 
 // Peak DRAM bandwidth: memory clock (kHz) x bus width (bits) x 2 (double data
 // rate) / 8 bits per byte.

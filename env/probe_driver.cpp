@@ -24,7 +24,6 @@
 namespace fs = std::filesystem;
 
 namespace cudabench::env {
-namespace {
 
 std::string loaded_path_of(void* handle) {
   struct link_map* lm = nullptr;
@@ -34,6 +33,8 @@ std::string loaded_path_of(void* handle) {
   fs::path p = fs::canonical(lm->l_name, ec);
   return ec ? std::string(lm->l_name) : p.string();
 }
+
+namespace {
 
 std::string kernel_module_version() {
   return parse_proc_driver_version(read_first_line("/proc/driver/nvidia/version"));

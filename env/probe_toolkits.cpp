@@ -24,6 +24,22 @@ extern char** environ;
 namespace fs = std::filesystem;
 
 namespace cudabench::env {
+
+std::string command_output(const std::vector<std::string>& argv, int seconds) {
+  std::string cmd = "timeout " + std::to_string(seconds);
+  for (const auto& a : argv) {
+    cmd += " '";
+    for (char c : a) cmd += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    cmd += "'";
+  }
+  FILE* p = ::popen((cmd + " 2>/dev/null").c_str(), "r");
+  if (!p) return "";
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0 && out.size() < (1 << 16);) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
 namespace {
 
 bool path_exists(const fs::path& p) {
@@ -84,18 +100,7 @@ std::pair<Version, std::string> first_versioned(const fs::path& dir, Parse parse
 }
 
 // `nvcc --version` of an nvcc that nothing else dates (5 s at most).
-std::string nvcc_version_output(const fs::path& nvcc) {
-  std::string quoted = "'";
-  for (char c : nvcc.string()) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  quoted += "'";
-  FILE* p = ::popen(("timeout 5 " + quoted + " --version 2>/dev/null").c_str(), "r");
-  if (!p) return "";
-  std::string out;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0 && out.size() < (1 << 16);) out.append(buf, n);
-  ::pclose(p);
-  return out;
-}
+std::string nvcc_version_output(const fs::path& nvcc) { return command_output({nvcc.string(), "--version"}, 5); }
 
 // The version of the toolkit in `root`, and the file that told it.
 std::pair<Version, std::string> toolkit_version(const fs::path& root) {

@@ -43,12 +43,7 @@ TorchInfo probe_torch() {
   } else if (auto* get = reinterpret_cast<int (*)(int*)>(::dlsym(nccl, "ncclGetVersion"))) {
     int code = 0;
     if (get(&code) == 0) t.nccl_version = nccl_version_string(code);
-    Dl_info ni{};
-    if (dladdr(reinterpret_cast<void*>(get), &ni) && ni.dli_fname) {
-      std::error_code ec;
-      auto p = std::filesystem::canonical(ni.dli_fname, ec);
-      t.nccl_path = ec ? ni.dli_fname : p.string();
-    }
+    t.nccl_path = loaded_path_of(nccl);
     if (t.nccl_version.empty()) t.nccl_error = "ncclGetVersion failed";
   } else {
     t.nccl_error = "libnccl.so.2 has no ncclGetVersion";

@@ -1,6 +1,7 @@
 #include "distributed.h"
 
 #include "cli_support.h"  // short_number
+#include "env/probe.h"    // command_output
 #include "trainer.h"      // error_line
 
 #include <netdb.h>
@@ -111,14 +112,7 @@ bool resolves(const std::string& host) {
 // a cluster whose NodeAddr differs from NodeName): ask Slurm for the
 // address it uses to reach the node.
 std::string slurm_node_addr(const std::string& node) {
-  std::string out;
-  const std::string cmd = "scontrol show node -o '" + node + "' 2>/dev/null";
-  if (node.find('\'') != std::string::npos) return "";
-  if (FILE* f = ::popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, f)) out += buf;
-    ::pclose(f);
-  }
+  const std::string out = env::command_output({"scontrol", "show", "node", "-o", node}, 5);
   const auto at = out.find("NodeAddr=");
   if (at == std::string::npos) return "";
   const auto start = at + 9;
