@@ -19,6 +19,7 @@
 #include "bench_support.h"
 #include "atomic_file.h"
 #include "cli_support.h"
+#include "env/doctor.h"
 #include "env/probe.h"
 #include "env/report.h"
 #include "registry.h"
@@ -41,6 +42,34 @@ Google Benchmark flags (all of them work; the common ones):
 
 namespace {
 
+// bench --explain: the scenarios the message names, and this machine's
+// verdicts on their causes.
+int explain(std::string text) {
+  namespace env = cudabench::env;
+  using namespace cudabench;
+  if (text == "-") {
+    std::ostringstream in;
+    in << std::cin.rdbuf();
+    text = in.str();
+  }
+  const auto matched = env::match_scenarios(text);
+  if (matched.empty()) {
+    std::cerr << "bench: --explain: not a CUDA set-up error I know\n";
+    return kExitBadInput;
+  }
+  env::Report r = env::collect();
+  // A library the message names: does the loader find it here?
+  for (const auto* s : matched)
+    if (s->id == "library_not_found") {
+      const auto dirs = env::library_search_dirs(r.toolkits, r.loaded);
+      for (const auto& name : env::libraries_named(text))
+        r.verdicts.push_back(env::library_verdict(env::look_up_library(name, "the pasted error", dirs)));
+    }
+  const env::Explanation e = env::explain(text, r);
+  std::cout << env::explanation_text(e);
+  return e.cause_found ? kExitOk : kExitWrongResult;
+}
+
 // The run itself; main() maps what escapes it to exit 3.
 int run(int argc, char** argv) {
   namespace env = cudabench::env;
@@ -60,6 +89,11 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"", "text", "json"}));
   app.add_option("--env-out", env_out, "with --env: write the report to FILE instead of stdout");
   app.add_flag("--check", check, "with --env: exit 1 when any verdict is an error");
+  std::string explain_text;
+  app.add_option("--explain", explain_text,
+                 "name the CUDA set-up failure behind a pasted error message ('-': read it from stdin) and check "
+                 "this machine for its cause: exit 0 when a cause shows here, 1 when none does, 2 when the "
+                 "message is not one cudabench knows");
   app.add_flag("--require-gpu", require_gpu,
                "exit 1 when no GPU is usable (with --env, or before benchmarks)");
   app.add_option("--devices", devices_spec,
@@ -75,6 +109,13 @@ int run(int argc, char** argv) {
   if (!want_env && (check || !env_out.empty())) {
     std::cerr << "bench: --check and --env-out go with --env\n";
     return kExitBadInput;
+  }
+  if (app.count("--explain") > 0) {
+    if (want_env || !app.remaining().empty() || require_gpu) {
+      std::cerr << "bench: --explain takes only the message\n";
+      return kExitBadInput;
+    }
+    return explain(explain_text);
   }
 
   // Everything the user gave is checked before anything runs or is written.

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "build_info.h"
@@ -29,8 +30,11 @@ const Report& collect() {
   static const Report report = [] {
     Report r;
     r.build = build_info();
-    r.host = probe_host();
-    r.driver = probe_driver();
+    const std::string root = probe_root();
+    r.host = probe_host(root);
+    r.system = probe_system(root);
+    r.driver = probe_driver(root);
+    r.nvml_gpus = probe_nvml_gpus();
     r.runtime = probe_runtime();
     r.torch = probe_torch();  // before listing libraries: it may load some
     const GpuStatus pre = decide_gpu_status(r.driver, r.runtime, 1);
@@ -41,6 +45,14 @@ const Report& collect() {
     r.libs = probe_library_versions();
     r.loaded = loaded_libraries();
     r.toolkits = discover_toolkits(DiscoveryInput::from_process(r.loaded));
+    r.lazy_libraries = probe_lazy_libraries(r);
+    if (r.runtime.compiled_in) {
+      std::error_code ec;
+      const auto exe = std::filesystem::canonical("/proc/self/exe", ec);
+      r.binary_fatbin = read_fatbin_archs(ec ? "/proc/self/exe" : exe.string());
+    }
+    for (const auto& l : r.loaded)
+      if (l.name == "libtorch_cuda.so") r.torch_fatbin = read_fatbin_archs(l.path);
     if (const char* p = std::getenv("PATH")) {
       r.nvcc_on_path = find_on_path(p, "nvcc");
       std::stringstream ss(p);

@@ -46,12 +46,18 @@ struct DriverInfo {
   bool device_nodes_present = false;  // /dev/nvidiactl
   bool visible_devices_set = false;
   std::string visible_devices;  // CUDA_VISIBLE_DEVICES
+  int nvml_init_result = -1;       // nvmlInit_v2; -1 = library absent
+  std::string nvml_library_path;   // libnvidia-ml.so.1 really loaded
 };
 
 // What NVML says of one GPU, matched to the CUDA device by PCI bus id. A
 // field NVML did not answer (not supported, no permission) keeps -1 or "".
 struct NvmlGpuInfo {
   bool found = false;  // NVML knows a GPU at this PCI bus id
+  int nvml_index = -1;     // NVML's own index (its order can differ from CUDA's)
+  std::string name;        // "NVIDIA H200"
+  std::string pci_bus_id;  // as NVML gives it ("00000000:19:00.0")
+  int cc_major = -1, cc_minor = -1;  // nvmlDeviceGetCudaComputeCapability
   std::string uuid, serial;
   int persistence_mode = -1;  // 1 enabled, 0 disabled
   int sm_clock_mhz = -1, mem_clock_mhz = -1;          // now
@@ -63,6 +69,13 @@ struct NvmlGpuInfo {
   int pcie_gen = -1, pcie_gen_max = -1, pcie_width = -1, pcie_width_max = -1;
   int mig_current = -1, mig_pending = -1;  // 1 enabled, 0 disabled
   int compute_mode = -1;  // 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive process
+  int mig_devices = -1;   // MIG devices (GPU + compute instances) that exist, with MIG on
+  bool processes_known = false;
+  std::vector<unsigned> compute_pids;  // processes with a CUDA context on it
+  int retired_pages_pending = -1;      // 1: pages wait to be retired at the next reset
+  int remap_pending = -1, remap_failure = -1;  // row remapping: reset pending, remapping failed
+  int fabric_state = -1;   // NVLink fabric: 0 not supported, 1 not started, 2 in progress, 3 completed
+  int fabric_status = -1;  // its nvmlReturn_t once completed
 };
 
 struct GpuDevice {
@@ -157,6 +170,56 @@ struct Verdict {
   Level level = Level::Info;
   std::string message;
   std::string fix;  // what to do; "" when nothing is needed
+  std::vector<std::string> evidence;  // what the probe saw: files, versions, error codes
+};
+
+// An NVIDIA PCI function under /sys/bus/pci/devices (vendor 0x10de).
+struct PciDevice {
+  std::string bus_id;     // "0000:19:00.0"
+  std::string device_id;  // "2335" (the PCI device id, hex)
+  std::string pci_class;  // "0x030200" (3D controller), "0x068000" (NVSwitch bridge)
+  std::string driver;     // the kernel driver bound to it ("nvidia", "nouveau", "vfio-pci"; "" none)
+  bool is_gpu() const { return pci_class.rfind("0x03", 0) == 0; }
+  bool is_nvswitch() const { return pci_class.rfind("0x0680", 0) == 0; }
+};
+
+// What the machine shows of the driver outside libcuda and NVML, read from
+// files under `root` ("/" on a real machine; a fake tree in tests).
+struct SystemInfo {
+  std::string root = "/";
+  std::string kernel_release;          // /proc/sys/kernel/osrelease
+  bool nvidia_module_loaded = false;   // /sys/module/nvidia
+  bool nouveau_module_loaded = false;  // /sys/module/nouveau
+  std::vector<std::string> module_files;  // nvidia.ko* under /lib/modules/<release>
+  int secure_boot = -1;                // EFI SecureBoot variable: 1 on, 0 off, -1 unknown
+  std::vector<std::string> device_nodes;  // /dev/nvidia*, /dev/dxg
+  std::vector<PciDevice> pci;          // NVIDIA PCI functions
+  bool fabric_manager_running = false;  // an nv-fabricmanager process
+  bool wsl = false;                    // /proc/version names Microsoft/WSL
+  bool wsl_libcuda = false;            // /usr/lib/wsl/lib/libcuda.so.1 exists
+  std::vector<std::string> linux_libcuda;  // libcuda.so.1 in the distribution's own lib folders
+  std::string container;               // "docker", "podman", "container" or ""
+};
+
+// Where a shared library that is loaded by name (dlopen) comes from: the
+// loader's answer, or where on the machine a copy sits when it has none.
+struct LibraryLookup {
+  std::string name;       // "libcudnn_ops.so.9"
+  std::string needed_by;  // "cuDNN 9 (libcudnn.so.9)", "LibTorch", or the pasted error
+  std::string resolved;   // the file the loader takes ("" when it finds none)
+  std::string error;      // dlerror() when it finds none
+  std::vector<std::string> elsewhere;  // copies in folders the loader does not search
+};
+
+// The architectures in the CUDA fatbins of one ELF file (its .nv_fatbin
+// section): for each sm (90 = sm_90), how many fatbin containers hold
+// machine code (SASS) or PTX for it.
+struct FatbinArchs {
+  std::string file;
+  std::string error;   // why it was not read ("" when read)
+  int containers = 0;
+  std::map<int, int> sass, ptx;
+  bool read() const { return error.empty() && containers > 0; }
 };
 const char* level_name(Verdict::Level l);
 
@@ -179,6 +242,11 @@ struct Report {
   std::map<std::string, std::string> env_vars;  // the ones that matter, when set
   std::vector<std::string> path_cuda_entries;   // PATH entries mentioning cuda
   GpuStatus status;
+  SystemInfo system;
+  std::vector<NvmlGpuInfo> nvml_gpus;  // every GPU NVML lists, whether CUDA can use it or not
+  FatbinArchs binary_fatbin;  // this program's own kernels
+  FatbinArchs torch_fatbin;   // libtorch_cuda.so's
+  std::vector<LibraryLookup> lazy_libraries;  // libraries loaded later by name (cuDNN's parts, NVRTC)
   std::vector<Verdict> verdicts;
 };
 

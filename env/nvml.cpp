@@ -2,7 +2,11 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
 #include <sstream>
+#include <vector>
+
+#include "probe.h"
 
 namespace cudabench::env::nvml {
 namespace {
@@ -10,7 +14,7 @@ namespace {
 // NVML's C types, by value: nvmlReturn_t and its enums are ints,
 // nvmlDevice_t an opaque pointer.
 using Dev = void*;
-constexpr int kSuccess = 0;
+constexpr int kSuccess = 0, kInsufficientSize = 7;
 constexpr int kClockSm = 1, kClockMem = 2;     // nvmlClockType_t
 constexpr int kTemperatureGpu = 0;             // nvmlTemperatureSensors_t
 constexpr int kMemoryErrorCorrected = 0, kMemoryErrorUncorrected = 1;
@@ -49,6 +53,17 @@ struct Session::Api {
   int (*pcie_width_max)(Dev, unsigned*) = nullptr;
   int (*mig_mode)(Dev, unsigned*, unsigned*) = nullptr;
   int (*compute_mode)(Dev, int*) = nullptr;
+  int (*count)(unsigned*) = nullptr;
+  int (*by_index)(unsigned, Dev*) = nullptr;
+  int (*name)(Dev, char*, unsigned) = nullptr;
+  int (*pci_info)(Dev, void*) = nullptr;
+  int (*cc)(Dev, int*, int*) = nullptr;
+  int (*max_mig)(Dev, unsigned*) = nullptr;
+  int (*mig_by_index)(Dev, unsigned, Dev*) = nullptr;
+  int (*processes)(Dev, unsigned*, void*) = nullptr;
+  int (*retired_pending)(Dev, int*) = nullptr;
+  int (*remapped_rows)(Dev, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
+  int (*fabric)(Dev, void*) = nullptr;
 };
 
 std::string reason_names(std::uint64_t r) {
@@ -117,11 +132,24 @@ Session::Session() {
   a.pcie_width_max = sym<decltype(a.pcie_width_max)>(h, "nvmlDeviceGetMaxPcieLinkWidth");
   a.mig_mode = sym<decltype(a.mig_mode)>(h, "nvmlDeviceGetMigMode");
   a.compute_mode = sym<decltype(a.compute_mode)>(h, "nvmlDeviceGetComputeMode");
+  a.count = sym<decltype(a.count)>(h, "nvmlDeviceGetCount_v2");
+  a.by_index = sym<decltype(a.by_index)>(h, "nvmlDeviceGetHandleByIndex_v2");
+  a.name = sym<decltype(a.name)>(h, "nvmlDeviceGetName");
+  a.pci_info = sym<decltype(a.pci_info)>(h, "nvmlDeviceGetPciInfo_v3");
+  a.cc = sym<decltype(a.cc)>(h, "nvmlDeviceGetCudaComputeCapability");
+  a.max_mig = sym<decltype(a.max_mig)>(h, "nvmlDeviceGetMaxMigDeviceCount");
+  a.mig_by_index = sym<decltype(a.mig_by_index)>(h, "nvmlDeviceGetMigDeviceHandleByIndex");
+  a.processes = sym<decltype(a.processes)>(h, "nvmlDeviceGetComputeRunningProcesses_v3");
+  a.retired_pending = sym<decltype(a.retired_pending)>(h, "nvmlDeviceGetRetiredPagesPendingStatus");
+  a.remapped_rows = sym<decltype(a.remapped_rows)>(h, "nvmlDeviceGetRemappedRows");
+  a.fabric = sym<decltype(a.fabric)>(h, "nvmlDeviceGetGpuFabricInfo");
+  library_path_ = loaded_path_of(h);
   if (!a.init) {
     error_ = "libnvidia-ml.so.1 has no nvmlInit_v2";
     return;
   }
   const int rc = a.init();
+  init_result_ = rc;
   if (rc != kSuccess) {
     const char* text = a.error_string ? a.error_string(rc) : nullptr;
     error_ = "nvmlInit failed (" + std::to_string(rc) + (text ? std::string(": ") + text : "") + ")";
@@ -191,7 +219,77 @@ NvmlGpuInfo Session::describe(void* d) const {
     g.mig_pending = static_cast<int>(mig_pending);
   }
   if (a.compute_mode && a.compute_mode(d, &state) == kSuccess) g.compute_mode = state;
+  if (a.name && a.name(d, buf, sizeof buf) == kSuccess) g.name = buf;
+  // nvmlPciInfo_t: busIdLegacy[16], domain, bus, device, pciDeviceId,
+  // pciSubSystemId (unsigned each), busId[32]: 52 bytes, read into more.
+  char pci[128] = {0};
+  if (a.pci_info && a.pci_info(d, pci) == kSuccess) g.pci_bus_id = std::string(pci + 36, strnlen(pci + 36, 32));
+  int major = 0, minor = 0;
+  if (a.cc && a.cc(d, &major, &minor) == kSuccess) {
+    g.cc_major = major;
+    g.cc_minor = minor;
+  }
+  if (g.mig_current == 1 && a.max_mig && a.mig_by_index) {
+    unsigned max = 0;
+    if (a.max_mig(d, &max) == kSuccess) {
+      g.mig_devices = 0;
+      for (unsigned i = 0; i < max; ++i) {
+        Dev m = nullptr;
+        if (a.mig_by_index(d, i, &m) == kSuccess) ++g.mig_devices;
+      }
+    }
+  }
+  if (a.processes) {
+    // nvmlProcessInfo_t (v2 = v3): pid, usedGpuMemory (8-byte aligned),
+    // gpuInstanceId, computeInstanceId: 24 bytes each.
+    struct Info {
+      unsigned pid;
+      unsigned long long used;
+      unsigned gi, ci;
+    };
+    unsigned n = 0;
+    int prc = a.processes(d, &n, nullptr);
+    std::vector<Info> infos;
+    if (prc == kInsufficientSize) {
+      n = n * 2 + 8;
+      infos.resize(n);
+      prc = a.processes(d, &n, infos.data());
+    }
+    if (prc == kSuccess) {
+      g.processes_known = true;
+      for (unsigned i = 0; i < n && i < infos.size(); ++i) g.compute_pids.push_back(infos[i].pid);
+    }
+  }
+  if (a.retired_pending && a.retired_pending(d, &state) == kSuccess) g.retired_pages_pending = state;
+  unsigned corr = 0, unc = 0, rpending = 0, rfailure = 0;
+  if (a.remapped_rows && a.remapped_rows(d, &corr, &unc, &rpending, &rfailure) == kSuccess) {
+    g.remap_pending = rpending ? 1 : 0;
+    g.remap_failure = rfailure ? 1 : 0;
+  }
+  // nvmlGpuFabricInfo_t: clusterUuid[16], status (nvmlReturn_t), cliqueId,
+  // state (one byte in nvml.h; zeroed room either way).
+  char fabric[64] = {0};
+  if (a.fabric && a.fabric(d, fabric) == kSuccess) {
+    int status = 0;
+    std::memcpy(&status, fabric + 16, sizeof status);
+    g.fabric_state = static_cast<unsigned char>(fabric[24]);
+    g.fabric_status = status;
+  }
   return g;
+}
+
+std::vector<NvmlGpuInfo> Session::list() const {
+  std::vector<NvmlGpuInfo> out;
+  unsigned n = 0;
+  if (!ok_ || !api_->count || !api_->by_index || api_->count(&n) != kSuccess) return out;
+  for (unsigned i = 0; i < n; ++i) {
+    Dev d = nullptr;
+    if (api_->by_index(i, &d) != kSuccess) continue;
+    NvmlGpuInfo g = describe(d);
+    g.nvml_index = static_cast<int>(i);
+    out.push_back(std::move(g));
+  }
+  return out;
 }
 
 Sample Session::sample(void* d) const {

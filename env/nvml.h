@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "env_types.h"
 
@@ -50,6 +51,10 @@ class Session {
   const std::string& error() const { return error_; }  // why not ok
   const std::string& driver_version() const { return driver_version_; }
   int cuda_driver_version() const { return cuda_driver_version_; }
+  int init_result() const { return init_result_; }  // nvmlInit_v2's code; -1 when never called
+  const std::string& library_path() const { return library_path_; }  // "" when not loaded
+  // Every device NVML lists, in its order, described.
+  std::vector<NvmlGpuInfo> list() const;
 
   // The NVML device at a PCI bus id ("0000:19:00.0", as CUDA gives it);
   // nullptr when NVML does not know it.
@@ -67,6 +72,8 @@ class Session {
   std::string error_;
   std::string driver_version_;
   int cuda_driver_version_ = 0;
+  int init_result_ = -1;
+  std::string library_path_;
   const Api* api_ = nullptr;
 };
 

@@ -14,7 +14,35 @@ namespace cudabench::env {
 
 // Driver: /proc, /dev, libcuda.so.1 and libnvidia-ml.so.1 through dlopen
 // (never a link-time dependency, so this binary starts without a driver).
-DriverInfo probe_driver();
+// `root` is "/" on a real machine (see probe_root()).
+DriverInfo probe_driver(const std::string& root = "/");
+// What the machine shows of the driver outside libcuda and NVML: kernel
+// modules (nvidia, nouveau) and their files, Secure Boot, device nodes, the
+// NVIDIA PCI functions and the driver bound to each, a running fabric
+// manager, WSL, a container. Files under `root`.
+SystemInfo probe_system(const std::string& root = "/");
+// "/" unless $CUDABENCH_PROBE_ROOT names a fake tree (tests).
+std::string probe_root();
+// Every GPU NVML lists, in NVML's order, with what it says of each.
+std::vector<NvmlGpuInfo> probe_nvml_gpus();
+// The architectures in an ELF file's CUDA fatbins.
+FatbinArchs read_fatbin_archs(const std::string& path);
+// "sm_80 sm_90 compute_90" (an arch held by under half of the containers
+// shows its count: "sm_89(1/444)"), or why the file was not read.
+std::string fatbin_summary(const FatbinArchs& f);
+// Whether the loader finds `name` (dlopen, first in `first_dir` when given,
+// as cuDNN looks beside itself), and when not, which of `search_dirs` holds a
+// copy.
+LibraryLookup look_up_library(const std::string& name, const std::string& needed_by,
+                              const std::vector<std::string>& search_dirs,
+                              const std::string& first_dir = "");
+// Folders where CUDA libraries sit on this machine but the loader may not
+// look: every toolkit's lib folders, pip wheels' nvidia/*/lib, conda's lib.
+std::vector<std::string> library_search_dirs(const std::vector<ToolkitInstall>& toolkits,
+                                             const std::vector<LoadedLibrary>& loaded);
+// The libraries loaded later by name that this process will want: cuDNN's
+// parts beside the loaded libcudnn, LibTorch's NVRTC.
+std::vector<LibraryLookup> probe_lazy_libraries(const Report& r);
 // The GPUs through the driver API (libcuda via dlopen), each with NVML's
 // view (matched by PCI bus id) and its NUMA affinity; empty without a driver.
 std::vector<GpuDevice> probe_gpus();

@@ -36,8 +36,8 @@ std::string loaded_path_of(void* handle) {
 
 namespace {
 
-std::string kernel_module_version() {
-  return parse_proc_driver_version(read_first_line("/proc/driver/nvidia/version"));
+std::string kernel_module_version(const fs::path& root) {
+  return parse_proc_driver_version(read_first_line((root / "proc/driver/nvidia/version").string()));
 }
 
 // The driver API entry points the probe uses (CUresult and CUdevice are ints).
@@ -79,11 +79,11 @@ void* libcuda() {
 
 }  // namespace
 
-DriverInfo probe_driver() {
+DriverInfo probe_driver(const std::string& root) {
   DriverInfo d;
-  d.kernel_module_version = kernel_module_version();
+  d.kernel_module_version = kernel_module_version(root);
   struct stat st {};
-  d.device_nodes_present = ::stat("/dev/nvidiactl", &st) == 0;
+  d.device_nodes_present = ::stat((fs::path(root) / "dev/nvidiactl").c_str(), &st) == 0;
   if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) {
     d.visible_devices_set = true;
     d.visible_devices = v;
@@ -133,6 +133,8 @@ DriverInfo probe_driver() {
   d.nvml_error = nv.error();
   d.nvml_driver_version = nv.driver_version();
   d.nvml_cuda_version = nv.cuda_driver_version();
+  d.nvml_init_result = nv.init_result();
+  d.nvml_library_path = nv.library_path();
   return d;
 }
 
@@ -175,6 +177,8 @@ std::vector<GpuDevice> probe_gpus() {
   }
   return out;
 }
+
+std::vector<NvmlGpuInfo> probe_nvml_gpus() { return nvml::Session::get().list(); }
 
 std::vector<LoadedLibrary> loaded_libraries() {
   static const std::regex interesting(

@@ -53,6 +53,11 @@ std::string gib(long long bytes) {
   o << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1024.0 * 1024 * 1024) << " GiB";
   return o.str();
 }
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
 std::string driver_line(const DriverInfo& d) {
   if (!d.libcuda_found) return "none (" + (d.libcuda_error.empty() ? std::string("libcuda.so.1 not found") : d.libcuda_error) + ")";
   std::string v = !d.nvml_driver_version.empty() ? d.nvml_driver_version : d.libcuda_file_version;
@@ -85,7 +90,13 @@ nlohmann::json nvml_json(const NvmlGpuInfo& n) {
           {"mig_current", n.mig_current},
           {"mig_pending", n.mig_pending},
           {"compute_mode", n.compute_mode},
-          {"compute_mode_name", compute_mode_name(n.compute_mode)}};
+          {"compute_mode_name", compute_mode_name(n.compute_mode)},
+          {"mig_devices", n.mig_devices},
+          {"compute_pids", n.compute_pids},
+          {"retired_pages_pending", n.retired_pages_pending},
+          {"remap_pending", n.remap_pending},
+          {"remap_failure", n.remap_failure},
+          {"fabric_state", n.fabric_state}};
 }
 
 }  // namespace
@@ -108,13 +119,26 @@ std::string to_text(const Report& r) {
   if (!d.libcuda_path.empty()) o << "  libcuda path       " << d.libcuda_path << (d.libcuda_is_stub ? "  (toolkit STUB)" : "") << "\n";
   if (d.nvml_found) o << "  NVML               " << d.nvml_driver_version << ", CUDA " << cuda_str(d.nvml_cuda_version) << "\n";
   if (d.init_result > 0) o << "  cuInit             " << d.init_error << "\n";
-  o << "  device nodes       " << (d.device_nodes_present ? "/dev/nvidiactl present" : "/dev/nvidiactl absent") << "\n\n";
+  const auto& sy = r.system;
+  o << "  device nodes       " << (sy.device_nodes.empty() ? std::string("none (/dev/nvidia* absent)") : join(sy.device_nodes)) << "\n";
+  o << "  kernel modules     nvidia " << (sy.nvidia_module_loaded ? "loaded" : "not loaded")
+    << (sy.nouveau_module_loaded ? ", nouveau LOADED" : "") << "; module files for " << (sy.kernel_release.empty() ? "?" : sy.kernel_release)
+    << ": " << (sy.module_files.empty() ? std::string("none") : join(sy.module_files)) << "\n";
+  for (const auto& p : sy.pci)
+    o << "  PCI " << p.bus_id << "   10de:" << p.device_id << " class " << p.pci_class << ", driver "
+      << (p.driver.empty() ? "none" : p.driver) << "\n";
+  if (sy.wsl) o << "  WSL2               yes; /usr/lib/wsl/lib/libcuda.so.1 " << (sy.wsl_libcuda ? "present" : "absent") << "\n";
+  if (!sy.container.empty()) o << "  container          " << sy.container << "\n";
+  if (sy.fabric_manager_running) o << "  fabric manager     running\n";
+  if (d.nvml_init_result > 0) o << "  NVML               " << d.nvml_error << "\n";
+  o << "\n";
 
   o << "CUDA runtime\n";
   if (r.runtime.compiled_in) {
     o << "  built with         " << cuda_str(r.runtime.built_version) << " (toolkit " << r.build.cuda_toolkit_version << " at " << r.build.cuda_toolkit_root << ")\n";
     o << "  loaded             " << cuda_str(r.runtime.loaded_version) << (r.runtime.loaded_path.empty() ? " (static)" : " from " + r.runtime.loaded_path) << "\n";
     o << "  compiler           " << r.build.nvcc_path << ", architectures " << r.build.cuda_architectures << "\n";
+    o << "  kernels (fatbin)   " << fatbin_summary(r.binary_fatbin) << "\n";
     o << "  cuBLAS             built " << cublas_str(r.libs.cublas_built) << ", loaded " << cublas_str(r.libs.cublas_loaded) << "\n";
   } else {
     o << "  not in this build (no nvcc at configure time)\n";
@@ -128,6 +152,7 @@ std::string to_text(const Report& r) {
     o << "  built with CUDA    " << cuda_str(r.torch.cuda_version) << ", cuDNN " << cudnn_str(r.torch.cudnn_built) << " (loaded " << cudnn_str(r.torch.cudnn_runtime) << ")\n";
     o << "  sees a GPU         " << (r.torch.cuda_available ? "yes, " + std::to_string(r.torch.device_count) : std::string("no")) << "\n";
     o << "  library            " << r.torch.library_path << "\n";
+    if (!r.torch_fatbin.file.empty()) o << "  kernels (fatbin)   " << fatbin_summary(r.torch_fatbin) << "\n";
     o << "  NCCL               "
       << (r.torch.nccl_version.empty() ? "none (" + r.torch.nccl_error + ")"
                                        : r.torch.nccl_version + " (" + r.torch.nccl_path + ")")
@@ -198,6 +223,7 @@ std::string to_text(const Report& r) {
     std::string tag = level_name(v.level);
     for (auto& c : tag) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     o << "  " << std::left << std::setw(8) << tag << v.message << "\n";
+    for (const auto& e : v.evidence) o << "          seen: " << e << "\n";
     if (!v.fix.empty()) o << "          fix: " << v.fix << "\n";
   }
   return o.str();
@@ -242,7 +268,9 @@ nlohmann::json to_json(const Report& r) {
                  {"nvml_error", d.nvml_error},
                  {"nvml_driver_version", d.nvml_driver_version},
                  {"nvml_cuda_version", cuda_str(d.nvml_cuda_version)},
-                 {"device_nodes_present", d.device_nodes_present}};
+                 {"device_nodes_present", d.device_nodes_present},
+                 {"nvml_init_result", d.nvml_init_result},
+                 {"nvml_library_path", d.nvml_library_path}};
   j["runtime"] = {{"compiled_in", r.runtime.compiled_in},
                   {"built_version", cuda_str(r.runtime.built_version)},
                   {"loaded_version", cuda_str(r.runtime.loaded_version)},
@@ -277,6 +305,41 @@ nlohmann::json to_json(const Report& r) {
                          {"numa_node", g.numa_node},
                          {"local_cpus", g.local_cpus},
                          {"nvml", nvml_json(g.nvml)}});
+  const auto& sy = r.system;
+  j["system"] = {{"root", sy.root},
+                 {"kernel_release", sy.kernel_release},
+                 {"nvidia_module_loaded", sy.nvidia_module_loaded},
+                 {"nouveau_module_loaded", sy.nouveau_module_loaded},
+                 {"module_files", sy.module_files},
+                 {"secure_boot", sy.secure_boot},
+                 {"device_nodes", sy.device_nodes},
+                 {"fabric_manager_running", sy.fabric_manager_running},
+                 {"wsl", sy.wsl},
+                 {"wsl_libcuda", sy.wsl_libcuda},
+                 {"linux_libcuda", sy.linux_libcuda},
+                 {"container", sy.container},
+                 {"pci", json::array()}};
+  for (const auto& p : sy.pci)
+    j["system"]["pci"].push_back({{"bus_id", p.bus_id}, {"device_id", p.device_id}, {"class", p.pci_class}, {"driver", p.driver}});
+  j["nvml_gpus"] = json::array();
+  for (const auto& g : r.nvml_gpus) {
+    json n = nvml_json(g);
+    n["nvml_index"] = g.nvml_index;
+    n["name"] = g.name;
+    n["pci_bus_id"] = g.pci_bus_id;
+    n["compute_capability"] = std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor);
+    j["nvml_gpus"].push_back(n);
+  }
+  for (const auto* f : {&r.binary_fatbin, &r.torch_fatbin}) {
+    json a = {{"file", f->file}, {"error", f->error}, {"containers", f->containers}, {"sass", json::object()}, {"ptx", json::object()}};
+    for (const auto& [sm, n] : f->sass) a["sass"]["sm_" + std::to_string(sm)] = n;
+    for (const auto& [sm, n] : f->ptx) a["ptx"]["compute_" + std::to_string(sm)] = n;
+    j["fatbins"][f == &r.binary_fatbin ? "binary" : "torch"] = a;
+  }
+  j["lazy_libraries"] = json::array();
+  for (const auto& l : r.lazy_libraries)
+    j["lazy_libraries"].push_back({{"name", l.name}, {"needed_by", l.needed_by}, {"resolved", l.resolved},
+                                   {"error", l.error}, {"elsewhere", l.elsewhere}});
   j["loaded_libraries"] = json::array();
   for (const auto& l : r.loaded) j["loaded_libraries"].push_back({{"name", l.name}, {"path", l.path}});
   j["toolkits"] = json::array();
@@ -295,7 +358,8 @@ nlohmann::json to_json(const Report& r) {
   j["path_cuda_entries"] = r.path_cuda_entries;
   j["verdicts"] = json::array();
   for (const auto& v : r.verdicts)
-    j["verdicts"].push_back({{"id", v.id}, {"level", level_name(v.level)}, {"message", v.message}, {"fix", v.fix}});
+    j["verdicts"].push_back({{"id", v.id}, {"level", level_name(v.level)}, {"message", v.message}, {"fix", v.fix},
+                             {"evidence", v.evidence}});
   j["has_errors"] = has_errors(r);
   return j;
 }

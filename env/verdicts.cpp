@@ -4,6 +4,7 @@
 #include <regex>
 #include <sstream>
 
+#include "doctor.h"
 #include "probe.h"
 
 namespace cudabench::env {
@@ -39,8 +40,7 @@ std::string min_driver_for_major(int major) {
 }
 
 Verdict driver_runtime_verdict(int driver_cuda, const std::string& driver_version,
-                               int runtime_version) {
-  const std::string id = "driver.runtime_compat";
+                               int runtime_version, const std::string& who, const std::string& id) {
   const Version rt = Version::from_cuda_int(runtime_version);
   const Version dc = Version::from_cuda_int(driver_cuda);
   const std::string drv = driver_version.empty() ? "" : " (driver " + driver_version + ")";
@@ -50,7 +50,7 @@ Verdict driver_runtime_verdict(int driver_cuda, const std::string& driver_versio
                                  " runtime cannot be checked against one");
   if (driver_cuda >= runtime_version)
     return make(id, L::Ok, "the driver supports CUDA " + dc.major_minor() + drv +
-                               ", at least this binary's runtime CUDA " + rt.major_minor());
+                               ", at least " + who + " CUDA " + rt.major_minor());
   const std::string need = min_driver_for_toolkit(rt);
   const std::string need_txt = need.empty() ? "a driver for CUDA " + rt.major_minor()
                                             : "driver >= " + need;
@@ -60,13 +60,13 @@ Verdict driver_runtime_verdict(int driver_cuda, const std::string& driver_versio
     if (!floor.empty() && dv.known() && dv < Version::parse(floor))
       return make(id, L::Error,
                   "the driver supports CUDA " + dc.major_minor() + drv +
-                      ", older than this binary's runtime CUDA " + rt.major_minor() +
+                      ", older than " + who + " CUDA " + rt.major_minor() +
                       ", and is below " + floor + ", the minimum for CUDA " +
                       std::to_string(rt.major) + ".x minor-version compatibility",
                   "install " + need_txt);
     return make(id, L::Warning,
                 "the driver supports CUDA " + dc.major_minor() + drv +
-                    ", older than this binary's runtime CUDA " + rt.major_minor() +
+                    ", older than " + who + " CUDA " + rt.major_minor() +
                     ": it runs by minor-version compatibility, but only code with SASS "
                     "for the GPU (PTX from a newer toolkit cannot be JIT-compiled: "
                     "cudaErrorUnsupportedPtxVersion) and without features of the newer driver",
@@ -74,7 +74,7 @@ Verdict driver_runtime_verdict(int driver_cuda, const std::string& driver_versio
   }
   return make(id, L::Error,
               "the driver supports only CUDA " + dc.major_minor() + drv +
-                  ", but this binary's runtime is CUDA " + rt.major_minor() +
+                  ", but " + who + " is CUDA " + rt.major_minor() +
                   ": every CUDA call fails with cudaErrorInsufficientDriver (35)",
               "install " + need_txt + ", or build with a CUDA " +
                   std::to_string(dc.major) + ".x toolkit");
@@ -151,7 +151,19 @@ std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g) {
     out.push_back(make("gpu.compute_mode", L::Error,
                        who + " is in compute mode Prohibited: no process can create a CUDA context on it",
                        "nvidia-smi -i " + std::to_string(g.index) + " -c DEFAULT (as root), or use another GPU"));
-  else if (n.compute_mode == 1 || n.compute_mode == 3)
+  else if ((n.compute_mode == 1 || n.compute_mode == 3) && !n.compute_pids.empty()) {
+    std::string pids;
+    for (unsigned p : n.compute_pids) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
+    Verdict v = make("gpu.compute_mode", L::Error,
+                     who + " is in an exclusive compute mode and process " + pids +
+                         " holds it: a new CUDA context fails with CUDA_ERROR_DEVICE_UNAVAILABLE (46, "
+                         "\"CUDA-capable device(s) is/are busy or unavailable\")",
+                     "wait for or stop process " + pids + ", use another GPU, or nvidia-smi -i " +
+                         std::to_string(g.index) + " -c DEFAULT (as root)");
+    v.evidence = {"NVML compute mode: " + std::string(n.compute_mode == 1 ? "Exclusive_Thread" : "Exclusive_Process"),
+                  "NVML compute processes: " + pids};
+    out.push_back(std::move(v));
+  } else if (n.compute_mode == 1 || n.compute_mode == 3)
     out.push_back(make("gpu.compute_mode", L::Info,
                        who + " is in an exclusive compute mode: one process at a time; a second benchmark "
                              "process started beside this one fails with cudaErrorDevicesUnavailable"));
@@ -174,6 +186,21 @@ std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g) {
                        who + " has application clocks of " + std::to_string(n.app_sm_clock_mhz) + " MHz (SM), below the " +
                            std::to_string(n.max_sm_clock_mhz) + " MHz maximum",
                        "nvidia-smi -i " + std::to_string(g.index) + " -rac resets them (as root)"));
+  if (n.retired_pages_pending == 1 || n.remap_pending == 1 || n.remap_failure == 1) {
+    Verdict v = make("gpu.needs_reset", L::Error,
+                     who + (n.remap_failure == 1 ? " failed to remap a row of bad memory: it must be serviced"
+                                                 : " has bad memory waiting to be retired or remapped at the next GPU "
+                                                   "reset: until then kernels that touch it fail with "
+                                                   "CUDA_ERROR_ECC_UNCORRECTABLE (214)"),
+                     n.remap_failure == 1 ? "drain it and have it replaced (RMA)"
+                                          : "drain the GPU and reset it (nvidia-smi -r -i " + std::to_string(g.index) +
+                                                ", as root, or reboot)");
+    v.evidence = {"NVML retired pages pending: " + std::to_string(n.retired_pages_pending),
+                  "NVML row remapping pending: " + std::to_string(n.remap_pending) +
+                      ", failed: " + std::to_string(n.remap_failure),
+                  "NVML volatile uncorrected ECC errors: " + std::to_string(n.ecc_volatile_uncorrected)};
+    out.push_back(std::move(v));
+  }
   if (n.ecc_volatile_uncorrected > 0)
     out.push_back(make("gpu.ecc_errors", L::Warning,
                        who + " has " + std::to_string(n.ecc_volatile_uncorrected) +
@@ -219,34 +246,10 @@ std::vector<Verdict> evaluate(const Report& r) {
                                                       ? Version::from_cuda_int(r.runtime.built_version).major
                                                       : 13) +
                              " for this build)"));
-  } else {
-    if (d.libcuda_is_stub)
-      out.push_back(make("driver.stub", L::Error,
-                         "libcuda.so.1 resolved to the toolkit's stub " + d.libcuda_path,
-                         "remove the toolkit's lib64/stubs folder from LD_LIBRARY_PATH"));
-    if (!d.device_nodes_present)
-      out.push_back(make("driver.device_nodes", L::Warning,
-                         "libcuda is present but /dev/nvidiactl is not (a container started "
-                         "without GPU access?)",
-                         "start the container with --gpus all (or the runtime's equivalent)"));
-    out.push_back(module_library_verdict(d));
-    if (d.init_result > 0)
-      out.push_back(make("driver.init", L::Error, "cuInit failed: " + d.init_error,
-                         d.init_result == 100 ? "check nvidia-smi and CUDA_VISIBLE_DEVICES" : ""));
   }
-  if (d.visible_devices_set && (d.visible_devices.empty() || d.visible_devices == "-1" ||
-                                d.visible_devices == "none"))
-    out.push_back(make("driver.visible_devices", L::Warning,
-                       "CUDA_VISIBLE_DEVICES='" + d.visible_devices + "' hides every GPU",
-                       "unset CUDA_VISIBLE_DEVICES or list the GPUs to use"));
-
-  // Driver vs runtime.
-  if (r.runtime.compiled_in && d.libcuda_found)
-    out.push_back(driver_runtime_verdict(d.cuda_version,
-                                         d.nvml_driver_version.empty() ? d.libcuda_file_version
-                                                                       : d.nvml_driver_version,
-                                         r.runtime.loaded_version ? r.runtime.loaded_version
-                                                                  : r.runtime.built_version));
+  // Everything else about the driver, the runtime against it, the
+  // architectures and the libraries: the doctor's scenarios (doctor.cpp).
+  for (auto& v : doctor_verdicts(r)) out.push_back(std::move(v));
   if (r.runtime.compiled_in && r.runtime.loaded_version &&
       r.runtime.loaded_version != r.runtime.built_version) {
     const bool older = r.runtime.loaded_version < r.runtime.built_version;
@@ -264,11 +267,9 @@ std::vector<Verdict> evaluate(const Report& r) {
                        "only CPU benchmarks exist",
                        "install the CUDA toolkit and reconfigure"));
 
-  // Architectures, and how each GPU is set up (NVML).
-  for (const auto& g : r.gpus) {
-    out.push_back(arch_verdict(r.build.cuda_architectures, g.cc_major, g.cc_minor, g.name));
+  // How each GPU is set up (NVML).
+  for (const auto& g : r.gpus)
     for (auto& v : gpu_setup_verdicts(g)) out.push_back(std::move(v));
-  }
   if (d.libcuda_found && !d.libcuda_is_stub && !d.nvml_found)
     out.push_back(make("nvml.missing", L::Info,
                        "NVML is unavailable (" + d.nvml_error +

@@ -18,8 +18,11 @@ std::string min_driver_for_major(int major);
 
 // Does the driver (its CUDA version from cuDriverGetVersion, and its version
 // string) run this runtime?
+// `who` names the runtime ("this binary's runtime", "LibTorch's runtime").
 Verdict driver_runtime_verdict(int driver_cuda, const std::string& driver_version,
-                               int runtime_version);
+                               int runtime_version,
+                               const std::string& who = "this binary's runtime",
+                               const std::string& id = "driver.runtime_compat");
 
 // Does a binary built for `cuda_architectures` (CMake syntax: "80-real;90;
 // 120-virtual", "90a-real") run on a GPU of compute capability major.minor:

@@ -12,7 +12,13 @@ int init_result() {
   auto& m = fake::Machine::get();
   return m.json().value("/driver/init_result"_json_pointer, 0);
 }
-const nlohmann::json* device(int d) { return fake::Machine::get().gpu(d); }
+// What CUDA sees: every GPU of the machine unless "driver/device_count"
+// says fewer (MIG on without instances: NVML lists the GPU, CUDA none).
+int cuda_count() {
+  auto& m = fake::Machine::get();
+  return m.json().value("/driver/device_count"_json_pointer, m.gpu_count());
+}
+const nlohmann::json* device(int d) { return d < cuda_count() ? fake::Machine::get().gpu(d) : nullptr; }
 }  // namespace
 
 FAKE_API int cuInit(unsigned) { return init_result(); }
@@ -25,7 +31,7 @@ FAKE_API int cuDriverGetVersion(int* v) {
 
 FAKE_API int cuDeviceGetCount(int* n) {
   if (init_result() != kSuccess) return kNotInitialized;
-  *n = fake::Machine::get().gpu_count();
+  *n = cuda_count();
   return kSuccess;
 }
 
@@ -71,17 +77,25 @@ FAKE_API int cuDeviceGetPCIBusId(char* out, int len, int dev) {
 
 FAKE_API int cuGetErrorName(int code, const char** s) {
   static const std::map<int, const char*> names = {
-      {0, "CUDA_SUCCESS"}, {3, "CUDA_ERROR_NOT_INITIALIZED"}, {100, "CUDA_ERROR_NO_DEVICE"},
-      {101, "CUDA_ERROR_INVALID_DEVICE"}, {999, "CUDA_ERROR_UNKNOWN"}};
+      {0, "CUDA_SUCCESS"}, {3, "CUDA_ERROR_NOT_INITIALIZED"}, {34, "CUDA_ERROR_STUB_LIBRARY"},
+      {46, "CUDA_ERROR_DEVICE_UNAVAILABLE"}, {100, "CUDA_ERROR_NO_DEVICE"},
+      {101, "CUDA_ERROR_INVALID_DEVICE"}, {802, "CUDA_ERROR_SYSTEM_NOT_READY"},
+      {803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"}, {804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE"},
+      {999, "CUDA_ERROR_UNKNOWN"}};
   const auto it = names.find(code);
   *s = it == names.end() ? nullptr : it->second;
   return it == names.end() ? kInvalidValue : kSuccess;
 }
 
 FAKE_API int cuGetErrorString(int code, const char** s) {
+  // cuda.h's texts, word for word: users paste them.
   static const std::map<int, const char*> texts = {
-      {0, "no error"}, {3, "initialization error"}, {100, "no CUDA-capable device is detected"},
-      {101, "invalid device ordinal"}, {999, "unknown error"}};
+      {0, "no error"}, {3, "initialization error"}, {34, "CUDA driver is a stub library"},
+      {46, "CUDA-capable device(s) is/are busy or unavailable"},
+      {100, "no CUDA-capable device is detected"}, {101, "invalid device ordinal"},
+      {802, "system not yet initialized"},
+      {803, "system has unsupported display driver / cuda driver combination"},
+      {804, "forward compatibility was attempted on non supported HW"}, {999, "unknown error"}};
   const auto it = texts.find(code);
   *s = it == texts.end() ? nullptr : it->second;
   return it == texts.end() ? kInvalidValue : kSuccess;

@@ -4,6 +4,8 @@
 // CUDA's ("nvml_order"), as on real machines, so lookups by PCI bus id are
 // tested. Absent fields answer NVML_ERROR_NOT_SUPPORTED.
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "fake_machine.h"
 
@@ -51,6 +53,7 @@ FAKE_API const char* nvmlErrorString(int rc) {
     case kUninitialized: return "Uninitialized";
     case kNotSupported: return "Not Supported";
     case 9: return "Driver Not Loaded";
+    case 18: return "RM has detected an NVML/RM version mismatch";
     default: return "Unknown Error";
   }
 }
@@ -138,3 +141,88 @@ FAKE_API int nvmlDeviceGetMigMode(Dev d, unsigned* current, unsigned* pending) {
   return rc == kSuccess ? answer(d, "mig/pending", pending) : rc;
 }
 FAKE_API int nvmlDeviceGetComputeMode(Dev d, int* v) { return answer(d, "compute_mode", v); }
+
+// Facts of the GPU itself (name, PCI id, compute capability) come from the
+// GPU's own part, as for the fake libcuda.
+const nlohmann::json* gpu_of_handle(Dev d) {
+  return initialised ? fake::Machine::get().gpu(gpu_of(d)) : nullptr;
+}
+FAKE_API int nvmlDeviceGetName(Dev d, char* out, unsigned len) {
+  const auto* g = gpu_of_handle(d);
+  if (!g) return kUninitialized;
+  fake::copy_string(g->value("name", "Fake GPU"), out, len);
+  return kSuccess;
+}
+FAKE_API int nvmlDeviceGetPciInfo_v3(Dev d, void* info) {
+  const auto* g = gpu_of_handle(d);
+  if (!g || !g->contains("pci_bus_id")) return kNotSupported;
+  // nvmlPciInfo_t: busIdLegacy[16], 5 unsigned, busId[32].
+  char* p = static_cast<char*>(info);
+  std::memset(p, 0, 68);
+  const std::string bus = (*g)["pci_bus_id"].get<std::string>();
+  fake::copy_string(bus, p, 16);
+  const unsigned id = static_cast<unsigned>(std::stoul(g->value("pci_device_id", std::string("2335")), nullptr, 16) << 16 | 0x10de);
+  std::memcpy(p + 28, &id, sizeof id);
+  fake::copy_string("0000" + bus, p + 36, 32);
+  return kSuccess;
+}
+FAKE_API int nvmlDeviceGetCudaComputeCapability(Dev d, int* major, int* minor) {
+  const auto* g = gpu_of_handle(d);
+  if (!g || !g->contains("cc_major")) return kNotSupported;
+  *major = (*g)["cc_major"].get<int>();
+  *minor = g->value("cc_minor", 0);
+  return kSuccess;
+}
+FAKE_API int nvmlDeviceGetMaxMigDeviceCount(Dev d, unsigned* n) {
+  unsigned mig = 0;
+  const int rc = answer(d, "mig/current", &mig);
+  if (rc != kSuccess) return rc;
+  *n = mig ? 7 : 0;
+  return kSuccess;
+}
+FAKE_API int nvmlDeviceGetMigDeviceHandleByIndex(Dev d, unsigned index, Dev* out) {
+  unsigned n = 0;
+  if (answer(d, "mig/devices", &n) != kSuccess || index >= n) return kNotFound;
+  *out = d;
+  return kSuccess;
+}
+FAKE_API int nvmlDeviceGetComputeRunningProcesses_v3(Dev d, unsigned* count, void* infos) {
+  std::vector<unsigned> pids;
+  const int rc = answer(d, "processes", &pids);
+  if (rc != kSuccess) return rc;
+  if (pids.empty()) {
+    *count = 0;
+    return kSuccess;
+  }
+  if (!infos || *count < pids.size()) {
+    *count = static_cast<unsigned>(pids.size());
+    return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  }
+  struct Info {
+    unsigned pid;
+    unsigned long long used;
+    unsigned gi, ci;
+  };
+  auto* out = static_cast<Info*>(infos);
+  for (std::size_t i = 0; i < pids.size(); ++i) out[i] = Info{pids[i], 1ull << 30, 0, 0};
+  *count = static_cast<unsigned>(pids.size());
+  return kSuccess;
+}
+FAKE_API int nvmlDeviceGetRetiredPagesPendingStatus(Dev d, int* v) { return answer(d, "retired_pages_pending", v); }
+FAKE_API int nvmlDeviceGetRemappedRows(Dev d, unsigned* corr, unsigned* unc, unsigned* pending, unsigned* failure) {
+  *corr = *unc = 0;
+  const int rc = answer(d, "remapped_rows/pending", pending);
+  return rc == kSuccess ? answer(d, "remapped_rows/failure", failure) : rc;
+}
+FAKE_API int nvmlDeviceGetGpuFabricInfo(Dev d, void* info) {
+  unsigned state = 0;
+  int status = 0;
+  int rc = answer(d, "fabric/state", &state);
+  if (rc == kSuccess) rc = answer(d, "fabric/status", &status);
+  if (rc != kSuccess) return rc;
+  char* p = static_cast<char*>(info);
+  std::memset(p, 0, 28);
+  std::memcpy(p + 16, &status, sizeof status);
+  p[24] = static_cast<char>(state);
+  return kSuccess;
+}
