@@ -36,13 +36,19 @@ FatbinArchs read_fatbin_archs(const std::string& path) {
   FatbinArchs out;
   out.file = path;
   std::ifstream f(path, std::ios::binary);
-  char eh[64];
-  if (!f || !read_at(f, 0, eh, sizeof eh)) {
+  char eh[64] = {0};
+  if (!f) {
     out.error = "cannot read " + path;
     return out;
   }
-  if (std::memcmp(eh, "\x7f" "ELF", 4) != 0 || eh[4] != 2 || eh[5] != 1) {
+  f.read(eh, sizeof eh);
+  const auto got = f.gcount();
+  if (got < 6 || std::memcmp(eh, "\x7f" "ELF", 4) != 0 || eh[4] != 2 || eh[5] != 1) {
     out.error = path + " is not a 64-bit little-endian ELF file";
+    return out;
+  }
+  if (got < static_cast<std::streamsize>(sizeof eh)) {
+    out.error = path + ": truncated ELF header";
     return out;
   }
   const auto shoff = get<std::uint64_t>(eh + 0x28);

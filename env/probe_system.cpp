@@ -177,7 +177,9 @@ LibraryLookup look_up_library(const std::string& name, const std::string& needed
       l.resolved = fs::canonical(fs::path(d) / name, ec).string();
       return l;
     }
-  std::istringstream cache(command_output({"ldconfig", "-p"}, 5));
+  // The ld.so cache is the real machine's: a fake tree (tests) has none.
+  const std::string root = probe_root();
+  std::istringstream cache(root == "/" ? command_output({"ldconfig", "-p"}, 5) : std::string());
   for (std::string line; std::getline(cache, line);) {
     // "\tlibcudnn.so.9 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn.so.9"
     const auto a = line.find_first_not_of(" \t");
@@ -188,9 +190,9 @@ LibraryLookup look_up_library(const std::string& name, const std::string& needed
       return l;
     }
   }
-  for (const char* d : {"/lib", "/usr/lib", "/lib64", "/usr/lib64"})
-    if (present(fs::path(d) / name)) {
-      l.resolved = fs::path(d) / name;
+  for (const char* d : {"lib", "usr/lib", "lib64", "usr/lib64"})
+    if (present(fs::path(root) / d / name)) {
+      l.resolved = fs::path(root) / d / name;
       return l;
     }
   l.error = name + ": cannot open shared object file: No such file or directory";

@@ -187,9 +187,14 @@ FAKE_API int nvmlDeviceGetMigDeviceHandleByIndex(Dev d, unsigned index, Dev* out
   return kSuccess;
 }
 FAKE_API int nvmlDeviceGetComputeRunningProcesses_v3(Dev d, unsigned* count, void* infos) {
-  std::vector<unsigned> pids;
-  const int rc = answer(d, "processes", &pids);
+  // "processes": "4242,4343" (a JSON array would be a sequence of readings).
+  std::string list;
+  const int rc = answer(d, "processes", &list);
   if (rc != kSuccess) return rc;
+  std::vector<unsigned> pids;
+  std::stringstream ss(list);
+  for (std::string p; std::getline(ss, p, ',');)
+    if (!p.empty()) pids.push_back(static_cast<unsigned>(std::stoul(p)));
   if (pids.empty()) {
     *count = 0;
     return kSuccess;
