@@ -13,7 +13,9 @@
 # any point leaves what it measured in two files:
 #   machine    nvidia-smi (and -q), compute-sanitizer's version
 #   build      Release, for this GPU's architecture only (a shorter build)
-#   env        the environment report (text, JSON, --check)
+#   env        the environment report (text, JSON, --check: no error verdict
+#              on a healthy GPU machine), and bench --explain on real
+#              messages (exit 1 on a healthy machine: no cause here)
 #   tests      the whole CTest suite, GPU tests included
 #   bench      vector add (every implementation, 5 sizes), copies, the seed's
 #              flow, on every GPU (--devices all), 3 repetitions
@@ -147,6 +149,18 @@ step_env() {
   build-gpu/bench --env=json --env-out "$res/env.json" || return 3
   sed -n '1,3p' "$res/env.txt" >&2
   build-gpu/bench --env --check > /dev/null 2>&1 || { log "bench --env --check found an error verdict"; return 1; }
+  # The doctor on a healthy machine: each message names its scenario and
+  # finds no cause here (exit 1); exit 0 would be a false alarm.
+  local msg rc
+  for msg in "Error 804: forward compatibility was attempted on non supported HW" \
+             "Error 802: system not yet initialized" \
+             "RuntimeError: CUDA error: no kernel image is available for execution on the device" \
+             "Failed to initialize NVML: Driver/library version mismatch"; do
+    build-gpu/bench --explain "$msg" >> "$res/explain.txt" 2>&1
+    rc=$?
+    echo "exit $rc" >> "$res/explain.txt"
+    [ "$rc" = 1 ] || { log "bench --explain '$msg' exited $rc on this machine (1 expected: no cause here)"; return 1; }
+  done
 }
 
 step_tests() {

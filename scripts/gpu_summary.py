@@ -158,6 +158,7 @@ def render(d):
     for v in env.get("verdicts", []):
         if v.get("level") in ("warning", "error"):
             lines.append(f"  {v['level'].upper()}: {v['message']}")
+            lines.extend(f"    seen: {e}" for e in (v.get("evidence") or [])[:4])
     try:
         with open(os.path.join(d, "steps.txt")) as f:
             lines.append("\nSteps:\n" + "".join("  " + l for l in f))

@@ -37,7 +37,8 @@ def full_run(d):
                                     "peak_bandwidth_bytes_per_s": 4.9e12, "nvml": {"found": True}}],
                           "driver": {"nvml_driver_version": "580.95.05", "cuda_version": "13.0"},
                           "runtime": {"loaded_version": "13.0"},
-                          "verdicts": [{"level": "warning", "message": "persistence is off"}]})
+                          "verdicts": [{"level": "warning", "message": "persistence is off",
+                                        "evidence": ["NVML persistence mode: 0"]}]})
     write(d, "steps.txt", "machine    ok          2 s\nbuild      ok        170 s\n")
     write(d, "ctest.log", "100% tests passed, 0 tests failed out of 120\n\nThe following tests did not run:\n"
                           "\t 12 - A.B (Skipped)\n\t 13 - A.C (Skipped)\n")
@@ -83,7 +84,7 @@ def test_the_rest_of_the_summary(tmp_path):
     s = summary(tmp_path)
     assert s.startswith("GPU check of ")
     assert "NVIDIA H200 sm_9.0, 132 SMs, peak 4900 GB/s, 1 GPU(s)" in s
-    assert "WARNING: persistence is off" in s
+    assert "WARNING: persistence is off\n    seen: NVML persistence mode: 0\n" in s
     assert "build      ok        170 s" in s
     assert "Tests: 120/120 passed, 2 skipped" in s
     assert "memcheck: test_vector_add_gpu: 0 errors" in s and "racecheck" in s
