@@ -6,6 +6,7 @@
 // offset 0, its header size at 4, its padded payload size at 8 and the sm
 // version at 28. Only these headers are read, never the payloads, so a
 // 1.5 GB libtorch_cuda.so takes a few thousand small reads.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -55,11 +56,21 @@ FatbinArchs read_fatbin_archs(const std::string& path) {
   const auto shentsize = get<std::uint16_t>(eh + 0x3a);
   const auto shnum = get<std::uint16_t>(eh + 0x3c);
   const auto shstrndx = get<std::uint16_t>(eh + 0x3e);
+  f.clear();
+  f.seekg(0, std::ios::end);
+  const auto file_size = static_cast<std::uint64_t>(std::max<std::streamoff>(0, f.tellg()));
   if (shentsize < 64 || shnum == 0 || shstrndx >= shnum) {
     out.error = path + " has no section table";
     return out;
   }
-  std::string table(static_cast<std::size_t>(shentsize) * shnum, '\0');
+  // Every size below is checked against the file before anything is
+  // allocated or read: a corrupt header cannot ask for gigabytes.
+  const std::uint64_t table_size = static_cast<std::uint64_t>(shentsize) * shnum;
+  if (shoff > file_size || table_size > file_size - shoff) {
+    out.error = path + ": truncated section table";
+    return out;
+  }
+  std::string table(table_size, '\0');
   if (!read_at(f, shoff, table.data(), table.size())) {
     out.error = path + ": truncated section table";
     return out;
@@ -72,6 +83,10 @@ FatbinArchs read_fatbin_archs(const std::string& path) {
   };
   std::uint64_t str_off = 0, str_size = 0;
   section(shstrndx, &str_off, &str_size);
+  if (str_off > file_size || str_size > file_size - str_off) {
+    out.error = path + ": truncated section names";
+    return out;
+  }
   if (str_size > (16u << 20)) str_size = 16u << 20;
   std::string names(str_size, '\0');
   if (!read_at(f, str_off, names.data(), names.size())) {
@@ -91,6 +106,10 @@ FatbinArchs read_fatbin_archs(const std::string& path) {
   }
   if (!found) {
     out.error = path + " has no .nv_fatbin section (no CUDA kernels)";
+    return out;
+  }
+  if (fat_off > file_size || fat_size > file_size - fat_off) {
+    out.error = path + ": .nv_fatbin runs past the end of the file";
     return out;
   }
   const std::uint64_t end = fat_off + fat_size;

@@ -26,6 +26,30 @@ def labels(n):
     return struct.pack(">II", 0x801, n) + bytes(i % 10 for i in range(n))
 
 
+def tiny_fatbin_elf():
+    """A minimal ELF64 with a section-name table and a .nv_fatbin section
+    holding one container of two entries (SASS sm_90, PTX compute_90)."""
+    names = b"\0.shstrtab\0.nv_fatbin\0"
+
+    def entry(kind, sm, payload):
+        # kind, version, header size, padded payload size at 0, 2, 4, 8; sm at 28.
+        head = struct.pack("<HHIII", kind, 0x101, 64, len(payload), 0) + bytes(12) + struct.pack("<I", sm)
+        return head + bytes(64 - len(head)) + payload
+
+    body = entry(2, 90, b"\x7fELF" + bytes(12)) + entry(1, 90, b".version 8.0\0\0\0\0")
+    fatbin = struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
+    data_off = 64
+    names_off = data_off + len(fatbin)
+    sh_off = (names_off + len(names) + 7) & ~7
+    header = b"\x7fELF\x02\x01\x01" + bytes(9) + struct.pack("<HHIQQQIHHHHHH", 1, 62, 1, 0, 0, sh_off, 0, 64, 0, 0,
+                                                               64, 3, 1)
+    def section(name, off, size):
+        return struct.pack("<IIQQQQIIQQ", name, 1, 0, 0, off, size, 0, 0, 1, 0)
+    sections = bytes(64) + section(1, names_off, len(names)) + section(11, data_off, len(fatbin))
+    out = header + fatbin + names
+    return out + bytes(sh_off - len(out)) + sections
+
+
 def main():
     shutil.rmtree(os.path.join(HERE, "corpus"), ignore_errors=True)
     idx = {"images-2": images(2), "images-1-4x4": images(1, 4, 4), "labels-10": labels(10),
@@ -50,6 +74,19 @@ def main():
     ]
     for sel, text in probe:
         put("fuzz_env_probe", f"parser-{sel}", bytes([sel]) + text.encode())
+
+    explain = [
+        (0, "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Error 804: forward "
+            "compatibility was attempted on non supported HW"),
+        (0, 'CUDA error at bandwidthTest.cu:256 code=802(cudaErrorSystemNotReady) "cudaSetDevice(currentDevice)"'),
+        (0, "NVRM: Xid (PCI:0000:8a:00): 48, An uncorrectable double bit error (DBE) has been detected"),
+        (1, "Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9.1, libcudnn_ops.so.9, libcudnn_ops.so}"),
+        (2, "0,GPU-0c4f,-1,3"),
+    ]
+    for i, (sel, text) in enumerate(explain):
+        put("fuzz_explain", f"explain-{i}", bytes([sel]) + text.encode())
+    # A real fatbin: the start of an ELF whose .nv_fatbin holds one container.
+    put("fuzz_explain", "fatbin-elf", bytes([3]) + tiny_fatbin_elf())
 
     fix = os.path.join(ROOT, "tests", "fixtures", "compare")
     for name in ("single_new.json", "with_error.json", "unknown_unit.json"):

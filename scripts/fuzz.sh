@@ -3,6 +3,7 @@
 #   fuzz_idx          the IDX reader on plain bytes
 #   fuzz_idx_gzip     its gzip path (inflation bounded by the IDX header)
 #   fuzz_env_probe    every text parser of the environment probe
+#   fuzz_explain      the doctor: pasted messages, CUDA_VISIBLE_DEVICES, fatbins
 #   fuzz_compare_json compare.py's JSON loading (atheris, the venv's python)
 # The C++ targets are libFuzzer binaries of the sanitize preset (build-san;
 # ASan + UBSan). Each starts from its committed seeds, fuzz/corpus/<target>
@@ -17,7 +18,7 @@ set -euo pipefail
 CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CUDABENCH_ROOT
 . "$CUDABENCH_ROOT/scripts/lib.sh"
-all=(fuzz_idx fuzz_idx_gzip fuzz_env_probe fuzz_compare_json)
+all=(fuzz_idx fuzz_idx_gzip fuzz_env_probe fuzz_explain fuzz_compare_json)
 secs="${1:-30}"
 [ $# -eq 0 ] || shift
 [[ "$secs" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz: SECONDS '$secs': expected a whole number > 0" >&2; exit 2; }
@@ -43,6 +44,7 @@ run_one() {
   case "$t" in
     fuzz_idx_gzip) max_len=65536 ;;
     fuzz_env_probe) extra=(-dict="$CUDABENCH_ROOT/fuzz/env_probe.dict") ;;
+    fuzz_explain) max_len=16384 ;;
     fuzz_compare_json) max_len=16384 ;;
   esac
   if [ "$t" = fuzz_compare_json ]; then cmd=("$py" "$CUDABENCH_ROOT/fuzz/fuzz_compare_json.py")

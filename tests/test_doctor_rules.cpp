@@ -200,6 +200,23 @@ TEST(Fatbin, FilesWithoutKernelsOrNotElfAreSaidSo) {
   elf[0x3e] = 1;
   std::ofstream(dir / "bad_table", std::ios::binary) << elf;
   EXPECT_NE(read_fatbin_archs((dir / "bad_table").string()).error.find("truncated"), std::string::npos);
+  // A header asking for a 4 GiB section table (found by fuzz_explain): refused
+  // before anything is allocated.
+  elf[0x3a] = elf[0x3b] = elf[0x3c] = elf[0x3d] = '\xff';
+  elf[0x3e] = 1;
+  std::ofstream(dir / "huge_table", std::ios::binary) << elf;
+  EXPECT_NE(read_fatbin_archs((dir / "huge_table").string()).error.find("truncated section table"), std::string::npos);
+  // The fuzz corpus's minimal ELF: one container, SASS and PTX for sm_90.
+  std::ifstream seed(std::string(CUDABENCH_TEST_SOURCE_DIR) + "/fuzz/corpus/fuzz_explain/fatbin-elf", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(seed)), {});
+  ASSERT_GT(bytes.size(), 1u);
+  std::ofstream(dir / "tiny", std::ios::binary) << bytes.substr(1);
+  const FatbinArchs tiny = read_fatbin_archs((dir / "tiny").string());
+  ASSERT_TRUE(tiny.read()) << tiny.error;
+  EXPECT_EQ(tiny.containers, 1);
+  EXPECT_EQ(tiny.sass, (std::map<int, int>{{90, 1}}));
+  EXPECT_EQ(tiny.ptx, (std::map<int, int>{{90, 1}}));
+  EXPECT_EQ(fatbin_summary(tiny), "sm_90 compute_90");
   fs::remove_all(dir);
 }
 
