@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -58,12 +59,25 @@ int explain(std::string text) {
     return kExitBadInput;
   }
   env::Report r = env::collect();
-  // A library the message names: does the loader find it here?
+  // A library the message names: does the loader find it here? Names of
+  // one library ("Unable to load any of {libcudnn_ops.so.9.1.0,
+  // libcudnn_ops.so.9, libcudnn_ops.so}") are alternatives: one found is
+  // enough.
   for (const auto* s : matched)
     if (s->id == "library_not_found") {
       const auto dirs = env::library_search_dirs(r.toolkits, r.loaded);
+      std::map<std::string, std::vector<env::LibraryLookup>> by_library;
       for (const auto& name : env::libraries_named(text))
-        r.verdicts.push_back(env::library_verdict(env::look_up_library(name, "the pasted error", dirs)));
+        by_library[name.substr(0, name.find(".so"))].push_back(env::look_up_library(name, "the pasted error", dirs));
+      for (const auto& [base, lookups] : by_library) {
+        const auto found = std::find_if(lookups.begin(), lookups.end(),
+                                        [](const env::LibraryLookup& l) { return !l.resolved.empty(); });
+        const auto elsewhere = std::find_if(lookups.begin(), lookups.end(),
+                                            [](const env::LibraryLookup& l) { return !l.elsewhere.empty(); });
+        r.verdicts.push_back(env::library_verdict(found != lookups.end() ? *found
+                                                  : elsewhere != lookups.end() ? *elsewhere
+                                                                               : lookups.front()));
+      }
     }
   const env::Explanation e = env::explain(text, r);
   std::cout << env::explanation_text(e);

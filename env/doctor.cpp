@@ -147,12 +147,20 @@ void driver_versions(const Report& r, std::vector<Verdict>& out) {
   } else if (d.libcuda_found && !mod.empty() && !lib.empty()) {
     if (Version::parse(mod) == Version::parse(lib))
       out.push_back(make(id, L::Ok, "kernel module and libcuda are both " + lib, "", {libcuda_line(d), module_line(r)}));
-    else if (!in_compat_folder(d.libcuda_path))
+    else if (d.init_result == 0)
+      // CUDA started: a newer libcuda on an older module is forward
+      // compatibility at work (wherever the copy lives), not a fault.
+      out.push_back(make(id, L::Info,
+                         "libcuda " + lib + " runs on kernel module " + mod +
+                             " (forward compatibility: a newer libcuda on an older driver, which cuInit accepted)",
+                         "", {cu_init_line(d), libcuda_line(d), module_line(r)}));
+    else if (d.init_result != 804)
       out.push_back(make(id, L::Error,
                          "the loaded kernel module is " + mod + " but libcuda is " + lib +
-                             " (a driver upgrade without a reboot, or two drivers' files mixed): CUDA fails with "
-                             "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803) and nvidia-smi with 'Driver/library version mismatch'",
-                         "reboot, or unload and reload the nvidia kernel modules", {libcuda_line(d), module_line(r)}));
+                             " (a driver upgrade without a reboot, or two drivers' files mixed), and cuInit fails",
+                         "reboot, or unload and reload the nvidia kernel modules; if only libcuda is stray, take its "
+                         "folder " + dir_of(d.libcuda_path) + " out of the library path",
+                         {cu_init_line(d), libcuda_line(d), module_line(r)}));
   } else if (d.libcuda_found) {
     out.push_back(make(id, L::Info, "kernel module or libcuda version unknown; not compared", "",
                        {libcuda_line(d), module_line(r)}));
@@ -405,7 +413,7 @@ void driver_presence(const Report& r, std::vector<Verdict>& out) {
   std::vector<std::string> unbound;
   int pci_gpus = 0;
   for (const auto& p : s.pci)
-    if (p.is_gpu()) {
+    if (p.is_gpu() && !p.virtual_function) {
       ++pci_gpus;
       if (p.driver.empty()) unbound.push_back(p.bus_id + " (PCI ID 10de:" + p.device_id + ")");
     }
@@ -455,12 +463,22 @@ void visible_devices(const Report& r, std::vector<Verdict>& out) {
   const DriverInfo& d = r.driver;
   if (!d.visible_devices_set) return;
   std::vector<std::string> uuids;
-  for (const auto& g : r.nvml_gpus) uuids.push_back(g.uuid);
-  const int count = d.nvml_found ? static_cast<int>(r.nvml_gpus.size()) : -1;
-  const VisibleDevices v = parse_visible_devices(d.visible_devices, count, uuids);
+  bool mig = false;
+  for (const auto& g : r.nvml_gpus) {
+    uuids.push_back(g.uuid);
+    mig = mig || g.mig_current == 1;
+  }
+  // With MIG on, indices count MIG devices, not GPUs: then only the syntax.
+  const int count = d.nvml_found && !mig ? static_cast<int>(r.nvml_gpus.size()) : -1;
+  VisibleDevices v = parse_visible_devices(d.visible_devices, count, uuids);
+  // CUDA's own answer wins: when it sees as many devices as were listed, it
+  // took them all, whatever this reading says.
+  const auto listed = static_cast<int>(std::count(d.visible_devices.begin(), d.visible_devices.end(), ',')) + 1;
+  if (d.libcuda_found && d.init_result == 0 && d.device_count >= listed && !v.stopped_at.empty())
+    v = parse_visible_devices(d.visible_devices, -1, {});
   const std::string spec = "CUDA_VISIBLE_DEVICES='" + d.visible_devices + "'";
   std::vector<std::string> ev = {spec, count >= 0 ? "NVML lists " + std::to_string(count) + " GPU(s)"
-                                                  : "NVML unavailable: only the syntax was checked"};
+                                                  : "NVML unavailable, or MIG on: only the syntax was checked"};
   if (d.libcuda_found) ev.push_back(cu_init_line(d));
   if (v.used.empty())
     out.push_back(make("driver.visible_devices", d.libcuda_found ? L::Error : L::Warning,
@@ -486,29 +504,43 @@ void libraries(const Report& r, std::vector<Verdict>& out) {
   for (const auto& l : r.lazy_libraries)
     if (l.resolved.empty()) out.push_back(library_verdict(l));
 
-  // 14: two copies of one library, or one older than the build's.
-  std::map<std::string, std::vector<const LoadedLibrary*>> families;
-  for (const auto& l : r.loaded) {
-    const auto so = l.name.find(".so");
-    if (so == std::string::npos) continue;
-    const std::string fam = l.name.substr(0, so);
-    static const std::set<std::string> watched = {"libcublas", "libcublasLt", "libcudnn", "libnccl", "libcudart",
-                                                  "libnvrtc", "libcusparse", "libcufft", "libcurand", "libnvJitLink"};
-    if (watched.count(fam)) families[fam].push_back(&l);
-  }
-  for (const auto& [fam, libs] : families) {
+  // 14: one library loaded twice (the same soname from two folders), or
+  // cuBLAS and cuBLASLt from different installs: each needs the other's
+  // exact release ("undefined symbol: cublasLt..., version libcublasLt.so.N").
+  // Different majors (libcublas.so.12 beside .so.13) are separate libraries
+  // with versioned symbols; torch.cuda_differs speaks of those.
+  std::map<std::string, std::vector<const LoadedLibrary*>> by_soname;
+  for (const auto& l : r.loaded) by_soname[l.name].push_back(&l);
+  static const std::set<std::string> watched = {"libcublas", "libcublasLt", "libcudnn", "libnccl", "libcudart",
+                                                "libnvrtc", "libcusparse", "libcufft", "libcurand", "libnvJitLink"};
+  for (const auto& [soname, libs] : by_soname) {
+    if (!watched.count(soname.substr(0, soname.find(".so")))) continue;
     std::set<std::string> paths;
     for (const auto* l : libs) paths.insert(l->path);
     if (paths.size() < 2) continue;
-    std::vector<std::string> ev;
-    for (const auto* l : libs) ev.push_back(l->name + ": " + l->path);
+    std::vector<std::string> ev(paths.begin(), paths.end());
     out.push_back(make("libs.duplicate", L::Error,
-                       "two copies of " + fam + " are loaded in this process (" + join(ev, "; ") +
+                       "two copies of " + soname + " are loaded in this process (" + join(ev, "; ") +
                            "): symbols resolve to whichever came first, so calls can land in the wrong copy "
-                           "(\"undefined symbol\", crashes, or the older version's bugs)",
-                       "keep one CUDA major version per process: take the other copy's folder out of LD_LIBRARY_PATH, "
-                       "or use builds of every library for the same CUDA",
-                       ev));
+                           "(\"undefined symbol\", crashes, or the older copy's bugs)",
+                       "keep one copy: take the other's folder out of LD_LIBRARY_PATH (or stop preloading it)", ev));
+  }
+  for (const auto& [soname, libs] : by_soname) {
+    if (soname.rfind("libcublas.so.", 0) != 0) continue;
+    const auto lt = by_soname.find("libcublasLt.so." + soname.substr(13));
+    if (lt == by_soname.end()) continue;
+    const std::string a = libs.front()->path, b = lt->second.front()->path;
+    const std::string va = version_from_soname(a), vb = version_from_soname(b);
+    const bool apart = dir_of(a) != dir_of(b);
+    if (!apart && (va.empty() || vb.empty() || va == vb)) continue;
+    out.push_back(make("libs.duplicate", L::Error,
+                       "cuBLAS and cuBLASLt come from different installs (" + a + " and " + b +
+                           "): cuBLAS needs its own release of cuBLASLt, so calls fail with \"undefined symbol: "
+                           "cublasLt..., version " + lt->first + "\"",
+                       "load both from one install: take " + dir_of(apart ? b : a) +
+                           " out of LD_LIBRARY_PATH, or put the folder that holds both first",
+                       {soname + ": " + a + (va.empty() ? "" : " (" + va + ")"),
+                        lt->first + ": " + b + (vb.empty() ? "" : " (" + vb + ")")}));
   }
   auto cublas_str = [](int v) {
     return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + "." + std::to_string(v % 100);
@@ -525,15 +557,20 @@ void libraries(const Report& r, std::vector<Verdict>& out) {
                        {"cuBLAS loaded: " + cublas_str(r.libs.cublas_loaded) + " " + path,
                         "cuBLAS headers at build: " + cublas_str(r.libs.cublas_built)}));
   }
-  if (r.torch.cudnn_built && r.torch.cudnn_runtime && r.torch.cudnn_runtime < r.torch.cudnn_built) {
+  // cuDNN 9+ encodes major*10000 + minor*100 + patch, 8 major*1000 + minor*100
+  // + patch. PyTorch wants the built major and at least its minor.
+  auto mm = [](long v) { return v >= 90000 ? std::make_pair(v / 10000, v / 100 % 100) : std::make_pair(v / 1000, v / 100 % 10); };
+  if (r.torch.cudnn_built && r.torch.cudnn_runtime &&
+      (mm(r.torch.cudnn_runtime).first != mm(r.torch.cudnn_built).first ||
+       mm(r.torch.cudnn_runtime).second < mm(r.torch.cudnn_built).second)) {
     std::string path;
     for (const auto& l : r.loaded)
       if (l.name.rfind("libcudnn.so", 0) == 0) path = l.path;
     out.push_back(make("libs.older_than_built", L::Error,
                        "LibTorch was built against cuDNN " + std::to_string(r.torch.cudnn_built) + " but cuDNN " +
                            std::to_string(r.torch.cudnn_runtime) + " is loaded" + (path.empty() ? "" : " (" + path + ")") +
-                           ": PyTorch stops with \"cuDNN version incompatibility: PyTorch was compiled against ... but "
-                           "found runtime version ...\"",
+                           ": cuDNN calls can fail, and PyTorch (Python) stops with \"cuDNN version incompatibility: PyTorch "
+                           "was compiled against ... but found runtime version ...\"",
                        "let LibTorch load its own cuDNN (the nvidia-cudnn wheel beside torch): take the older cuDNN's "
                        "folder out of LD_LIBRARY_PATH",
                        {"cuDNN built: " + std::to_string(r.torch.cudnn_built), "cuDNN loaded: " + std::to_string(r.torch.cudnn_runtime) + " " + path}));
@@ -585,7 +622,7 @@ void nvml_gpus(const Report& r, std::vector<Verdict>& out) {
     const std::string who = g.name + " (" + g.pci_bus_id + ")";
     if (g.mig_current == 1 && g.mig_devices == 0) {
       const bool none = d.libcuda_found && (d.init_result == 100 || (d.init_result == 0 && d.device_count == 0));
-      out.push_back(make("gpu.mig_no_instances", none ? L::Error : L::Warning,
+      out.push_back(make("gpu.mig_no_instances", none ? L::Error : L::Info,
                          who + " has MIG mode on but no MIG instances: CUDA sees no device on it" +
                              std::string(none ? " (and none at all here: \"No CUDA GPUs are available\")" : ""),
                          "create instances (nvidia-smi mig -cgi <profiles> -C, as root), or turn MIG off "

@@ -72,8 +72,10 @@ struct NvmlGpuInfo {
   int mig_devices = -1;   // MIG devices (GPU + compute instances) that exist, with MIG on
   bool processes_known = false;
   std::vector<unsigned> compute_pids;  // processes with a CUDA context on it
+  std::vector<std::string> compute_names;  // their /proc/<pid>/comm ("" when unreadable)
   int retired_pages_pending = -1;      // 1: pages wait to be retired at the next reset
   int remap_pending = -1, remap_failure = -1;  // row remapping: reset pending, remapping failed
+  int remap_uncorrectable_rows = -1;  // rows remapped after uncorrectable errors
   int fabric_state = -1;   // NVLink fabric: 0 not supported, 1 not started, 2 in progress, 3 completed
   int fabric_status = -1;  // its nvmlReturn_t once completed
 };
@@ -179,6 +181,7 @@ struct PciDevice {
   std::string device_id;  // "2335" (the PCI device id, hex)
   std::string pci_class;  // "0x030200" (3D controller), "0x068000" (NVSwitch bridge)
   std::string driver;     // the kernel driver bound to it ("nvidia", "nouveau", "vfio-pci"; "" none)
+  bool virtual_function = false;  // an SR-IOV VF (a physfn link): vGPU hosts leave many unbound
   bool is_gpu() const { return pci_class.rfind("0x03", 0) == 0; }
   bool is_nvswitch() const { return pci_class.rfind("0x0680", 0) == 0; }
 };

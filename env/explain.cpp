@@ -36,6 +36,7 @@ bool phrase_in(const std::string& t, const std::string& phrase) {
   std::vector<std::string> parts;
   std::stringstream ss(phrase);
   for (std::string p; std::getline(ss, p, '*');) parts.push_back(p);
+  if (parts.empty() || parts[0].empty()) return false;
   for (std::size_t start = t.find(parts[0]); start != std::string::npos; start = t.find(parts[0], start + 1)) {
     std::size_t pos = start + parts[0].size();
     bool ok = true;
@@ -50,20 +51,31 @@ bool phrase_in(const std::string& t, const std::string& phrase) {
 }
 
 // An error code as people paste it: "Error 804", "error code 34", "CUDA
-// failure 35:", "cuda runtime error (802)", "code=802(cudaErrorSystemNotReady)",
-// "(803 vs. 0)", or the code alone.
+// failure 35:", "Cuda failure: 222", "cuda runtime error (802)",
+// "code=802(cudaErrorSystemNotReady)", "error=48", "(803 vs. 0)", or the
+// code alone. The word must stand right before the number ("line 46",
+// "step 209", "H100" are not codes).
 bool code_in(const std::string& t, int code) {
   const std::string n = std::to_string(code);
   if (t == n) return true;
   for (std::size_t p = t.find(n); p != std::string::npos; p = t.find(n, p + 1)) {
-    const bool digit_before = p > 0 && std::isdigit(static_cast<unsigned char>(t[p - 1]));
     const std::size_t after = p + n.size();
-    const bool digit_after = after < t.size() && std::isdigit(static_cast<unsigned char>(t[after]));
-    if (digit_before || digit_after) continue;
-    if (p > 0 && (t[p - 1] == '.' || t[p - 1] == ':')) continue;  // versions, times, bus ids
-    const std::string before = t.substr(p >= 24 ? p - 24 : 0, p >= 24 ? 24 : p);
-    for (const char* k : {"error", "code", "err=", "failure", "cuda", "status", "result"})
-      if (before.find(k) != std::string::npos) return true;
+    if (p > 0 && (std::isalnum(static_cast<unsigned char>(t[p - 1])) || t[p - 1] == '_' || t[p - 1] == '.')) continue;
+    if (after < t.size() && (std::isalnum(static_cast<unsigned char>(t[after])) || t[after] == '.' || t[after] == '_'))
+      continue;
+    if (t.compare(after, 4, " vs.") == 0 || t.compare(after, 3, " vs") == 0) {
+      if (p > 0 && t[p - 1] == '(') return true;  // Caffe/glog: "(803 vs. 0)"
+    }
+    // Skip back over up to three separators (" ", ":", "=", "(", "#").
+    std::size_t q = p;
+    for (int k = 0; k < 3 && q > 0 && std::string(" :=(#").find(t[q - 1]) != std::string::npos; ++k) --q;
+    if (q == p) continue;  // the number must be set apart from the word
+    for (const char* word : {"error", "code", "err", "failure", "status", "result", "returned"}) {
+      const std::size_t w = std::string(word).size();
+      if (q >= w && t.compare(q - w, w, word) == 0 &&
+          (q == w || !std::isalpha(static_cast<unsigned char>(t[q - w - 1])) || std::string(word) == "error"))
+        return true;
+    }
   }
   return false;
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "parsers.h"
 #include "probe.h"
 
 namespace cudabench::env::nvml {
@@ -14,7 +15,7 @@ namespace {
 // NVML's C types, by value: nvmlReturn_t and its enums are ints,
 // nvmlDevice_t an opaque pointer.
 using Dev = void*;
-constexpr int kSuccess = 0, kInsufficientSize = 7;
+constexpr int kSuccess = 0, kNotFound = 6, kInsufficientSize = 7;
 constexpr int kClockSm = 1, kClockMem = 2;     // nvmlClockType_t
 constexpr int kTemperatureGpu = 0;             // nvmlTemperatureSensors_t
 constexpr int kMemoryErrorCorrected = 0, kMemoryErrorUncorrected = 1;
@@ -221,7 +222,7 @@ NvmlGpuInfo Session::describe(void* d) const {
   if (a.compute_mode && a.compute_mode(d, &state) == kSuccess) g.compute_mode = state;
   if (a.name && a.name(d, buf, sizeof buf) == kSuccess) g.name = buf;
   // nvmlPciInfo_t: busIdLegacy[16], domain, bus, device, pciDeviceId,
-  // pciSubSystemId (unsigned each), busId[32]: 52 bytes, read into more.
+  // pciSubSystemId (unsigned each), busId[32]: 68 bytes, read into more.
   char pci[128] = {0};
   if (a.pci_info && a.pci_info(d, pci) == kSuccess) g.pci_bus_id = std::string(pci + 36, strnlen(pci + 36, 32));
   int major = 0, minor = 0;
@@ -233,9 +234,11 @@ NvmlGpuInfo Session::describe(void* d) const {
     unsigned max = 0;
     if (a.max_mig(d, &max) == kSuccess) {
       g.mig_devices = 0;
-      for (unsigned i = 0; i < max; ++i) {
+      for (unsigned i = 0; i < max && g.mig_devices >= 0; ++i) {
         Dev m = nullptr;
-        if (a.mig_by_index(d, i, &m) == kSuccess) ++g.mig_devices;
+        const int rc = a.mig_by_index(d, i, &m);
+        if (rc == kSuccess) ++g.mig_devices;
+        else if (rc != kNotFound) g.mig_devices = -1;  // no permission, ...: unknown, not "none"
       }
     }
   }
@@ -257,7 +260,10 @@ NvmlGpuInfo Session::describe(void* d) const {
     }
     if (prc == kSuccess) {
       g.processes_known = true;
-      for (unsigned i = 0; i < n && i < infos.size(); ++i) g.compute_pids.push_back(infos[i].pid);
+      for (unsigned i = 0; i < n && i < infos.size(); ++i) {
+        g.compute_pids.push_back(infos[i].pid);
+        g.compute_names.push_back(read_first_line("/proc/" + std::to_string(infos[i].pid) + "/comm"));
+      }
     }
   }
   if (a.retired_pending && a.retired_pending(d, &state) == kSuccess) g.retired_pages_pending = state;
@@ -265,6 +271,7 @@ NvmlGpuInfo Session::describe(void* d) const {
   if (a.remapped_rows && a.remapped_rows(d, &corr, &unc, &rpending, &rfailure) == kSuccess) {
     g.remap_pending = rpending ? 1 : 0;
     g.remap_failure = rfailure ? 1 : 0;
+    g.remap_uncorrectable_rows = static_cast<int>(unc);
   }
   // nvmlGpuFabricInfo_t: clusterUuid[16], status (nvmlReturn_t), cliqueId,
   // state (one byte in nvml.h; zeroed room either way).

@@ -89,14 +89,18 @@ SystemInfo probe_system(const std::string& root_dir) {
     std::error_code ec;
     const fs::path drv = fs::read_symlink(dev / "driver", ec);
     if (!ec) p.driver = drv.filename().string();
+    p.virtual_function = present(dev / "physfn");
     s.pci.push_back(p);
   }
   for (const auto& n : names_in(root / "proc"))
     if (!n.empty() && std::all_of(n.begin(), n.end(), ::isdigit) &&
-        read_first_line((root / "proc" / n / "comm").string()) == "nv-fabricmanager")
+        // comm holds 15 characters: "nv-fabricmanager" reads "nv-fabricmanage".
+        read_first_line((root / "proc" / n / "comm").string()).rfind("nv-fabricmanage", 0) == 0)
       s.fabric_manager_running = true;
   const std::string version = lower(read_first_line((root / "proc/version").string()));
-  s.wsl = version.find("microsoft") != std::string::npos || version.find("wsl") != std::string::npos;
+  // WSL2's kernel: "...-microsoft-standard-WSL2"; its GPU arrives as /dev/dxg.
+  s.wsl = version.find("microsoft") != std::string::npos &&
+          (version.find("wsl") != std::string::npos || present(root / "dev/dxg"));
   s.wsl_libcuda = present(root / "usr/lib/wsl/lib/libcuda.so.1");
   if (s.wsl)
     for (const char* d : {"usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib"}) {
@@ -153,10 +157,16 @@ LibraryLookup look_up_library(const std::string& name, const std::string& needed
   l.name = name;
   l.needed_by = needed_by;
   std::error_code ec;
-  if (!first_dir.empty() && present(fs::path(first_dir) / name)) {
-    l.resolved = fs::canonical(fs::path(first_dir) / name, ec).string();
-    return l;
-  }
+  // The file the loader would open (a link that leads nowhere does not count).
+  auto usable = [&](const fs::path& p) {
+    const fs::path c = fs::canonical(p, ec);
+    return ec ? std::string() : c.string();
+  };
+  if (!first_dir.empty())
+    if (const std::string c = usable(fs::path(first_dir) / name); !c.empty()) {
+      l.resolved = c;
+      return l;
+    }
   // Already loaded: the loader's own answer, loading nothing new.
   if (void* h = dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD)) {
     l.resolved = loaded_path_of(h);
@@ -173,8 +183,8 @@ LibraryLookup look_up_library(const std::string& name, const std::string& needed
       if (!d.empty()) dirs.push_back(d);
   }
   for (const auto& d : dirs)
-    if (present(fs::path(d) / name)) {
-      l.resolved = fs::canonical(fs::path(d) / name, ec).string();
+    if (const std::string c = usable(fs::path(d) / name); !c.empty()) {
+      l.resolved = c;
       return l;
     }
   // The ld.so cache is the real machine's: a fake tree (tests) has none.
@@ -191,13 +201,13 @@ LibraryLookup look_up_library(const std::string& name, const std::string& needed
     }
   }
   for (const char* d : {"lib", "usr/lib", "lib64", "usr/lib64"})
-    if (present(fs::path(root) / d / name)) {
-      l.resolved = fs::path(root) / d / name;
+    if (const std::string c = usable(fs::path(root) / d / name); !c.empty()) {
+      l.resolved = c;
       return l;
     }
   l.error = name + ": cannot open shared object file: No such file or directory";
   for (const auto& d : search_dirs)
-    if (present(fs::path(d) / name)) l.elsewhere.push_back((fs::path(d) / name).string());
+    if (!usable(fs::path(d) / name).empty()) l.elsewhere.push_back((fs::path(d) / name).string());
   return l;
 }
 

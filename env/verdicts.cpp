@@ -1,5 +1,7 @@
 #include "verdicts.h"
 
+#include <unistd.h>
+
 #include <map>
 #include <regex>
 #include <sstream>
@@ -14,6 +16,17 @@ Verdict make(std::string id, L level, std::string message, std::string fix = "")
   return Verdict{std::move(id), level, std::move(message), std::move(fix)};
 }
 std::string cuda_str(int v) { return Version::from_cuda_int(v).major_minor(); }
+// The processes that keep others off an exclusive GPU: not this one, and
+// not the MPS server (its clients share the GPU through it).
+std::vector<unsigned> other_holders(const NvmlGpuInfo& n) {
+  std::vector<unsigned> out;
+  for (std::size_t i = 0; i < n.compute_pids.size(); ++i) {
+    const std::string name = i < n.compute_names.size() ? n.compute_names[i] : "";
+    if (n.compute_pids[i] != static_cast<unsigned>(::getpid()) && name.rfind("nvidia-cuda-mps", 0) != 0)
+      out.push_back(n.compute_pids[i]);
+  }
+  return out;
+}
 }  // namespace
 
 std::string min_driver_for_toolkit(const Version& t) {
@@ -146,20 +159,23 @@ std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g) {
   const NvmlGpuInfo& n = g.nvml;
   if (!n.found) return out;
   const std::string who = "GPU " + std::to_string(g.index) + " (" + g.name + ")";
+  // nvidia-smi's -i takes its own index, which is not the CUDA ordinal
+  // (CUDA orders fastest first, after CUDA_VISIBLE_DEVICES): name the GPU by
+  // its PCI bus id, which both agree on.
+  const std::string smi = "nvidia-smi -i " + (g.pci_bus_id.empty() ? std::to_string(g.index) : g.pci_bus_id);
   auto w = [](double x) { return std::to_string(static_cast<long long>(x + 0.5)) + " W"; };
   if (n.compute_mode == 2)
     out.push_back(make("gpu.compute_mode", L::Error,
                        who + " is in compute mode Prohibited: no process can create a CUDA context on it",
-                       "nvidia-smi -i " + std::to_string(g.index) + " -c DEFAULT (as root), or use another GPU"));
-  else if ((n.compute_mode == 1 || n.compute_mode == 3) && !n.compute_pids.empty()) {
+                       smi + " -c DEFAULT (as root), or use another GPU"));
+  else if ((n.compute_mode == 1 || n.compute_mode == 3) && !other_holders(n).empty()) {
     std::string pids;
-    for (unsigned p : n.compute_pids) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
+    for (unsigned p : other_holders(n)) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
     Verdict v = make("gpu.compute_mode", L::Error,
                      who + " is in an exclusive compute mode and process " + pids +
                          " holds it: a new CUDA context fails with CUDA_ERROR_DEVICE_UNAVAILABLE (46, "
                          "\"CUDA-capable device(s) is/are busy or unavailable\")",
-                     "wait for or stop process " + pids + ", use another GPU, or nvidia-smi -i " +
-                         std::to_string(g.index) + " -c DEFAULT (as root)");
+                     "wait for or stop process " + pids + ", use another GPU, or " + smi + " -c DEFAULT (as root)");
     v.evidence = {"NVML compute mode: " + std::string(n.compute_mode == 1 ? "Exclusive_Thread" : "Exclusive_Process"),
                   "NVML compute processes: " + pids};
     out.push_back(std::move(v));
@@ -178,26 +194,31 @@ std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g) {
     out.push_back(make("gpu.power_limit", L::Warning,
                        who + " has its power limit at " + w(n.power_limit_w) + ", below the default " +
                            w(n.power_default_w) + ": under load it throttles sooner than the same GPU elsewhere",
-                       "restore the default (nvidia-smi -i " + std::to_string(g.index) + " -pl " +
+                       "restore the default (" + smi + " -pl " +
                            std::to_string(static_cast<long long>(n.power_default_w + 0.5)) +
                            ", as root), or compare only with runs at the same limit"));
   if (n.app_sm_clock_mhz > 0 && n.max_sm_clock_mhz > 0 && n.app_sm_clock_mhz < n.max_sm_clock_mhz)
     out.push_back(make("gpu.app_clocks", L::Info,
                        who + " has application clocks of " + std::to_string(n.app_sm_clock_mhz) + " MHz (SM), below the " +
                            std::to_string(n.max_sm_clock_mhz) + " MHz maximum",
-                       "nvidia-smi -i " + std::to_string(g.index) + " -rac resets them (as root)"));
+                       smi + " -rac resets them (as root)"));
   if (n.retired_pages_pending == 1 || n.remap_pending == 1 || n.remap_failure == 1) {
-    Verdict v = make("gpu.needs_reset", L::Error,
-                     who + (n.remap_failure == 1 ? " failed to remap a row of bad memory: it must be serviced"
-                                                 : " has bad memory waiting to be retired or remapped at the next GPU "
-                                                   "reset: until then kernels that touch it fail with "
-                                                   "CUDA_ERROR_ECC_UNCORRECTABLE (214)"),
+    // Uncorrectable errors behind it make kernels fail now; correctable
+    // ones only wait for the reset that retires or remaps their memory.
+    const bool failing = n.remap_failure == 1 || n.ecc_volatile_uncorrected > 0 || n.remap_uncorrectable_rows > 0;
+    Verdict v = make("gpu.needs_reset", failing ? L::Error : L::Warning,
+                     who + (n.remap_failure == 1
+                                ? " failed to remap a row of bad memory: it must be serviced"
+                                : std::string(" has memory waiting to be retired or remapped at the next GPU reset") +
+                                      (failing ? ", after uncorrectable errors: until then kernels that touch it fail "
+                                                 "with CUDA_ERROR_ECC_UNCORRECTABLE (214)"
+                                               : " (after correctable errors)")),
                      n.remap_failure == 1 ? "drain it and have it replaced (RMA)"
-                                          : "drain the GPU and reset it (nvidia-smi -r -i " + std::to_string(g.index) +
-                                                ", as root, or reboot)");
+                                          : "drain the GPU and reset it (" + smi + " -r, as root, or reboot)");
     v.evidence = {"NVML retired pages pending: " + std::to_string(n.retired_pages_pending),
                   "NVML row remapping pending: " + std::to_string(n.remap_pending) +
-                      ", failed: " + std::to_string(n.remap_failure),
+                      ", failed: " + std::to_string(n.remap_failure) +
+                      ", uncorrectable rows: " + std::to_string(n.remap_uncorrectable_rows),
                   "NVML volatile uncorrected ECC errors: " + std::to_string(n.ecc_volatile_uncorrected)};
     out.push_back(std::move(v));
   }

@@ -113,6 +113,13 @@ TEST(Explain, ErrorCodesAsPeoplePasteThem) {
   EXPECT_TRUE(numbers("driver 580.95.05, CUDA 12.804").empty());
   EXPECT_TRUE(numbers("used 1804 MiB of 8040").empty());
   EXPECT_TRUE(numbers("the number 804 appears here").empty());
+  // Numbers that stand near a word but are no code: models, lines, steps.
+  EXPECT_TRUE(numbers("RuntimeError: CUDA error on H100 at line 46").empty());
+  EXPECT_TRUE(numbers("Error: NVIDIA A100-SXM4-80GB").empty());
+  EXPECT_TRUE(numbers("ERROR: step 209 failed").empty());
+  EXPECT_EQ(numbers("Cuda failure: 222 the provided"), std::vector<int>{7});
+  EXPECT_EQ(numbers("[10:30:10] CUDA error: error code 34"), std::vector<int>{10});
+  EXPECT_EQ(numbers("cuInit returned 802"), std::vector<int>{5});
   // Words inside other words do not count.
   EXPECT_TRUE(numbers("nouveaux riches").empty());
   EXPECT_EQ(numbers("nouveau"), std::vector<int>{11});
@@ -297,7 +304,7 @@ TEST(Doctor, CuBlasAndCuDnnOlderThanTheBuild) {
   r.loaded.push_back({"libcublas.so.13", "/opt/old/libcublas.so.13"});
   r.torch.compiled_in = true;
   r.torch.cudnn_built = 91900;
-  r.torch.cudnn_runtime = 90100;
+  r.torch.cudnn_runtime = 90100;  // cuDNN 9.1 where 9.19 was built
   const auto vs = doctor_verdicts(r);
   int older = 0;
   for (const auto& v : vs)
@@ -312,6 +319,34 @@ TEST(Doctor, CuBlasAndCuDnnOlderThanTheBuild) {
   r.torch.cudnn_runtime = 91900;
   const auto ok = doctor_verdicts(r);
   EXPECT_EQ(std::count_if(ok.begin(), ok.end(), [](const Verdict& v) { return v.id == "libs.older_than_built"; }), 0);
+}
+
+TEST(Doctor, CuBlasAndCuBlasLtFromDifferentInstalls) {
+  // The GAIL case: torch's libcublas.so.11 beside an older system cuBLASLt.
+  Report r = working();
+  r.loaded.push_back({"libcublas.so.12", "/venv/site-packages/nvidia/cublas/lib/libcublas.so.12.4.5.8"});
+  r.loaded.push_back({"libcublasLt.so.12", "/usr/lib/x86_64-linux-gnu/libcublasLt.so.12.1.3.1"});
+  auto vs = doctor_verdicts(r);
+  const Verdict* v = find(vs, "libs.duplicate", L::Error);
+  ASSERT_NE(v, nullptr) << all(vs);
+  EXPECT_NE(v->message.find("cuBLAS and cuBLASLt come from different installs"), std::string::npos);
+  EXPECT_NE(v->message.find("version libcublasLt.so.12"), std::string::npos);
+  EXPECT_NE(v->evidence.at(1).find("(12.1.3.1)"), std::string::npos);
+  // One install: no verdict.
+  r.loaded.back().path = "/venv/site-packages/nvidia/cublas/lib/libcublasLt.so.12.4.5.8";
+  vs = doctor_verdicts(r);
+  EXPECT_EQ(find(vs, "libs.duplicate", L::Error), nullptr) << all(vs);
+}
+
+TEST(Doctor, CuDnnNeedsTheBuiltMajorAndAtLeastItsMinor) {
+  Report r = working();
+  r.torch.compiled_in = true;
+  r.torch.cudnn_built = 91900;
+  for (const auto& [runtime, bad] : std::vector<std::pair<long, bool>>{
+           {91900, false}, {91901, false}, {92000, false}, {91800, true}, {90100, true}, {8902, true}}) {
+    r.torch.cudnn_runtime = runtime;
+    EXPECT_EQ(find(doctor_verdicts(r), "libs.older_than_built", L::Error) != nullptr, bad) << runtime;
+  }
 }
 
 TEST(Doctor, AWorkingMachineHasNoErrorOrWarning) {

@@ -216,6 +216,7 @@ FAKE_API int nvmlDeviceGetComputeRunningProcesses_v3(Dev d, unsigned* count, voi
 FAKE_API int nvmlDeviceGetRetiredPagesPendingStatus(Dev d, int* v) { return answer(d, "retired_pages_pending", v); }
 FAKE_API int nvmlDeviceGetRemappedRows(Dev d, unsigned* corr, unsigned* unc, unsigned* pending, unsigned* failure) {
   *corr = *unc = 0;
+  answer(d, "remapped_rows/uncorrectable", unc);  // optional: 0 when absent
   const int rc = answer(d, "remapped_rows/pending", pending);
   return rc == kSuccess ? answer(d, "remapped_rows/failure", failure) : rc;
 }
