@@ -532,7 +532,9 @@ void libraries(const Report& r, std::vector<Verdict>& out) {
     const std::string a = libs.front()->path, b = lt->second.front()->path;
     const std::string va = version_from_soname(a), vb = version_from_soname(b);
     const bool apart = dir_of(a) != dir_of(b);
-    if (!apart && (va.empty() || vb.empty() || va == vb)) continue;
+    // The same release from two folders is harmless; a different release,
+    // or copies in two folders whose releases are unknown, is not.
+    if (!va.empty() && !vb.empty() ? va == vb : !apart) continue;
     out.push_back(make("libs.duplicate", L::Error,
                        "cuBLAS and cuBLASLt come from different installs (" + a + " and " + b +
                            "): cuBLAS needs its own release of cuBLASLt, so calls fail with \"undefined symbol: "

@@ -332,8 +332,16 @@ TEST(Doctor, CuBlasAndCuBlasLtFromDifferentInstalls) {
   EXPECT_NE(v->message.find("cuBLAS and cuBLASLt come from different installs"), std::string::npos);
   EXPECT_NE(v->message.find("version libcublasLt.so.12"), std::string::npos);
   EXPECT_NE(v->evidence.at(1).find("(12.1.3.1)"), std::string::npos);
+  // The same release from another folder: harmless.
+  r.loaded.back().path = "/usr/local/cuda-12.4/lib64/libcublasLt.so.12.4.5.8";
+  vs = doctor_verdicts(r);
+  EXPECT_EQ(find(vs, "libs.duplicate", L::Error), nullptr) << all(vs);
+  // Unknown releases in two folders: said.
+  r.loaded.back().path = "/usr/local/cuda-12.4/lib64/libcublasLt.so.12";
+  r.loaded[r.loaded.size() - 2].path = "/venv/nvidia/cublas/lib/libcublas.so.12";
+  EXPECT_NE(find(doctor_verdicts(r), "libs.duplicate", L::Error), nullptr);
   // One install: no verdict.
-  r.loaded.back().path = "/venv/site-packages/nvidia/cublas/lib/libcublasLt.so.12.4.5.8";
+  r.loaded.back().path = "/venv/nvidia/cublas/lib/libcublasLt.so.12";
   vs = doctor_verdicts(r);
   EXPECT_EQ(find(vs, "libs.duplicate", L::Error), nullptr) << all(vs);
 }
