@@ -353,6 +353,13 @@ void driver_presence(const Report& r, std::vector<Verdict>& out) {
                          "'libnvidia-compute-*'; install only cuda-toolkit-XX-Y, never the 'cuda' or 'cuda-drivers' "
                          "packages) and keep /usr/lib/wsl/lib first on the library path",
                          ev));
+    else if (!d.libcuda_found && s.wsl_libcuda)
+      out.push_back(make("driver.wsl", L::Error,
+                         "the Windows driver's libcuda is in /usr/lib/wsl/lib, but the loader does not look there, so "
+                         "libcuda.so.1 is not found (\"libcuda.so: cannot open shared object file\")",
+                         "echo /usr/lib/wsl/lib > /etc/ld.so.conf.d/ld.wsl.conf && ldconfig (or add it to "
+                         "LD_LIBRARY_PATH)",
+                         ev));
     else if (!s.wsl_libcuda)
       out.push_back(make("driver.wsl", L::Error,
                          "WSL2 without the Windows driver's GPU support: /usr/lib/wsl/lib/libcuda.so.1 is absent",

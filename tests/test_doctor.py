@@ -490,7 +490,7 @@ def test_18_ecc_errors_and_a_pending_reset(machine):
     assert "(after correctable errors)" in v["message"]
 
 
-@pytest.mark.parametrize("case", ["linux_driver_inside", "no_windows_driver"])
+@pytest.mark.parametrize("case", ["linux_driver_inside", "no_windows_driver", "wsl_lib_not_on_the_path"])
 def test_19_wsl2(machine, case):
     machine.write("proc/version", "Linux version 5.15.167.4-microsoft-standard-WSL2 (root@f9c826d3017f)")
     for rel in ("sys/module/nvidia", "proc/driver/nvidia/version", "sys/bus/pci/devices"):
@@ -505,6 +505,12 @@ def test_19_wsl2(machine, case):
         assert_diagnosed(v, "libcuda must be the Windows driver's, from /usr/lib/wsl/lib", "remove the Linux NVIDIA driver",
                          ["/proc/version names Microsoft/WSL", "/usr/lib/wsl/lib/libcuda.so.1: present",
                           "a Linux driver's libcuda: /usr/lib/x86_64-linux-gnu/libcuda.so.1"])
+    elif case == "wsl_lib_not_on_the_path":
+        machine.write("usr/lib/wsl/lib/libcuda.so.1", "")
+        machine.libcuda_dir = str(machine.tmp / "empty")  # no libcuda on the loader's path
+        v = machine.verdict("driver.wsl", "error")
+        assert_diagnosed(v, "the loader does not look there", "/etc/ld.so.conf.d/ld.wsl.conf",
+                         ["libcuda.so.1: not found", "/usr/lib/wsl/lib/libcuda.so.1: present"])
     else:
         machine.desc["driver"]["init_result"] = 100
         rep = machine.report()
