@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "build_info.h"
+#include "parsers.h"
 #include "probe.h"
 #include "verdicts.h"
 
@@ -58,9 +59,7 @@ const Report& collect() {
       std::stringstream ss(p);
       std::string dir;
       while (std::getline(ss, dir, ':')) {
-        std::string low = dir;
-        for (auto& c : low) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        if (low.find("cuda") != std::string::npos) r.path_cuda_entries.push_back(dir);
+        if (to_lower(dir).find("cuda") != std::string::npos) r.path_cuda_entries.push_back(dir);
       }
     }
     for (const char* k :

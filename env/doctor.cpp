@@ -20,17 +20,6 @@ Verdict make(std::string id, L level, std::string message, std::string fix,
   return Verdict{std::move(id), level, std::move(message), std::move(fix), std::move(evidence)};
 }
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep = ", ") {
-  std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : sep) + x;
-  return out;
-}
-
 std::string dir_of(const std::string& path) {
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(0, slash);
@@ -123,48 +112,10 @@ void driver_versions(const Report& r, std::vector<Verdict>& out) {
             "uninstall cuda-compat-*, so that the driver's own libcuda" + (mod.empty() ? "" : " " + mod) +
             " loads; in a container, use an image whose CUDA the host driver supports, or upgrade the host driver",
         {cu_init_line(d), libcuda_line(d), module_line(r), "GPUs: " + gpu_names(r)}));
-  } else if (d.libcuda_found && d.init_result == 0 && in_compat_folder(d.libcuda_path)) {
-    out.push_back(make("driver.forward_compat", L::Info,
-                       "forward compatibility in use: libcuda " + d.libcuda_file_version + " from " + d.libcuda_path +
-                           " runs on kernel module " + (mod.empty() ? std::string("?") : mod),
-                       "", {libcuda_line(d), module_line(r)}));
   }
 
   // 3: libcuda (user space) vs the kernel module.
-  const std::string id = "driver.module_matches_library";
-  const std::string lib = !d.libcuda_file_version.empty() ? d.libcuda_file_version : d.nvml_driver_version;
-  if (d.libcuda_found && d.init_result == 803) {
-    out.push_back(make(id, L::Error,
-                       "libcuda " + (lib.empty() ? std::string("?") : lib) + " (" + d.libcuda_path +
-                           ") and the kernel module " + (mod.empty() ? std::string("?") : mod) +
-                           " are from different drivers: cuInit fails with CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803) "
-                           "(\"system has unsupported display driver / cuda driver combination\")",
-                       in_compat_folder(d.libcuda_path)
-                           ? "take the compat folder " + dir_of(d.libcuda_path) +
-                                 " out of the library path, or install the cuda-compat package that matches this driver branch"
-                           : "reinstall one driver so that libcuda and the module match; after an upgrade, reboot",
-                       {cu_init_line(d), libcuda_line(d), module_line(r)}));
-  } else if (d.libcuda_found && !mod.empty() && !lib.empty()) {
-    if (Version::parse(mod) == Version::parse(lib))
-      out.push_back(make(id, L::Ok, "kernel module and libcuda are both " + lib, "", {libcuda_line(d), module_line(r)}));
-    else if (d.init_result == 0)
-      // CUDA started: a newer libcuda on an older module is forward
-      // compatibility at work (wherever the copy lives), not a fault.
-      out.push_back(make(id, L::Info,
-                         "libcuda " + lib + " runs on kernel module " + mod +
-                             " (forward compatibility: a newer libcuda on an older driver, which cuInit accepted)",
-                         "", {cu_init_line(d), libcuda_line(d), module_line(r)}));
-    else if (d.init_result != 804)
-      out.push_back(make(id, L::Error,
-                         "the loaded kernel module is " + mod + " but libcuda is " + lib +
-                             " (a driver upgrade without a reboot, or two drivers' files mixed), and cuInit fails",
-                         "reboot, or unload and reload the nvidia kernel modules; if only libcuda is stray, take its "
-                         "folder " + dir_of(d.libcuda_path) + " out of the library path",
-                         {cu_init_line(d), libcuda_line(d), module_line(r)}));
-  } else if (d.libcuda_found) {
-    out.push_back(make(id, L::Info, "kernel module or libcuda version unknown; not compared", "",
-                       {libcuda_line(d), module_line(r)}));
-  }
+  if (d.libcuda_found) out.push_back(module_library_verdict(d));
 
   // 4: NVML vs the kernel module.
   if (d.nvml_init_result == 18) {
@@ -643,6 +594,50 @@ void nvml_gpus(const Report& r, std::vector<Verdict>& out) {
 
 }  // namespace
 
+// --- 3: libcuda (user space) vs the kernel module -------------------------
+Verdict module_library_verdict(const DriverInfo& d) {
+  const std::string id = "driver.module_matches_library";
+  const std::string mod = d.kernel_module_version;
+  const std::string lib = !d.libcuda_file_version.empty() ? d.libcuda_file_version : d.nvml_driver_version;
+  const std::vector<std::string> ev = {
+      cu_init_line(d), libcuda_line(d),
+      "kernel module: " + (mod.empty() ? std::string("none (/proc/driver/nvidia/version absent)")
+                                       : mod + " (/proc/driver/nvidia/version)")};
+  if (d.init_result == 803)
+    return make(id, L::Error,
+                "libcuda " + (lib.empty() ? std::string("?") : lib) + " (" + d.libcuda_path + ") and the kernel module " +
+                    (mod.empty() ? std::string("?") : mod) +
+                    " are from different drivers: cuInit fails with CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803) "
+                    "(\"system has unsupported display driver / cuda driver combination\")",
+                in_compat_folder(d.libcuda_path)
+                    ? "take the compat folder " + dir_of(d.libcuda_path) +
+                          " out of the library path, or install the cuda-compat package that matches this driver branch"
+                    : "reinstall one driver so that libcuda and the module match; after an upgrade, reboot",
+                ev);
+  if (mod.empty() || lib.empty())
+    return make(id, L::Info, "kernel module or libcuda version unknown; not compared", "", ev);
+  if (Version::parse(mod) == Version::parse(lib))
+    return make(id, L::Ok, "kernel module and libcuda are both " + lib, "", ev);
+  if (d.init_result == 0)
+    // CUDA started: a newer libcuda on an older module is forward
+    // compatibility at work (wherever the copy lives), not a fault.
+    return make(id, L::Info,
+                "libcuda " + lib + " runs on kernel module " + mod +
+                    " (forward compatibility: a newer libcuda on an older driver, which cuInit accepted)",
+                "", ev);
+  if (d.init_result == 804)
+    return make(id, L::Info,
+                "libcuda " + lib + " differs from kernel module " + mod +
+                    ": cuInit's 804 says why (see driver.compat_unsupported)",
+                "", ev);
+  return make(id, L::Error,
+              "the loaded kernel module is " + mod + " but libcuda is " + lib +
+                  " (a driver upgrade without a reboot, or two drivers' files mixed), and cuInit fails",
+              "reboot, or unload and reload the nvidia kernel modules; if only libcuda is stray, take its folder " +
+                  dir_of(d.libcuda_path) + " out of the library path",
+              ev);
+}
+
 // --- CUDA_VISIBLE_DEVICES ---------------------------------------------------
 VisibleDevices parse_visible_devices(const std::string& spec, int gpu_count, const std::vector<std::string>& uuids) {
   VisibleDevices v;
@@ -661,7 +656,7 @@ VisibleDevices parse_visible_devices(const std::string& spec, int gpu_count, con
       v.stopped_at = e;
       v.why = std::move(why);
     };
-    const std::string le = lower(e);
+    const std::string le = to_lower(e);
     if (!e.empty() && (std::isdigit(static_cast<unsigned char>(e[0])) || e[0] == '-') &&
         e.find_first_not_of("0123456789", 1) == std::string::npos && e != "-") {
       if (e[0] == '-') {
@@ -675,7 +670,7 @@ VisibleDevices parse_visible_devices(const std::string& spec, int gpu_count, con
       }
     } else if (le.rfind("gpu-", 0) == 0 && !uuids.empty()) {
       int matches = 0;
-      for (const auto& u : uuids) matches += lower(u).rfind(le, 0) == 0;
+      for (const auto& u : uuids) matches += to_lower(u).rfind(le, 0) == 0;
       if (matches != 1) {
         stop(matches ? "'" + e + "' starts the UUIDs of " + std::to_string(matches) + " GPUs"
                      : "no GPU's UUID starts with '" + e + "' (nvidia-smi -L lists them)");

@@ -183,4 +183,15 @@ std::string nccl_version_string(int code) {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
 }
 
+std::string to_lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (const auto& x : items) out += (out.empty() ? "" : sep) + x;
+  return out;
+}
+
 }  // namespace cudabench::env

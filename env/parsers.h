@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "env_types.h"
 
@@ -41,6 +42,11 @@ Version parse_nvcc_version(std::string_view text);
 // A versioned library file name: libcuda.so.580.95.05 -> "580.95.05",
 // libcudart.so.13.0.96 -> "13.0.96"; "" when unversioned.
 std::string version_from_soname(std::string_view path);
+// The text in lower case (ASCII), and items joined by `sep`: small helpers
+// the probes, the doctor and the printers share.
+std::string to_lower(std::string s);
+std::string join(const std::vector<std::string>& items, const std::string& sep = ", ");
+
 // ncclGetVersion's code: 22703 -> "2.27.3" (since 2.9: major*10000 +
 // minor*100 + patch; before: major*1000 + minor*100 + patch); "" for <= 0.
 std::string nccl_version_string(int code);

@@ -96,9 +96,7 @@ HostInfo probe_host(const std::string& root_dir) {
 void pci_numa_affinity(const std::string& sys_root, const std::string& bus_id, int* node,
                        std::string* cpus) {
   // sysfs names PCI devices in lower case: 0000:1b:00.0.
-  std::string id = bus_id;
-  for (auto& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const fs::path dev = fs::path(sys_root) / "bus/pci/devices" / id;
+  const fs::path dev = fs::path(sys_root) / "bus/pci/devices" / to_lower(bus_id);
   const std::string n = first_line(dev / "numa_node");
   *node = n.empty() ? -1 : std::atoi(n.c_str());
   *cpus = first_line(dev / "local_cpulist");

@@ -23,11 +23,6 @@ bool present(const fs::path& p) {
   return fs::exists(fs::symlink_status(p, ec)) && !ec;
 }
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // The folder names of a directory, sorted ("" entries skipped); none when
 // it cannot be read.
 std::vector<std::string> names_in(const fs::path& dir) {
@@ -80,11 +75,11 @@ SystemInfo probe_system(const std::string& root_dir) {
     if (n.rfind("nvidia", 0) == 0 || n == "dxg") s.device_nodes.push_back("/dev/" + n);
   for (const auto& n : names_in(root / "sys/bus/pci/devices")) {
     const fs::path dev = root / "sys/bus/pci/devices" / n;
-    if (lower(read_first_line((dev / "vendor").string())) != "0x10de") continue;
+    if (to_lower(read_first_line((dev / "vendor").string())) != "0x10de") continue;
     PciDevice p;
     p.bus_id = n;
-    p.pci_class = lower(read_first_line((dev / "class").string()));
-    std::string id = lower(read_first_line((dev / "device").string()));
+    p.pci_class = to_lower(read_first_line((dev / "class").string()));
+    std::string id = to_lower(read_first_line((dev / "device").string()));
     p.device_id = id.rfind("0x", 0) == 0 ? id.substr(2) : id;
     std::error_code ec;
     const fs::path drv = fs::read_symlink(dev / "driver", ec);
@@ -97,7 +92,7 @@ SystemInfo probe_system(const std::string& root_dir) {
         // comm holds 15 characters: "nv-fabricmanager" reads "nv-fabricmanage".
         read_first_line((root / "proc" / n / "comm").string()).rfind("nv-fabricmanage", 0) == 0)
       s.fabric_manager_running = true;
-  const std::string version = lower(read_first_line((root / "proc/version").string()));
+  const std::string version = to_lower(read_first_line((root / "proc/version").string()));
   // WSL2's kernel: "...-microsoft-standard-WSL2"; its GPU arrives as /dev/dxg.
   s.wsl = version.find("microsoft") != std::string::npos &&
           (version.find("wsl") != std::string::npos || present(root / "dev/dxg"));

@@ -3,6 +3,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "parsers.h"
 #include "probe.h"
 
 namespace cudabench::env {
@@ -52,11 +53,6 @@ std::string gib(long long bytes) {
   std::ostringstream o;
   o << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1024.0 * 1024 * 1024) << " GiB";
   return o.str();
-}
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
-  return out;
 }
 std::string driver_line(const DriverInfo& d) {
   if (!d.libcuda_found) return "none (" + (d.libcuda_error.empty() ? std::string("libcuda.so.1 not found") : d.libcuda_error) + ")";

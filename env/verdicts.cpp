@@ -137,23 +137,6 @@ Verdict arch_verdict(const std::string& archs, int cc_major, int cc_minor,
               "rebuild with -DCMAKE_CUDA_ARCHITECTURES including " + std::to_string(cc));
 }
 
-Verdict module_library_verdict(const DriverInfo& d) {
-  const std::string id = "driver.module_matches_library";
-  const std::string lib = !d.libcuda_file_version.empty() ? d.libcuda_file_version
-                                                          : d.nvml_driver_version;
-  if (d.kernel_module_version.empty() || lib.empty())
-    return make(id, L::Info, "kernel module or libcuda version unknown; not compared");
-  if (Version::parse(d.kernel_module_version) == Version::parse(lib))
-    return make(id, L::Ok, "kernel module and libcuda are both " + lib);
-  return make(id, L::Error,
-              "the loaded kernel module is " + d.kernel_module_version +
-                  " but libcuda is " + lib +
-                  " (a driver upgrade without a reboot): CUDA fails with "
-                  "cudaErrorSystemDriverMismatch (803) and nvidia-smi with "
-                  "'Driver/library version mismatch'",
-              "reboot, or unload and reload the nvidia kernel modules");
-}
-
 std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g) {
   std::vector<Verdict> out;
   const NvmlGpuInfo& n = g.nvml;
@@ -168,9 +151,9 @@ std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g) {
     out.push_back(make("gpu.compute_mode", L::Error,
                        who + " is in compute mode Prohibited: no process can create a CUDA context on it",
                        smi + " -c DEFAULT (as root), or use another GPU"));
-  else if ((n.compute_mode == 1 || n.compute_mode == 3) && !other_holders(n).empty()) {
+  else if (const auto holders = other_holders(n); (n.compute_mode == 1 || n.compute_mode == 3) && !holders.empty()) {
     std::string pids;
-    for (unsigned p : other_holders(n)) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
+    for (unsigned p : holders) pids += (pids.empty() ? "" : ", ") + std::to_string(p);
     Verdict v = make("gpu.compute_mode", L::Error,
                      who + " is in an exclusive compute mode and process " + pids +
                          " holds it: a new CUDA context fails with CUDA_ERROR_DEVICE_UNAVAILABLE (46, "

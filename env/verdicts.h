@@ -30,7 +30,9 @@ Verdict driver_runtime_verdict(int driver_cuda, const std::string& driver_versio
 Verdict arch_verdict(const std::string& cuda_architectures, int cc_major,
                      int cc_minor, const std::string& gpu_name);
 
-// Kernel module vs the user-space driver library (an upgrade without reboot).
+// Kernel module vs the user-space driver library (libcuda): an Error when
+// they differ and cuInit fails (803, an upgrade without a reboot), Info when
+// they differ and cuInit accepts it (forward compatibility). In doctor.cpp.
 Verdict module_library_verdict(const DriverInfo& d);
 
 // How one GPU is set up, from NVML: compute mode, MIG, power limit,

@@ -139,6 +139,12 @@ TEST(Verdicts, ModuleVersusLibraryMismatch) {
   DriverInfo d = good_driver();
   EXPECT_EQ(module_library_verdict(d).level, L::Ok);
   d.kernel_module_version = "570.86.15";
+  // A newer libcuda that cuInit accepts is forward compatibility, no fault.
+  const Verdict fc = module_library_verdict(d);
+  EXPECT_EQ(fc.level, L::Info);
+  EXPECT_NE(fc.message.find("forward compatibility"), std::string::npos) << fc.message;
+  // When cuInit fails beside the mismatch, the mismatch is the lead.
+  d.init_result = 999;
   const Verdict v = module_library_verdict(d);
   EXPECT_EQ(v.level, L::Error);
   EXPECT_NE(v.message.find("570.86.15"), std::string::npos);
