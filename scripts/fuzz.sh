@@ -34,7 +34,7 @@ if [ ! -x "$CUDABENCH_ROOT/build-san/fuzz_idx_gzip" ]; then  # a build without z
 fi
 py="$(project_python)"
 if [[ " ${targets[*]} " == *" fuzz_compare_json "* ]] && ! "$py" -c 'import atheris' 2>/dev/null; then
-  echo "fuzz: $py cannot import atheris: run scripts/setup.sh" >&2; exit 3
+  echo "fuzz: $py cannot import atheris: run scripts/setup.sh --tests" >&2; exit 3
 fi
 work="$CUDABENCH_ROOT/build-san/fuzz"
 mkdir -p "$work/artifacts"

@@ -10,7 +10,8 @@ export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
 bash "$CUDABENCH_ROOT/scripts/setup.sh"
 build="$CUDABENCH_ROOT/build"
-configure_and_build "$build" >/dev/null
+# Only the two programs: the tests are scripts/test.sh's.
+CUDABENCH_BUILD_TARGET=programs configure_and_build "$build" >/dev/null
 out_dir="$CUDABENCH_ROOT/results/$(machine_label)/$(toolkit_label "$build")"
 mkdir -p "$out_dir"
 filter="${CUDABENCH_FILTER:-^(VectorAdd/|VectorAddFlow/|Copy/|Transfer/|MnistTrain/(cpu|cuda)/batch:64/|MnistEval/(cpu|cuda)/)}"

@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
-# Installs what cudabench needs, idempotently, and says nothing when all of it
-# is already there:
-#   1. Debian packages: compilers and build tools, GoogleTest, nlohmann_json,
-#      CLI11, Fashion-MNIST (dataset-fashion-mnist), clang with libFuzzer and
-#      its OpenMP (the sanitizer build and the fuzz targets), Slurm and munge
-#      (the fleet mode's test starts a real cluster on this machine), Gloo's
-#      headers (libgloo-dev: the PyPI torch ships c10d's ProcessGroupGloo.hpp
-#      but not the Gloo headers it includes).
-#   2. Google Benchmark 1.7.1 built as Release from Debian's own source package
-#      (Debian's binary is a debug build: it warns on every run and reports
-#      library_build_type=debug), installed in $CUDABENCH_CACHE/benchmark-release.
-#   3. A virtual environment the project owns, $CUDABENCH_CACHE/venv, with the
-#      pinned torch==2.11.0 (LibTorch: C++ headers, libraries, CMake config; a
-#      CUDA 13.0 build) and the Python tools of scripts/requirements.txt
-#      (atheris: the fuzz target of compare.py's JSON loading).
-# Heavy downloads stay in $CUDABENCH_CACHE (default ~/.cache/cudabench), so
-# every clone on this machine shares them.
+# Installs what a command needs, idempotently, and says nothing when all of
+# it is already there.
+#   scripts/setup.sh           what building and running bench and train needs
+#                              (scripts/run-bench.sh)
+#   scripts/setup.sh --tests   that plus what only the tests need
+#                              (scripts/test.sh)
+# 1. Debian packages. Always: compilers and build tools, nlohmann_json, CLI11,
+#    zlib, Fashion-MNIST, Gloo's headers (data-parallel train: the PyPI torch
+#    ships c10d's ProcessGroupGloo.hpp but not the Gloo headers it includes).
+#    --tests adds GoogleTest, clang with libFuzzer and its OpenMP (the
+#    sanitizer build, the fuzz targets), Slurm and munge (the fleet test).
+# 2. Google Benchmark 1.7.1 built as Release from Debian's own source package
+#    (Debian's binary is a debug build), in $CUDABENCH_CACHE/benchmark-release.
+# 3. The project's venv, $CUDABENCH_CACHE/venv: torch==2.11.0 (LibTorch, a
+#    CUDA 13.0 build) and the tools of scripts/requirements.txt; --tests adds
+#    scripts/requirements-test.txt (pytest, atheris).
+# Heavy downloads stay in $CUDABENCH_CACHE (default ~/.cache/cudabench).
 # Environment: CUDABENCH_CACHE; Torch_DIR (your own LibTorch: no torch is
 # installed); CUDABENCH_NO_TORCH=1 (skip torch entirely).
-# Exit codes: 0 ready; 3 something could not be installed (never 1, which
-# the project keeps for a wrong result, nor 2); 128+N on signal N.
+# Exit codes: 0 ready; 2 an unknown argument; 3 something could not be
+# installed (never 1, which the project keeps for a wrong result); 128+N on
+# signal N.
 set -euo pipefail
+tests=0
+case "${1:-}" in
+  "") ;;
+  --tests) tests=1 ;;
+  *) echo "setup: unknown argument '$1' (--tests)" >&2; exit 2 ;;
+esac
 # Any failure (apt's 100, a missing command's 127, a step the OOM killer
 # ended, 137) is 3; only a signal to setup itself is 128+N.
 signalled=""
@@ -41,11 +48,9 @@ SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 # ---- 1. Debian packages ----
-pkgs=(build-essential cmake ninja-build ccache git pkg-config libgtest-dev nlohmann-json3-dev
-      libcli11-dev zlib1g-dev dataset-fashion-mnist dpkg-dev
-      clang libfuzzer-14-dev libomp-14-dev   # the sanitizer build and the fuzz targets (scripts/fuzz.sh)
-      slurmctld slurmd slurm-client munge    # the fleet mode's test cluster (scripts/fleet/local-cluster.sh)
-      libgloo-dev)                           # data-parallel train: Gloo's headers for c10d's ProcessGroupGloo
+pkgs=(build-essential cmake ninja-build ccache git pkg-config nlohmann-json3-dev libcli11-dev
+      zlib1g-dev dataset-fashion-mnist dpkg-dev libgloo-dev)
+[ "$tests" = 0 ] || pkgs+=(libgtest-dev clang libfuzzer-14-dev libomp-14-dev slurmctld slurmd slurm-client munge)
 python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
@@ -94,13 +99,15 @@ fi
 VENV="${CUDABENCH_VENV:-$CACHE/venv}"
 want_torch=1
 { [ -n "${Torch_DIR:-}" ] || [ "${CUDABENCH_NO_TORCH:-0}" = 1 ]; } && want_torch=0
-check='import scipy, matplotlib, numpy, pytest, atheris'
+check='import scipy, matplotlib, numpy'
+[ "$tests" = 0 ] || check="$check, pytest, atheris"
 [ "$want_torch" = 1 ] && check="$check; import torch; assert torch.__version__.startswith('2.11.0'), torch.__version__"
 if ! "$VENV/bin/python" -c "$check" >/dev/null 2>&1; then
   say "preparing $VENV (pip cache in ~/.cache/pip)"
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
   req=("-r" "$here/requirements.txt")
+  [ "$tests" = 0 ] || req+=("-r" "$here/requirements-test.txt")
   [ "$want_torch" = 1 ] && req+=("torch==2.11.0")
   "$VENV/bin/python" -m pip install -q "${req[@]}"
 fi

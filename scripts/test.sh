@@ -9,7 +9,7 @@
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
-bash "$CUDABENCH_ROOT/scripts/setup.sh"
+bash "$CUDABENCH_ROOT/scripts/setup.sh" --tests
 # Exit codes: 0 all passed; 1 a test failed or the gate found a regression;
 # 2 bad arguments; 3 the set-up or the build failed.
 configure_and_build "$CUDABENCH_ROOT/build" || exit 3

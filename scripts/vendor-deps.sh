@@ -3,14 +3,15 @@
 # by git), for scripts/gpu-check.sh there: the sources of Google Benchmark
 # (Debian's source package) and GoogleTest, the nlohmann_json, CLI11 and Gloo
 # headers, and Fashion-MNIST. CMake uses .deps/ only when find_package finds
-# nothing. About 40 MB. Run scripts/setup.sh first.
+# nothing. About 40 MB. It runs scripts/setup.sh --tests first.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 deps="$root/.deps"
 mkdir -p "$deps"
+bash "$root/scripts/setup.sh" --tests
 if [ ! -f "$deps/benchmark/CMakeLists.txt" ]; then
   work="$(mktemp -d)"
-  (cd "$work" && apt-get source -qq benchmark >/dev/null 2>&1) || { echo "vendor-deps: apt-get source benchmark failed (run scripts/setup.sh first)" >&2; exit 1; }
+  (cd "$work" && apt-get source -qq benchmark >/dev/null 2>&1) || { echo "vendor-deps: apt-get source benchmark failed" >&2; exit 1; }
   src="$(find "$work" -maxdepth 1 -type d -name 'benchmark-*' | head -n1)"
   rm -rf "$deps/benchmark" && mv "$src" "$deps/benchmark" && rm -rf "$work"
 fi

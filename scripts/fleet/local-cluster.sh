@@ -66,7 +66,7 @@ case "$cmd" in
 esac
 
 for b in munged slurmctld slurmd sbatch sinfo; do
-  command -v "$b" >/dev/null 2>&1 || [ -x "/usr/sbin/$b" ] || die 3 "$b not found: install slurmctld, slurmd, slurm-client and munge (scripts/setup.sh does)"
+  command -v "$b" >/dev/null 2>&1 || [ -x "/usr/sbin/$b" ] || die 3 "$b not found: install slurmctld, slurmd, slurm-client and munge (scripts/setup.sh --tests does)"
 done
 export PATH="$PATH:/usr/sbin"
 [ "$(id -u)" -eq 0 ] || die 3 "must run as root: slurmd starts each job as its user"
