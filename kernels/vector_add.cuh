@@ -13,14 +13,8 @@
 //               bytes per element, not 12; a streaming store does not
 //   copy_nt   : STREAM Copy (c = a) the same way, the CPU's measured
 //               bandwidth the add is held against (8 bytes per element)
-// GPU (kernels/vector_add.cu):
-//   v1: one thread per element, grid = ceil(n / block)
-//   v2: the seed's fixed <<<512, 512>>> launch, made correct for any n with a
-//       grid-stride loop (the seed covered only 512*512 elements)
-//   v3: grid-stride loop, grid = SMs x resident blocks per SM (occupancy API)
-//   v4: 16-byte float4 loads/stores, grid-stride, grid = SMs x resident
-//       blocks per SM, scalar tail of n % 4 elements; unaligned pointers fall
-//       back to the v3 body so any input is correct
+// GPU (kernels/vector_add.cu): the variants are the table below,
+// CUDABENCH_GPU_VARIANTS, one row each.
 //
 // The per-thread bodies are __host__ __device__ so that host tests can drive
 // every thread index of a launch and check tails, n = 0 and alignment without
@@ -50,55 +44,93 @@ using hd::aligned16;
 using hd::ceil_div;
 using hd::Vec4;
 
-// v1: thread `tid` owns element `tid`.
-CUDABENCH_HD void body_one_per_element(const float* a, const float* b, float* c,
-                                       std::size_t n, std::size_t tid) {
-  if (tid < n) c[tid] = a[tid] + b[tid];
-}
+// ---- GPU variants ----
+// Per-thread bodies: thread `tid` of `nthreads` in the launch. __host__
+// __device__, so host tests drive every thread of a launch.
 
-// v2, v3: thread `tid` of `nthreads` visits tid, tid + nthreads, ...
-CUDABENCH_HD void body_grid_stride(const float* a, const float* b, float* c,
-                                   std::size_t n, std::size_t tid,
-                                   std::size_t nthreads) {
-  for (std::size_t i = tid; i < n; i += nthreads) c[i] = a[i] + b[i];
-}
-
-// v4: float4 grid-stride over the first (n / 4) * 4 elements; the last n % 4
-// are done one each by threads 0 .. n % 4 - 1. The branch on alignment is the
-// same for every thread, so it costs no divergence.
-CUDABENCH_HD void body_float4(const float* a, const float* b, float* c,
-                              std::size_t n, std::size_t tid,
-                              std::size_t nthreads) {
-  if (!(aligned16(a) && aligned16(b) && aligned16(c))) {
-    body_grid_stride(a, b, c, n, tid, nthreads);
-    return;
+// Thread `tid` owns element `tid`.
+struct OnePerElement {
+  static CUDABENCH_HD void run(const float* a, const float* b, float* c, std::size_t n, std::size_t tid,
+                               std::size_t /*nthreads*/) {
+    if (tid < n) c[tid] = a[tid] + b[tid];
   }
-  const std::size_t nvec = n / 4;
-  const Vec4* a4 = reinterpret_cast<const Vec4*>(a);
-  const Vec4* b4 = reinterpret_cast<const Vec4*>(b);
-  Vec4* c4 = reinterpret_cast<Vec4*>(c);
-  for (std::size_t i = tid; i < nvec; i += nthreads) {
-    const Vec4 x = a4[i];
-    const Vec4 y = b4[i];
-    Vec4 r;
-    r.x = x.x + y.x;
-    r.y = x.y + y.y;
-    r.z = x.z + y.z;
-    r.w = x.w + y.w;
-    c4[i] = r;
-  }
-  const std::size_t tail = nvec * 4 + tid;
-  if (tail < n) c[tail] = a[tail] + b[tail];
-}
+};
 
-// Launch geometry, as plain functions so tests can check coverage.
+// Thread `tid` visits tid, tid + nthreads, ...
+struct GridStride {
+  static CUDABENCH_HD void run(const float* a, const float* b, float* c, std::size_t n, std::size_t tid,
+                               std::size_t nthreads) {
+    for (std::size_t i = tid; i < n; i += nthreads) c[i] = a[i] + b[i];
+  }
+};
+
+// float4 grid-stride over the first (n / 4) * 4 elements; the last n % 4
+// are done one each by threads 0 .. n % 4 - 1. Unaligned pointers take the
+// GridStride body; the branch is the same for every thread, so it costs no
+// divergence.
+struct Float4 {
+  static CUDABENCH_HD void run(const float* a, const float* b, float* c, std::size_t n, std::size_t tid,
+                               std::size_t nthreads) {
+    if (!(aligned16(a) && aligned16(b) && aligned16(c))) return GridStride::run(a, b, c, n, tid, nthreads);
+    const std::size_t nvec = n / 4;
+    const Vec4* a4 = reinterpret_cast<const Vec4*>(a);
+    const Vec4* b4 = reinterpret_cast<const Vec4*>(b);
+    Vec4* c4 = reinterpret_cast<Vec4*>(c);
+    for (std::size_t i = tid; i < nvec; i += nthreads) {
+      const Vec4 x = a4[i];
+      const Vec4 y = b4[i];
+      Vec4 r;
+      r.x = x.x + y.x;
+      r.y = x.y + y.y;
+      r.z = x.z + y.z;
+      r.w = x.w + y.w;
+      c4[i] = r;
+    }
+    const std::size_t tail = nvec * 4 + tid;
+    if (tail < n) c[tail] = a[tail] + b[tail];
+  }
+};
+
+// How a variant sizes its grid (launch_shape).
+enum class Grid {
+  PerElement,      // ceil(n / block)
+  Seed,            // the seed's fixed <<<512, 512>>>, whatever the block size asked
+  Resident,        // min(ceil(n / block), SMs x resident blocks per SM)
+  ResidentFloat4,  // the same over the n / 4 float4s
+};
+
+// The variant table, one row each: number, name, launch shape, per-thread
+// body, what it tries. The dispatcher (vector_add.cu), the benchmarks
+// (VectorAdd/<name>) and the host coverage tests are derived from it, so a
+// new variant is a body above and a row here. The winner keeps its number.
+#define CUDABENCH_GPU_VARIANTS(X)                                                                         \
+  X(1, "cuda_v1", Grid::PerElement, OnePerElement, "one thread per element, grid = ceil(n / block)")      \
+  X(2, "cuda_v2", Grid::Seed, GridStride, "seed's <<<512,512>>> launch, grid-stride so any n is covered") \
+  X(3, "cuda_v3", Grid::Resident, GridStride, "grid-stride, grid = SMs x resident blocks per SM")         \
+  X(4, "cuda_v4", Grid::ResidentFloat4, Float4,                                                           \
+    "float4 loads/stores, grid-stride, SMs x resident blocks, scalar tail")
+
+using Body = void (*)(const float* a, const float* b, float* c, std::size_t n, std::size_t tid,
+                      std::size_t nthreads);
+struct Variant {
+  int id;
+  std::string name;         // "cuda_v1" ...
+  Grid grid;
+  Body body;                // the per-thread body, as the host runs it
+  std::string description;  // one line
+};
+const std::vector<Variant>& gpu_variants();
+// The row of variant `id`; throws std::invalid_argument for an unknown one.
+const Variant& gpu_variant(int id);
+
+// Launch geometry, as plain functions so tests can check coverage. sms and
+// blocks_per_sm come from the device (SM count, occupancy API).
 struct LaunchShape {
   unsigned grid = 0;
   unsigned block = 0;
 };
-// sms and blocks_per_sm come from the device (SM count, occupancy API).
-LaunchShape launch_shape(int variant, std::size_t n, unsigned block_size,
-                         int sms, int blocks_per_sm);
+LaunchShape launch_shape(Grid grid, std::size_t n, unsigned block_size, int sms, int blocks_per_sm);
+LaunchShape launch_shape(int variant, std::size_t n, unsigned block_size, int sms, int blocks_per_sm);
 
 // ---- CPU (vector_add_cpu.cpp) ----
 void cpu_reference(const float* a, const float* b, float* c, std::size_t n);
@@ -116,24 +148,9 @@ const char* cpu_nt_isa();
 std::size_t first_mismatch(const float* a, const float* b, const float* c,
                            std::size_t n);
 
-// ---- GPU (vector_add.cu) ----
-struct VariantInfo {
-  int id;
-  std::string name;         // "cuda_v1" ...
-  std::string description;  // one line
-};
-const std::vector<VariantInfo>& gpu_variants();
-
 #ifdef CUDABENCH_HAVE_CUDA
-void vector_add1(const float* a, const float* b, float* c, std::size_t n,
-                 unsigned block_size, cudaStream_t stream);
-void vector_add2(const float* a, const float* b, float* c, std::size_t n,
-                 unsigned block_size, cudaStream_t stream);
-void vector_add3(const float* a, const float* b, float* c, std::size_t n,
-                 unsigned block_size, cudaStream_t stream);
-void vector_add4(const float* a, const float* b, float* c, std::size_t n,
-                 unsigned block_size, cudaStream_t stream);
-// Dispatcher: variant 1..4; throws std::invalid_argument for others.
+// The dispatcher (vector_add.cu): variant `id` of the table on `stream`;
+// throws std::invalid_argument for an unknown one.
 void vector_add(int variant, const float* a, const float* b, float* c,
                 std::size_t n, unsigned block_size, cudaStream_t stream);
 #endif

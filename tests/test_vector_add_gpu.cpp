@@ -7,10 +7,10 @@
 #include <random>
 #include <vector>
 
-#include "cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "env/probe.h"
-#include "l2_flush.cuh"
-#include "vector_add.cuh"
+#include "kernels/l2_flush.cuh"
+#include "kernels/vector_add.cuh"
 
 namespace va = cudabench::vector_add;
 
@@ -55,7 +55,15 @@ TEST_P(GpuVectorAdd, ZeroElementsLaunchesNothing) {
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-INSTANTIATE_TEST_SUITE_P(AllVariants, GpuVectorAdd, ::testing::Values(1, 2, 3, 4));
+namespace {
+std::vector<int> variant_ids() {
+  std::vector<int> ids;
+  for (const auto& v : va::gpu_variants()) ids.push_back(v.id);
+  return ids;
+}
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, GpuVectorAdd, ::testing::ValuesIn(variant_ids()));
 
 namespace {
 bool usable(std::string* why) {

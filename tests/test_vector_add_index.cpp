@@ -8,8 +8,8 @@
 #include <limits>
 #include <vector>
 
-#include "l2_flush.cuh"
-#include "vector_add.cuh"
+#include "kernels/l2_flush.cuh"
+#include "kernels/vector_add.cuh"
 
 namespace va = cudabench::vector_add;
 
@@ -37,16 +37,16 @@ struct Arrays {
 
 // Run `variant`'s body for every thread of its launch shape.
 void run_on_host(int variant, Arrays& x, std::size_t n, unsigned block, int sms, int bps) {
-  const va::LaunchShape s = va::launch_shape(variant, n, block, sms, bps);
+  const va::Variant& v = va::gpu_variant(variant);
+  const va::LaunchShape s = va::launch_shape(v.grid, n, block, sms, bps);
   const std::size_t threads = static_cast<std::size_t>(s.grid) * s.block;
-  for (std::size_t t = 0; t < threads; ++t) {
-    switch (variant) {
-      case 1: va::body_one_per_element(x.a, x.b, x.c, n, t); break;
-      case 2:
-      case 3: va::body_grid_stride(x.a, x.b, x.c, n, t, threads); break;
-      case 4: va::body_float4(x.a, x.b, x.c, n, t, threads); break;
-    }
-  }
+  for (std::size_t t = 0; t < threads; ++t) v.body(x.a, x.b, x.c, n, t, threads);
+}
+
+std::vector<int> variant_ids() {
+  std::vector<int> ids;
+  for (const auto& v : va::gpu_variants()) ids.push_back(v.id);
+  return ids;
 }
 
 }  // namespace
@@ -68,7 +68,7 @@ TEST_P(VariantCoverage, EveryElementWrittenOnceAndNothingPastTheEnd) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllVariants, VariantCoverage, ::testing::Values(1, 2, 3, 4));
+INSTANTIATE_TEST_SUITE_P(AllVariants, VariantCoverage, ::testing::ValuesIn(variant_ids()));
 
 TEST(LaunchShape, GridsAreSizedAsDocumented) {
   EXPECT_EQ(va::launch_shape(1, 1000, 256, 132, 8).grid, 4u);
