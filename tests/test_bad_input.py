@@ -30,6 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("CUDABENCH_BUILD_DIR") or os.path.join(ROOT, "build")
 BENCH = os.path.join(BUILD, "bench")
 TRAIN = os.path.join(BUILD, "train")
+TRAIN_PERTURBED = os.path.join(BUILD, "train_perturbed")  # train with a test's fault (tests/train_perturbed.cpp)
 PY = sys.executable
 SCRIPTS = os.path.join(ROOT, "scripts")
 FIX = os.path.join(ROOT, "tests", "fixtures", "compare")
@@ -235,9 +236,9 @@ CASES = [
           env={"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}),
     train("--cuda-graph", id="train-cuda-graph-data-parallel", rc=2, names="--cuda-graph: not with data-parallel",
           env={"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1"}),
-    train(id="train-perturb-junk", rc=2, names="CUDABENCH_TEST_PERTURB=x: expected RANK:STEP",
-          env={"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1",
-               "CUDABENCH_TEST_PERTURB": "x"}),
+    Case(cmd=[TRAIN_PERTURBED], id="train-perturb-junk", rc=2, names="CUDABENCH_TEST_PERTURB=x: expected RANK:STEP",
+         env={"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "1",
+              "CUDABENCH_TEST_PERTURB": "x"}),
     train("--backend", "mpi", id="train-backend-unknown", rc=2, names="--backend"),
     train("--dist-timeout", "0", id="train-dist-timeout-zero", rc=2, names="--dist-timeout"),
     train("--bucket-mb", "-1", id="train-bucket-negative", rc=2, names="--bucket-mb"),

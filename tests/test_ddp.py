@@ -23,6 +23,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(os.environ.get("CUDABENCH_BUILD_DIR", os.path.join(ROOT, "build")))
 TRAIN = os.path.join(BUILD, "train")
+TRAIN_PERTURBED = os.path.join(BUILD, "train_perturbed")  # train with CUDABENCH_TEST_PERTURB (tests/)
 QUICK = ["--epochs", "1", "--limit", "2048", "--test-limit", "500", "--quiet", "--threads", "1"]
 HASH_LINE = re.compile(r"^train: rank (\d+) of (\d+): parameters fnv1a64 ([0-9a-f]{16})$", re.M)
 # The model's parameters: conv1 16*9+16, conv2 32*16*9+32, fc1 4608*128+128, fc2 128*10+10.
@@ -50,9 +51,9 @@ def rank_env(rank, world, port, extra=None):
     return env
 
 
-def start(world, args, extra_env=None, per_rank=lambda r: []):
+def start(world, args, extra_env=None, per_rank=lambda r: [], program=TRAIN):
     port = free_port()
-    return [subprocess.Popen([TRAIN, *args, *per_rank(r)], env=rank_env(r, world, port, extra_env),
+    return [subprocess.Popen([program, *args, *per_rank(r)], env=rank_env(r, world, port, extra_env),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(world)]
 
 
@@ -69,8 +70,8 @@ def finish(procs, timeout=300):
     return out
 
 
-def run(world, args, extra_env=None, timeout=300, per_rank=lambda r: []):
-    return finish(start(world, args, extra_env, per_rank), timeout)
+def run(world, args, extra_env=None, timeout=300, per_rank=lambda r: [], program=TRAIN):
+    return finish(start(world, args, extra_env, per_rank, program), timeout)
 
 
 def rank0_json(tmp_path, world, args):
@@ -124,7 +125,8 @@ def test_every_rank_holds_identical_parameters_after_every_step(tmp_path, world)
 def test_the_check_fails_loudly_when_a_replica_differs(tmp_path):
     out = tmp_path / "run.json"
     # The test's fault: rank 1 nudges a weight after its step 3.
-    results = run(2, [*QUICK, "--check-sync", "--json", str(out)], {"CUDABENCH_TEST_PERTURB": "1:3"})
+    results = run(2, [*QUICK, "--check-sync", "--json", str(out)], {"CUDABENCH_TEST_PERTURB": "1:3"},
+                  program=TRAIN_PERTURBED)
     for rank, (rc, o, e) in enumerate(results):
         assert rc == 1, f"rank {rank}: rc {rc}: {e}"  # a wrong result
         assert re.fullmatch(rf"train: rank {rank}: after step 3 the replicas' parameters differ: rank 1 has "
@@ -133,7 +135,7 @@ def test_the_check_fails_loudly_when_a_replica_differs(tmp_path):
 
 
 def test_without_the_check_a_differing_replica_is_still_caught_at_the_end(tmp_path):
-    results = run(2, QUICK, {"CUDABENCH_TEST_PERTURB": "0:2"})
+    results = run(2, QUICK, {"CUDABENCH_TEST_PERTURB": "0:2"}, program=TRAIN_PERTURBED)
     for rank, (rc, o, e) in enumerate(results):
         assert rc == 1 and "after the last step the replicas' parameters differ" in e, e
 
