@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
@@ -13,151 +11,23 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <regex>
 #include <set>
 #include <stdexcept>
 
-#include "vector_add.cuh"
+#include "kernels/vector_add.cuh"
 
 namespace cudabench::bench {
 
-const char* l2_flush_name(L2Flush f) {
-  switch (f) {
-    case L2Flush::Read: return "read";
-    case L2Flush::Memset: return "memset";
-    case L2Flush::None: return "none";
-  }
-  return "?";
-}
-
-std::optional<L2Flush> parse_l2_flush(const std::string& s) {
-  for (L2Flush f : {L2Flush::Read, L2Flush::Memset, L2Flush::None})
-    if (s == l2_flush_name(f)) return f;
-  return std::nullopt;
-}
-
-Options& options() {
-  static Options o;
-  return o;
-}
-
-std::vector<int> parse_devices(const std::string& spec, int available) {
-  std::vector<int> out;
-  if (spec == "all") {
-    for (int i = 0; i < available; ++i) out.push_back(i);
-    if (out.empty()) throw std::invalid_argument("--devices all: no GPU is usable");
-    return out;
-  }
-  std::vector<std::string> items{""};
-  for (char c : spec) {
-    if (c == ',') items.emplace_back();
-    else items.back() += c;
-  }
-  if (spec.empty()) throw std::invalid_argument("--devices: empty list (give 'all' or a list such as 0,2)");
-  for (const std::string& item : items) {
-    std::size_t used = 0;
-    int d = -1;
-    try {
-      d = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (item.empty() || used != item.size() || d < 0)
-      throw std::invalid_argument("--devices " + spec + ": '" + item +
-                                  "' is not a device number (give 'all' or a list such as 0,2)");
-    if (d >= available)
-      throw std::invalid_argument("--devices " + spec + ": there is no GPU " + std::to_string(d) + " (" +
-                                  std::to_string(available) + " usable: 0.." + std::to_string(available - 1) + ")");
-    if (std::find(out.begin(), out.end(), d) != out.end())
-      throw std::invalid_argument("--devices " + spec + ": GPU " + std::to_string(d) + " is listed twice");
-    out.push_back(d);
-  }
-  return out;
-}
-
-namespace {
-bool parse_long(const std::string& v, long long* out) {
-  if (v.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  *out = std::strtoll(v.c_str(), &end, 10);
-  return *end == '\0' && errno != ERANGE;
-}
-bool parse_finite(const std::string& v, double* out) {
-  if (v.empty()) return false;
-  char* end = nullptr;
-  *out = std::strtod(v.c_str(), &end);
-  return *end == '\0' && std::isfinite(*out);
-}
-}  // namespace
-
-std::optional<bool> parse_benchmark_bool(const std::string& value) {
-  std::string v = value;
-  for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (v.empty() || v == "true" || v == "1" || v == "yes" || v == "on" || v == "t" || v == "y") return true;
-  if (v == "false" || v == "0" || v == "no" || v == "off" || v == "f" || v == "n") return false;
-  return std::nullopt;
-}
-
-std::string check_benchmark_flags(const std::vector<std::string>& args) {
-  for (const std::string& a : args) {
-    if (a.rfind("--benchmark_", 0) != 0 && a.rfind("--v=", 0) != 0) continue;
-    const auto eq = a.find('=');
-    const std::string flag = a.substr(0, eq);
-    const bool has_value = eq != std::string::npos;
-    const std::string v = has_value ? a.substr(eq + 1) : "";
-    auto bad = [&](const std::string& expected) {
-      return flag + "=" + v + ": expected " + expected;
-    };
-    long long n = 0;
-    double x = 0;
-    if (flag == "--benchmark_repetitions") {
-      if (!parse_long(v, &n) || n < 1 || n > 100000) return bad("a whole number in 1..100000");
-    } else if (flag == "--benchmark_min_time") {
-      // Google Benchmark 1.7 (the one this project builds) takes seconds only.
-      if (!parse_finite(v, &x) || x <= 0 || x > 1e6) return bad("seconds > 0, e.g. 0.5");
-    } else if (flag == "--benchmark_min_warmup_time") {
-      if (!parse_finite(v, &x) || x < 0 || x > 1e6) return bad("seconds >= 0");
-    } else if (flag == "--benchmark_format" || flag == "--benchmark_out_format") {
-      if (v != "console" && v != "json" && v != "csv") return bad("console, json or csv");
-    } else if (flag == "--benchmark_time_unit") {
-      if (v != "ns" && v != "us" && v != "ms" && v != "s") return bad("ns, us, ms or s");
-    } else if (flag == "--benchmark_out") {
-      if (v.empty()) return bad("a file name");
-    } else if (flag == "--benchmark_filter") {
-      const std::string re = !v.empty() && v[0] == '-' ? v.substr(1) : v;
-      try {
-        std::regex check(re, std::regex::extended);
-      } catch (const std::regex_error& e) {
-        return bad(std::string("a regular expression (") + e.what() + ")");
-      }
-    } else if (flag == "--benchmark_list_tests" || flag == "--benchmark_enable_random_interleaving" ||
-               flag == "--benchmark_report_aggregates_only" || flag == "--benchmark_display_aggregates_only" ||
-               flag == "--benchmark_counters_tabular" || flag == "--benchmark_dry_run") {
-      if (has_value && !parse_benchmark_bool(v)) return bad("true or false");
-    } else if (flag == "--v") {
-      if (!parse_long(v, &n) || n < 0 || n > 100) return bad("a verbosity in 0..100");
-    }
-  }
-  return "";
-}
-
-void register_per_device(const std::string& name, const char* arg_name, const std::vector<std::int64_t>& values,
-                         const std::function<void(benchmark::State&)>& fn,
+void register_per_device(const RunOptions& run, const std::string& name, const char* arg_name,
+                         const std::vector<std::int64_t>& values, const OnDevice& fn,
                          const std::function<void(Registered*, std::int64_t, int)>& add) {
-  const auto& devices = options().devices;
   for (const std::int64_t v : values)
-    for (const int dev : devices) {
-      auto* b = benchmark::RegisterBenchmark(name.c_str(), fn);
-      if (devices.size() > 1) b->ArgNames({arg_name, "dev"})->Args({v, dev});
+    for (const int dev : run.devices) {
+      auto* b = benchmark::RegisterBenchmark(name.c_str(), [fn, dev](benchmark::State& st) { fn(st, dev); });
+      if (run.devices.size() > 1) b->ArgNames({arg_name, "dev"})->Args({v, dev});
       else b->ArgName(arg_name)->Arg(v);
       add(b, v, dev);
     }
-}
-
-int device_of(const benchmark::State& state) {
-  const auto& devices = options().devices;
-  return devices.size() > 1 ? static_cast<int>(state.range(1)) : devices.front();
 }
 
 double bounded_min_time(double gpu_s, double overhead_s, double budget_s) {
@@ -165,8 +35,8 @@ double bounded_min_time(double gpu_s, double overhead_s, double budget_s) {
   return std::min(kDefaultMinTime, budget_s * gpu_s / (gpu_s + std::max(0.0, overhead_s)));
 }
 
-void bound_wall_time(Registered* b, double gpu_s, double overhead_s) {
-  if (!options().user_min_time) b->MinTime(bounded_min_time(gpu_s, overhead_s));
+void bound_wall_time(const RunOptions& run, Registered* b, double gpu_s, double overhead_s) {
+  if (!run.user_min_time) b->MinTime(bounded_min_time(gpu_s, overhead_s));
 }
 
 std::string cache_label(double working_set_bytes, double l2_bytes) {

@@ -1,7 +1,7 @@
-// Pieces every benchmark family shares: the size sweep, cached random
-// inputs, the check-before-timing helpers, the failure flag that makes the
-// process exit non-zero when any result was wrong, and the run's options
-// (the GPUs to use, the L2 flush, the per-benchmark minimum time).
+// Pieces every benchmark family shares: per-device registration, the size
+// sweep, cached random inputs, the check-before-timing helpers, and the
+// failure flag that makes the process exit non-zero when any result was
+// wrong.
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -15,54 +15,20 @@
 #include <string>
 #include <vector>
 
+#include "options.h"
+
 namespace cudabench::bench {
 
-// ---- options of this run (bench's own flags) ----
-
-// What runs between timed kernels to evict the L2 cache.
-enum class L2Flush {
-  Read,    // a kernel reads a buffer of 2x L2: the cache is left full of clean lines
-  Memset,  // cudaMemsetAsync writes it: up to an L2 of dirty lines for the timed kernel to write back
-  None,    // nothing: small sizes then measure the cache
-};
-const char* l2_flush_name(L2Flush f);
-std::optional<L2Flush> parse_l2_flush(const std::string& s);
-
-struct Options {
-  std::vector<int> devices{0};  // CUDA ordinals the GPU families run on
-  L2Flush l2_flush = L2Flush::Read;
-  bool user_min_time = false;  // --benchmark_min_time was given: it applies as is
-};
-Options& options();
-
-// "--devices" as nvbench takes it: "all", or a comma-separated list of CUDA
-// ordinals ("0,2"), each < `available`, none twice. Throws
-// std::invalid_argument with a one-line message naming the bad part.
-std::vector<int> parse_devices(const std::string& spec, int available);
-
-// Checks the values of the Google Benchmark flags among `args` (the
-// arguments bench does not parse itself) before Google Benchmark sees them:
-// it aborts on some bad values (--benchmark_repetitions=-3) and takes any
-// word as "true". Returns "" when all are fine, else one line naming the
-// flag and what it expects. Flags it does not know are left to Google
-// Benchmark, which rejects unknown ones.
-std::string check_benchmark_flags(const std::vector<std::string>& args);
-// A Google Benchmark true/false flag's value (true, false, 1, 0, yes, no,
-// on, off, t, f, y, n, any case; "" is true, as for a bare --flag), or
-// nullopt for anything else.
-std::optional<bool> parse_benchmark_bool(const std::string& value);
-
-// Registers `name` once per value of `values` and selected device, calling
-// add(benchmark, value, device) for each so that each can get its own
-// settings. With one device selected the name is <name>/<arg>:<value>; with
-// several, <name>/<arg>:<value>/dev:<device>, so single-GPU names stay
-// stable for history.
+// Registers `name` once per value of `values` and device of `run`, running
+// fn(state, device), and calling add(benchmark, value, device) for each so
+// that each can get its own settings. With one device the name is
+// <name>/<arg>:<value>; with several, <name>/<arg>:<value>/dev:<device>, so
+// single-GPU names stay stable for history.
 using Registered = benchmark::internal::Benchmark;
-void register_per_device(const std::string& name, const char* arg_name, const std::vector<std::int64_t>& values,
-                         const std::function<void(benchmark::State&)>& fn,
+using OnDevice = std::function<void(benchmark::State&, int device)>;
+void register_per_device(const RunOptions& run, const std::string& name, const char* arg_name,
+                         const std::vector<std::int64_t>& values, const OnDevice& fn,
                          const std::function<void(Registered*, std::int64_t value, int device)>& add);
-// The CUDA device a benchmark registered by register_per_device runs on.
-int device_of(const benchmark::State& state);
 
 // Google Benchmark gives a manual-time benchmark iterations until the
 // *measured* (GPU) time reaches its minimum time. When each iteration also
@@ -77,7 +43,7 @@ constexpr double kGpuWallBudget = 0.3;    // s of wall time in the timed phase
 constexpr double kLaunchSyncOverhead = 20e-6;  // s per iteration: launch, events, synchronise
 double bounded_min_time(double gpu_s, double overhead_s, double budget_s = kGpuWallBudget);
 // Sets it on `b` unless the user gave --benchmark_min_time.
-void bound_wall_time(Registered* b, double gpu_s, double overhead_s);
+void bound_wall_time(const RunOptions& run, Registered* b, double gpu_s, double overhead_s);
 
 // A kernel moves its nominal bytes through DRAM only when its working set
 // is well beyond the L2. Below kDramBoundL2s x L2, the kernel's own writes

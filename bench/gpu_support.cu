@@ -4,13 +4,13 @@
 #include <vector>
 
 #include "bench_support.h"
-#include "cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "env/probe.h"
 #include "gpu_support.h"
-#include "l2_flush.cuh"
-#include "stream_delay.cuh"
+#include "kernels/l2_flush.cuh"
+#include "kernels/stream_delay.cuh"
 #include "telemetry.h"
-#include "vector_add.cuh"
+#include "kernels/vector_add.cuh"
 
 namespace cudabench::bench {
 
@@ -164,8 +164,8 @@ void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
 
 void cover_enqueue(cudaStream_t s) { stream_delay::delay(static_cast<std::uint64_t>(kEnqueueCover * 1e9), s); }
 
-void before_timed_kernel(cudaStream_t s) {
-  switch (options().l2_flush) {
+void before_timed_kernel(L2Flush flush, cudaStream_t s) {
+  switch (flush) {
     case L2Flush::None:
       cover_enqueue(s);
       return;
@@ -182,8 +182,7 @@ void before_timed_kernel(cudaStream_t s) {
   }
 }
 
-std::string flush_label() {
-  const L2Flush f = options().l2_flush;
+std::string flush_label(L2Flush f) {
   return f == L2Flush::None ? "L2 not flushed" : std::string("L2 flushed (") + l2_flush_name(f) + ")";
 }
 
@@ -197,11 +196,11 @@ double pcie_peak(int dev) {
   return g ? env::pcie_bytes_per_s(g->nvml.pcie_gen_max, g->nvml.pcie_width_max) : 0;
 }
 
-double flush_overhead_s(int dev) {
+double flush_overhead_s(L2Flush flush, int dev) {
   const auto* g = gpu(dev);
   const double peak = dram_peak(dev);
   double before = kEnqueueCover;
-  if (options().l2_flush != L2Flush::None && peak > 0)
+  if (flush != L2Flush::None && peak > 0)
     before = static_cast<double>(flush_buffer_bytes(g ? g->l2_bytes : 0)) / peak;
   return before + kLaunchSyncOverhead;
 }
@@ -247,10 +246,10 @@ void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std:
 
 namespace {
 
-void run_gpu_vector_add(benchmark::State& state, const std::string& what, const MakeGpuAdd& make) {
+void run_gpu_vector_add(benchmark::State& state, int dev, L2Flush flush, const std::string& what,
+                        const MakeGpuAdd& make) {
   try {
     const auto n = static_cast<std::size_t>(state.range(0));
-    const int dev = device_of(state);
     use_device(dev);
     cudaStream_t s = bench_stream();
     VectorBuffers& d = vector_buffers(n, s);
@@ -269,8 +268,8 @@ void run_gpu_vector_add(benchmark::State& state, const std::string& what, const 
     CUDA_CHECK(cudaStreamSynchronize(s));
     const double bytes = static_cast<double>(n * vector_add::kBytesPerElement);
     const std::string cache = cache_label(bytes, dev);
-    timed_gpu_loop(state, dev, s, add, [s] { before_timed_kernel(s); },
-                   cache.empty() ? flush_label() : flush_label() + "; " + cache);
+    timed_gpu_loop(state, dev, s, add, [s, flush] { before_timed_kernel(flush, s); },
+                   cache.empty() ? flush_label(flush) : flush_label(flush) + "; " + cache);
     set_vector_add_counters(state, n);
     if (cache.empty()) set_peak_counters(state, bytes, dram_peak(dev));
   } catch (const std::exception& e) {
@@ -280,14 +279,15 @@ void run_gpu_vector_add(benchmark::State& state, const std::string& what, const 
 
 }  // namespace
 
-void register_gpu_vector_add(const std::string& name, const MakeGpuAdd& make) {
+void register_gpu_vector_add(const RunOptions& run, const std::string& name, const MakeGpuAdd& make) {
+  const L2Flush flush = run.l2_flush;
   register_per_device(
-      "VectorAdd/" + name, "n", vector_sizes(),
-      [name, make](benchmark::State& st) { run_gpu_vector_add(st, name, make); },
-      [](Registered* b, std::int64_t n, int dev) {
+      run, "VectorAdd/" + name, "n", vector_sizes(),
+      [name, make, flush](benchmark::State& st, int dev) { run_gpu_vector_add(st, dev, flush, name, make); },
+      [run](Registered* b, std::int64_t n, int dev) {
         b->UseManualTime()->Unit(benchmark::kMicrosecond);
-        bound_wall_time(b, dram_time_estimate(static_cast<double>(n) * vector_add::kBytesPerElement, dev),
-                        flush_overhead_s(dev));
+        bound_wall_time(run, b, dram_time_estimate(static_cast<double>(n) * vector_add::kBytesPerElement, dev),
+                        flush_overhead_s(run.l2_flush, dev));
       });
 }
 

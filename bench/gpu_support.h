@@ -80,12 +80,12 @@ cudaStream_t bench_stream();
 void upload(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 
-// What runs on `s` before each timed kernel: the L2 flush that
-// options().l2_flush names, or with `none` a short delay. Either keeps the
+// What runs on `s` before each timed kernel: the L2 flush `flush`, or with
+// `none` a short delay. Either keeps the
 // stream busy while the host enqueues the start event, the kernel and the
 // stop event, so the host's enqueue time is not measured.
-void before_timed_kernel(cudaStream_t s);
-std::string flush_label();  // "L2 flushed (read)", ...
+void before_timed_kernel(L2Flush flush, cudaStream_t s);
+std::string flush_label(L2Flush flush);  // "L2 flushed (read)", ...
 // The delay alone, before timed work that needs no flush (copies).
 constexpr double kEnqueueCover = 30e-6;  // s
 void cover_enqueue(cudaStream_t s);
@@ -97,7 +97,7 @@ double dram_peak(int dev);  // theoretical DRAM bytes/s (0 if unknown)
 double pcie_peak(int dev);  // theoretical PCIe bytes/s per direction (0 if unknown)
 // Wall time per iteration spent outside the timed region: the flush (or
 // the delay), launch and synchronisation (for bound_wall_time).
-double flush_overhead_s(int dev);
+double flush_overhead_s(L2Flush flush, int dev);
 // Lower bounds on the GPU time to move `bytes` through DRAM, or over PCIe
 // (gen 5 x16 assumed when the link is unknown): at least the ~2 us floor
 // of a launch or copy.
@@ -123,6 +123,6 @@ using MakeGpuAdd =
 // Registers VectorAdd/<name>/n:N[/dev:D] for every size and selected device:
 // check once against the CPU (c poisoned first), warm up, then the timed
 // loop with the L2 flush; wall time bounded as bound_wall_time says.
-void register_gpu_vector_add(const std::string& name, const MakeGpuAdd& make);
+void register_gpu_vector_add(const RunOptions& run, const std::string& name, const MakeGpuAdd& make);
 
 }  // namespace cudabench::bench

@@ -7,11 +7,13 @@
 
 #include <string>
 
+#include "options.h"
+
 namespace cudabench::bench {
 void register_cpu_vector_add();
-void register_gpu_vector_add();  // kernels v1..v4, cuBLAS, Thrust, the seed's flow
-void register_transfers();
+void register_gpu_vector_add(const RunOptions& run);  // the variant table, cuBLAS, Thrust, the seed's flow
+void register_transfers(const RunOptions& run);
 // No-op without LibTorch. Returns "" or, when $CUDABENCH_DATA_DIR names a
 // folder without the dataset, the one line that says so (bad input).
-std::string register_torch(bool gpu_usable);
+std::string register_torch(const RunOptions& run, bool gpu_usable);
 }  // namespace cudabench::bench

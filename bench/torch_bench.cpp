@@ -17,9 +17,10 @@
 #include <optional>
 
 #include "bench_support.h"
-#include "idx_reader.h"
+#include "common/cli.h"
+#include "data/idx_reader.h"
 #include "registry.h"
-#include "trainer.h"
+#include "models/trainer.h"
 
 #if defined(CUDABENCH_HAVE_CUDA) && defined(CUDABENCH_TORCH_CUDA)
 #include <c10/cuda/CUDAGuard.h>
@@ -35,7 +36,6 @@ namespace {
 using models::Dataset;
 using models::TrainConfig;
 using models::Trainer;
-using models::error_line;
 
 // ---- VectorAdd through LibTorch ----
 void BM_torch_add_cpu(benchmark::State& state) {
@@ -254,19 +254,15 @@ void BM_eval(benchmark::State& state, torch::Device dev) {
   }
 }
 
-}  // namespace
-
-std::string register_torch(bool gpu_usable) {
-  {
-    auto* b = benchmark::RegisterBenchmark("VectorAdd/torch_cpu", BM_torch_add_cpu);
-    b->ArgName("n")->Unit(benchmark::kMicrosecond)->UseRealTime();
-    for (auto n : vector_sizes()) b->Arg(n);
-  }
-  const bool gpu = gpu_usable && torch::cuda::is_available();
+// VectorAdd/torch_cpu, and VectorAdd/torch_cuda where LibTorch sees the GPU.
+void register_torch_add(const RunOptions& run, bool gpu) {
+  auto* b = benchmark::RegisterBenchmark("VectorAdd/torch_cpu", BM_torch_add_cpu);
+  b->ArgName("n")->Unit(benchmark::kMicrosecond)->UseRealTime();
+  for (auto n : vector_sizes()) b->Arg(n);
 #ifdef CUDABENCH_TORCH_GPU
   if (gpu)
-    register_gpu_vector_add("torch_cuda", [](const float* a, const float* b, float* c, std::size_t n, cudaStream_t s,
-                                             int dev) -> GpuAdd {
+    register_gpu_vector_add(run, "torch_cuda", [](const float* a, const float* b, float* c, std::size_t n,
+                                                  cudaStream_t s, int dev) -> GpuAdd {
       // The tensors (from_blob queries each pointer's attributes) and the
       // stream wrapper are made here, outside the timed region.
       const auto opts = torch::TensorOptions().device(torch::kCUDA, static_cast<c10::DeviceIndex>(dev));
@@ -280,33 +276,23 @@ std::string register_torch(bool gpu_usable) {
         torch::add_out(tc, ta, tb);
       };
     });
+#else
+  (void)run;
+  (void)gpu;
 #endif
-  if (gpu_usable && !gpu) add_note("cudabench: LibTorch GPU benchmarks not run: LibTorch sees no GPU");
+}
 
-  std::string why;
-  bool bad_input = false;
-  if (!dataset(&why, &bad_input)) {
-    // A folder the user named that does not hold the dataset is bad input;
-    // Debian's dataset simply not installed only leaves these out.
-    if (const char* e = std::getenv("CUDABENCH_DATA_DIR"); e && *e && bad_input) return why;
-    add_note("cudabench: Mnist benchmarks not run: " + why);
-    return "";
-  }
+// MnistTrain/<variant>/batch:B and MnistEval/<device>/batch:1000: the CPU
+// ones once, the GPU ones per selected device.
+void register_mnist(const RunOptions& run, bool gpu) {
   // GPU work is timed with CUDA events (manual time), CPU work by the clock.
   const std::vector<int64_t> batches{64, 128, 256, 512, 1024};
-  // The CPU ones here; the GPU ones per selected device below.
-  auto reg_train = [&](const std::string& name, const TrainConfig& cfg) {
-    auto* b = benchmark::RegisterBenchmark(("MnistTrain/" + name).c_str(), BM_train, cfg, "MnistTrain/" + name);
-    b->ArgName("batch")->Unit(benchmark::kMillisecond)->UseRealTime();
-    for (auto bs : batches) b->Arg(bs);
-  };
-  auto reg_eval = [](const std::string& name, const torch::Device& dev) {
-    auto* b = benchmark::RegisterBenchmark(("MnistEval/" + name).c_str(), BM_eval, dev);
-    b->ArgName("batch")->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
-  };
-  reg_train("cpu", TrainConfig{});
-  reg_eval("cpu", torch::Device(torch::kCPU));
-  if (!gpu) return "";
+  auto* train_cpu = benchmark::RegisterBenchmark("MnistTrain/cpu", BM_train, TrainConfig{}, "MnistTrain/cpu");
+  train_cpu->ArgName("batch")->Unit(benchmark::kMillisecond)->UseRealTime();
+  for (auto bs : batches) train_cpu->Arg(bs);
+  benchmark::RegisterBenchmark("MnistEval/cpu", BM_eval, torch::Device(torch::kCPU))
+      ->ArgName("batch")->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
+  if (!gpu) return;
   // Each GPU variant: LibTorch's defaults with one thing changed, on every
   // selected device. The timed region is the whole step, so the measured
   // time is about the wall time and the budget applies as it is.
@@ -318,28 +304,45 @@ std::string register_torch(bool gpu_usable) {
       {"cuda_tf32_on", [](TrainConfig& c) { c.tf32 = true; }},
       {"cuda_tf32_off", [](TrainConfig& c) { c.tf32 = false; }},
   };
-  auto gpu_settings = [](Registered* b, int64_t, int) {
+  auto gpu_settings = [run](Registered* b, int64_t, int) {
     b->UseManualTime()->Unit(benchmark::kMillisecond);
-    bound_wall_time(b, 1.0, 0.0);
+    bound_wall_time(run, b, 1.0, 0.0);
   };
-  auto on = [](const benchmark::State& st) {
-    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(device_of(st)));
-  };
+  auto on = [](int dev) { return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(dev)); };
   for (const auto& [name, change] : variants) {
     TrainConfig cfg;
     change(cfg);
     const std::string what = "MnistTrain/" + name;
     register_per_device(
-        what, "batch", batches,
-        [cfg, what, on](benchmark::State& st) {
+        run, what, "batch", batches,
+        [cfg, what, on](benchmark::State& st, int dev) {
           TrainConfig c = cfg;
-          c.device = on(st);
+          c.device = on(dev);
           BM_train(st, c, what);
         },
         gpu_settings);
   }
   register_per_device(
-      "MnistEval/cuda", "batch", {1000}, [on](benchmark::State& st) { BM_eval(st, on(st)); }, gpu_settings);
+      run, "MnistEval/cuda", "batch", {1000}, [on](benchmark::State& st, int dev) { BM_eval(st, on(dev)); },
+      gpu_settings);
+}
+
+}  // namespace
+
+std::string register_torch(const RunOptions& run, bool gpu_usable) {
+  const bool gpu = gpu_usable && torch::cuda::is_available();
+  register_torch_add(run, gpu);
+  if (gpu_usable && !gpu) add_note("cudabench: LibTorch GPU benchmarks not run: LibTorch sees no GPU");
+  std::string why;
+  bool bad_input = false;
+  if (!dataset(&why, &bad_input)) {
+    // A folder the user named that does not hold the dataset is bad input;
+    // Debian's dataset simply not installed only leaves these out.
+    if (const char* e = std::getenv("CUDABENCH_DATA_DIR"); e && *e && bad_input) return why;
+    add_note("cudabench: Mnist benchmarks not run: " + why);
+    return "";
+  }
+  register_mnist(run, gpu);
   return "";
 }
 

@@ -3,9 +3,9 @@
 #include "registry.h"
 
 namespace cudabench::bench {
-std::string register_torch(bool) {
+std::string register_torch(const RunOptions&, bool) {
   add_note("cudabench: LibTorch benchmarks not built: this build has no LibTorch (see the configure messages and "
-           "README: LibTorch)");
+           "docs/building.md)");
   return "";
 }
 }  // namespace cudabench::bench

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "bench_support.h"
-#include "cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "gpu_support.h"
 #include "registry.h"
 
@@ -20,11 +20,10 @@ struct TransferBuffers {
   TransferBuffers(std::size_t bytes, bool pinned) : host(bytes, pinned), dev(bytes / sizeof(float)) {}
 };
 
-void BM_transfer(benchmark::State& state, bool h2d, bool pinned) {
+void BM_transfer(benchmark::State& state, int dev, bool h2d, bool pinned) {
   try {
     const auto bytes = static_cast<std::size_t>(state.range(0));
     const std::size_t n = bytes / sizeof(float);
-    const int dev = device_of(state);
     use_device(dev);
     cudaStream_t s = bench_stream();
     static LastOne<TransferBuffers> cache;
@@ -67,7 +66,7 @@ void BM_transfer(benchmark::State& state, bool h2d, bool pinned) {
 
 }  // namespace
 
-void register_transfers() {
+void register_transfers(const RunOptions& run) {
   std::vector<std::int64_t> sizes;
   for (auto n : vector_sizes()) sizes.push_back(n * static_cast<std::int64_t>(sizeof(float)));
   for (bool h2d : {true, false})
@@ -75,10 +74,11 @@ void register_transfers() {
       const std::string name = std::string("Transfer/") + (h2d ? "h2d" : "d2h") + "_" +
                                (pinned ? "pinned" : "pageable");
       register_per_device(
-          name, "bytes", sizes, [h2d, pinned](benchmark::State& st) { BM_transfer(st, h2d, pinned); },
-          [](Registered* b, std::int64_t bytes, int dev) {
+          run, name, "bytes", sizes,
+          [h2d, pinned](benchmark::State& st, int dev) { BM_transfer(st, dev, h2d, pinned); },
+          [run](Registered* b, std::int64_t bytes, int dev) {
             b->UseManualTime()->Unit(benchmark::kMicrosecond);
-            bound_wall_time(b, pcie_time_estimate(static_cast<double>(bytes), dev),
+            bound_wall_time(run, b, pcie_time_estimate(static_cast<double>(bytes), dev),
                             kEnqueueCover + kLaunchSyncOverhead);
           });
     }

@@ -18,7 +18,7 @@
 
 #include "bench_support.h"
 #include "registry.h"
-#include "vector_add.cuh"
+#include "kernels/vector_add.cuh"
 
 namespace cudabench::bench {
 namespace {

@@ -12,10 +12,10 @@
 #include <stdexcept>
 
 #include "bench_support.h"
-#include "cuda_check.h"
+#include "kernels/cuda_check.h"
 #include "gpu_support.h"
 #include "registry.h"
-#include "vector_add.cuh"
+#include "kernels/vector_add.cuh"
 
 namespace cudabench::bench {
 namespace {
@@ -71,10 +71,9 @@ struct FlowBuffers {
   }
 };
 
-void BM_flow(benchmark::State& state, bool pinned) {
+void BM_flow(benchmark::State& state, int dev, bool pinned) {
   try {
     const auto n = static_cast<std::size_t>(state.range(0));
-    const int dev = device_of(state);
     use_device(dev);
     const std::size_t bytes = n * sizeof(float);
     static LastOne<FlowBuffers> cache;
@@ -84,7 +83,7 @@ void BM_flow(benchmark::State& state, bool pinned) {
     auto flow = [&] {
       CUDA_CHECK(cudaMemcpyAsync(f.da.get(), f.ha.get(), bytes, cudaMemcpyHostToDevice, s));
       CUDA_CHECK(cudaMemcpyAsync(f.db.get(), f.hb.get(), bytes, cudaMemcpyHostToDevice, s));
-      vector_add::vector_add2(f.da.get(), f.db.get(), f.dc.get(), n, vector_add::kSeedBlock, s);
+      vector_add::vector_add(2, f.da.get(), f.db.get(), f.dc.get(), n, vector_add::kSeedBlock, s);  // the seed's launch
       CUDA_CHECK(cudaMemcpyAsync(f.hc.get(), f.dc.get(), bytes, cudaMemcpyDeviceToHost, s));
     };
     const bool good = check_once("flow " + key, [&] {
@@ -108,24 +107,24 @@ void BM_flow(benchmark::State& state, bool pinned) {
 
 }  // namespace
 
-void register_gpu_vector_add() {
+void register_gpu_vector_add(const RunOptions& run) {
   for (const auto& v : vector_add::gpu_variants()) {
     const int id = v.id;
-    register_gpu_vector_add(v.name, [id](const float* a, const float* b, float* c, std::size_t n, cudaStream_t s,
+    register_gpu_vector_add(run, v.name, [id](const float* a, const float* b, float* c, std::size_t n, cudaStream_t s,
                                          int) -> GpuAdd {
       return [=] { vector_add::vector_add(id, a, b, c, n, kBlock, s); };
     });
   }
-  register_gpu_vector_add("cublas_geam", cublas_add);
-  register_gpu_vector_add("thrust", thrust_add);
+  register_gpu_vector_add(run, "cublas_geam", cublas_add);
+  register_gpu_vector_add(run, "thrust", thrust_add);
   for (bool pinned : {false, true}) {
     register_per_device(
-        pinned ? "VectorAddFlow/pinned" : "VectorAddFlow/pageable", "n", vector_sizes(),
-        [pinned](benchmark::State& st) { BM_flow(st, pinned); },
-        [](Registered* b, std::int64_t n, int dev) {
+        run, pinned ? "VectorAddFlow/pinned" : "VectorAddFlow/pageable", "n", vector_sizes(),
+        [pinned](benchmark::State& st, int dev) { BM_flow(st, dev, pinned); },
+        [run](Registered* b, std::int64_t n, int dev) {
           b->UseManualTime()->Unit(benchmark::kMicrosecond);
           // 12 bytes per element cross PCIe.
-          bound_wall_time(b, pcie_time_estimate(static_cast<double>(n) * vector_add::kBytesPerElement, dev),
+          bound_wall_time(run, b, pcie_time_estimate(static_cast<double>(n) * vector_add::kBytesPerElement, dev),
                           kEnqueueCover + kLaunchSyncOverhead);
         });
   }

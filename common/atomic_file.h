@@ -17,7 +17,7 @@
 #include <cstring>
 #include <string>
 
-namespace cudabench::data {
+namespace cudabench {
 
 namespace detail {
 // Temporary files in progress, as fixed buffers: the signal handler may only
@@ -169,4 +169,4 @@ inline bool write_file_atomically(const std::string& path, const std::string& te
   return true;
 }
 
-}  // namespace cudabench::data
+}  // namespace cudabench

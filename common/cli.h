@@ -1,6 +1,7 @@
-// The exit-code contract of bench and train (README, "Exit codes"), and the
-// command-line helpers that keep it: a misuse is one line on stderr that
-// names the flag and what it expects, then exit 2; --help is exit 0.
+// The exit-code contract of bench and train (README, "Exit codes"), the
+// one-line error text, and the command-line helpers that keep the contract:
+// a misuse is one line on stderr that names the flag and what it expects,
+// then exit 2; --help is exit 0.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -21,6 +23,9 @@ constexpr int kExitFailed = 3;       // anything else that stopped the run (I/O,
 
 // The first line of a message (one line on stderr, whatever it holds).
 inline std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+// An exception's message for a one-line error. LibTorch's (c10::Error) puts
+// its C++ backtrace after the message, so the first line is the message.
+inline std::string error_line(const std::exception& e) { return first_line(e.what()); }
 
 // A number for messages: 0.5, 1e+06; never 309 digits.
 inline std::string short_number(double x) {

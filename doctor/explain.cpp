@@ -6,12 +6,19 @@
 // message wrapped over lines still matches.
 #include <algorithm>
 #include <cctype>
+#include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
+#include "common/cli.h"
 #include "doctor.h"
+#include "env/probe.h"
+#include "explain.h"
+#include "rules.h"
 
-namespace cudabench::env {
+namespace cudabench::doctor {
+using namespace env;
 namespace {
 
 std::string normalize(const std::string& text) {
@@ -307,4 +314,48 @@ std::string explanation_text(const Explanation& e) {
   return o.str();
 }
 
-}  // namespace cudabench::env
+namespace {
+// A library the message names: does the loader find it here? Names of one
+// library ("Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9,
+// libcudnn_ops.so}") are alternatives: one found is enough.
+std::vector<Verdict> lookups_of_named_libraries(const std::string& text, const Report& r) {
+  const auto dirs = library_search_dirs(r.toolkits, r.loaded);
+  std::map<std::string, std::vector<LibraryLookup>> by_library;
+  for (const auto& name : libraries_named(text))
+    by_library[name.substr(0, name.find(".so"))].push_back(look_up_library(name, "the pasted error", dirs));
+  std::vector<Verdict> out;
+  for (const auto& [base, lookups] : by_library) {
+    const auto found = std::find_if(lookups.begin(), lookups.end(),
+                                    [](const LibraryLookup& l) { return !l.resolved.empty(); });
+    const auto elsewhere = std::find_if(lookups.begin(), lookups.end(),
+                                        [](const LibraryLookup& l) { return !l.elsewhere.empty(); });
+    out.push_back(library_verdict(found != lookups.end()       ? *found
+                                  : elsewhere != lookups.end() ? *elsewhere
+                                                               : lookups.front()));
+  }
+  return out;
+}
+}  // namespace
+
+int explain_command(const std::string& given) {
+  std::string text = given;
+  if (text == "-") {
+    std::ostringstream in;
+    in << std::cin.rdbuf();
+    text = in.str();
+  }
+  const auto matched = match_scenarios(text);
+  if (matched.empty()) {
+    std::cerr << "bench: --explain: not a CUDA set-up error I know\n";
+    return kExitBadInput;
+  }
+  Report r = examine();
+  for (const auto* s : matched)
+    if (s->id == "library_not_found")
+      for (auto& v : lookups_of_named_libraries(text, r)) r.verdicts.push_back(std::move(v));
+  const Explanation e = explain(text, r);
+  std::cout << explanation_text(e);
+  return e.cause_found ? kExitOk : kExitWrongResult;
+}
+
+}  // namespace cudabench::doctor

@@ -11,9 +11,9 @@
 #include <cstring>
 #include <fstream>
 
-#include "probe.h"
+#include "fatbin.h"
 
-namespace cudabench::env {
+namespace cudabench::doctor {
 namespace {
 
 template <typename T>
@@ -33,8 +33,8 @@ constexpr std::uint32_t kFatbinMagic = 0xBA55ED50u;
 
 }  // namespace
 
-FatbinArchs read_fatbin_archs(const std::string& path) {
-  FatbinArchs out;
+env::FatbinArchs read_fatbin_archs(const std::string& path) {
+  env::FatbinArchs out;
   out.file = path;
   std::ifstream f(path, std::ios::binary);
   char eh[64] = {0};
@@ -146,18 +146,4 @@ FatbinArchs read_fatbin_archs(const std::string& path) {
   return out;
 }
 
-std::string fatbin_summary(const FatbinArchs& f) {
-  if (!f.read()) return f.error;
-  std::string s;
-  auto list = [&](const std::map<int, int>& m, const char* prefix) {
-    for (const auto& [sm, n] : m) {
-      s += (s.empty() ? "" : " ") + std::string(prefix) + std::to_string(sm);
-      if (n * 2 < f.containers) s += "(" + std::to_string(n) + "/" + std::to_string(f.containers) + ")";
-    }
-  };
-  list(f.sass, "sm_");
-  list(f.ptx, "compute_");
-  return s.empty() ? "no kernels" : s;
-}
-
-}  // namespace cudabench::env
+}  // namespace cudabench::doctor

@@ -1,4 +1,4 @@
-#include "verdicts.h"
+#include "rules.h"
 
 #include <unistd.h>
 
@@ -6,10 +6,9 @@
 #include <regex>
 #include <sstream>
 
-#include "doctor.h"
-#include "probe.h"
 
-namespace cudabench::env {
+namespace cudabench::doctor {
+using namespace env;
 namespace {
 using L = Verdict::Level;
 Verdict make(std::string id, L level, std::string message, std::string fix = "") {
@@ -137,16 +136,10 @@ Verdict arch_verdict(const std::string& archs, int cc_major, int cc_minor,
               "rebuild with -DCMAKE_CUDA_ARCHITECTURES including " + std::to_string(cc));
 }
 
-std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g) {
-  std::vector<Verdict> out;
-  const NvmlGpuInfo& n = g.nvml;
-  if (!n.found) return out;
-  const std::string who = "GPU " + std::to_string(g.index) + " (" + g.name + ")";
-  // nvidia-smi's -i takes its own index, which is not the CUDA ordinal
-  // (CUDA orders fastest first, after CUDA_VISIBLE_DEVICES): name the GPU by
-  // its PCI bus id, which both agree on.
-  const std::string smi = "nvidia-smi -i " + (g.pci_bus_id.empty() ? std::to_string(g.index) : g.pci_bus_id);
-  auto w = [](double x) { return std::to_string(static_cast<long long>(x + 0.5)) + " W"; };
+namespace {
+
+// Compute mode: Prohibited, or exclusive and held by another process.
+void compute_mode(const NvmlGpuInfo& n, const std::string& who, const std::string& smi, std::vector<Verdict>& out) {
   if (n.compute_mode == 2)
     out.push_back(make("gpu.compute_mode", L::Error,
                        who + " is in compute mode Prohibited: no process can create a CUDA context on it",
@@ -166,25 +159,10 @@ std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g) {
     out.push_back(make("gpu.compute_mode", L::Info,
                        who + " is in an exclusive compute mode: one process at a time; a second benchmark "
                              "process started beside this one fails with cudaErrorDevicesUnavailable"));
-  if (n.mig_current == 1)
-    out.push_back(make("gpu.mig", L::Warning,
-                       who + " has MIG enabled: CUDA sees MIG instances, each with a share of the SMs and "
-                             "memory bandwidth, so results are not those of the whole GPU",
-                       "compare only with runs on the same MIG profile, or disable MIG (nvidia-smi -mig 0)"));
-  else if (n.mig_pending >= 0 && n.mig_pending != n.mig_current)
-    out.push_back(make("gpu.mig", L::Info, who + " has a MIG mode change pending until the next GPU reset"));
-  if (n.power_limit_w > 0 && n.power_default_w > 0 && n.power_limit_w < n.power_default_w - 0.5)
-    out.push_back(make("gpu.power_limit", L::Warning,
-                       who + " has its power limit at " + w(n.power_limit_w) + ", below the default " +
-                           w(n.power_default_w) + ": under load it throttles sooner than the same GPU elsewhere",
-                       "restore the default (" + smi + " -pl " +
-                           std::to_string(static_cast<long long>(n.power_default_w + 0.5)) +
-                           ", as root), or compare only with runs at the same limit"));
-  if (n.app_sm_clock_mhz > 0 && n.max_sm_clock_mhz > 0 && n.app_sm_clock_mhz < n.max_sm_clock_mhz)
-    out.push_back(make("gpu.app_clocks", L::Info,
-                       who + " has application clocks of " + std::to_string(n.app_sm_clock_mhz) + " MHz (SM), below the " +
-                           std::to_string(n.max_sm_clock_mhz) + " MHz maximum",
-                       smi + " -rac resets them (as root)"));
+}
+
+// Memory waiting to be retired or remapped, and ECC errors.
+void memory_health(const NvmlGpuInfo& n, const std::string& who, const std::string& smi, std::vector<Verdict>& out) {
   if (n.retired_pages_pending == 1 || n.remap_pending == 1 || n.remap_failure == 1) {
     // Uncorrectable errors behind it make kernels fail now; correctable
     // ones only wait for the reset that retires or remaps their memory.
@@ -214,6 +192,41 @@ std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g) {
     out.push_back(make("gpu.ecc_errors", L::Info,
                        who + " has corrected " + std::to_string(n.ecc_volatile_corrected) +
                            " ECC errors since the driver loaded (harmless alone; watch the count)"));
+}
+
+}  // namespace
+
+std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g) {
+  std::vector<Verdict> out;
+  const NvmlGpuInfo& n = g.nvml;
+  if (!n.found) return out;
+  const std::string who = "GPU " + std::to_string(g.index) + " (" + g.name + ")";
+  // nvidia-smi's -i takes its own index, which is not the CUDA ordinal
+  // (CUDA orders fastest first, after CUDA_VISIBLE_DEVICES): name the GPU by
+  // its PCI bus id, which both agree on.
+  const std::string smi = "nvidia-smi -i " + (g.pci_bus_id.empty() ? std::to_string(g.index) : g.pci_bus_id);
+  auto w = [](double x) { return std::to_string(static_cast<long long>(x + 0.5)) + " W"; };
+  compute_mode(n, who, smi, out);
+  if (n.mig_current == 1)
+    out.push_back(make("gpu.mig", L::Warning,
+                       who + " has MIG enabled: CUDA sees MIG instances, each with a share of the SMs and "
+                             "memory bandwidth, so results are not those of the whole GPU",
+                       "compare only with runs on the same MIG profile, or disable MIG (nvidia-smi -mig 0)"));
+  else if (n.mig_pending >= 0 && n.mig_pending != n.mig_current)
+    out.push_back(make("gpu.mig", L::Info, who + " has a MIG mode change pending until the next GPU reset"));
+  if (n.power_limit_w > 0 && n.power_default_w > 0 && n.power_limit_w < n.power_default_w - 0.5)
+    out.push_back(make("gpu.power_limit", L::Warning,
+                       who + " has its power limit at " + w(n.power_limit_w) + ", below the default " +
+                           w(n.power_default_w) + ": under load it throttles sooner than the same GPU elsewhere",
+                       "restore the default (" + smi + " -pl " +
+                           std::to_string(static_cast<long long>(n.power_default_w + 0.5)) +
+                           ", as root), or compare only with runs at the same limit"));
+  if (n.app_sm_clock_mhz > 0 && n.max_sm_clock_mhz > 0 && n.app_sm_clock_mhz < n.max_sm_clock_mhz)
+    out.push_back(make("gpu.app_clocks", L::Info,
+                       who + " has application clocks of " + std::to_string(n.app_sm_clock_mhz) + " MHz (SM), below the " +
+                           std::to_string(n.max_sm_clock_mhz) + " MHz maximum",
+                       smi + " -rac resets them (as root)"));
+  memory_health(n, who, smi, out);
   if (n.pcie_width > 0 && n.pcie_width_max > 0 && n.pcie_width < n.pcie_width_max)
     out.push_back(make("gpu.pcie_width", L::Warning,
                        who + "'s PCIe link runs at x" + std::to_string(n.pcie_width) + " of x" +
@@ -227,11 +240,12 @@ std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g) {
   return out;
 }
 
-std::vector<Verdict> evaluate(const Report& r) {
-  std::vector<Verdict> out;
-  const DriverInfo& d = r.driver;
+namespace {
 
-  // The driver.
+// No libcuda at all: the GPU benchmarks are skipped (a stub on the path is
+// only a hint: it links, it never runs).
+void no_driver(const Report& r, std::vector<Verdict>& out) {
+  const DriverInfo& d = r.driver;
   if (!d.libcuda_found) {
     if (d.libcuda_is_stub)
       // No driver is the problem; the stub on the path is fine for linking
@@ -251,9 +265,10 @@ std::vector<Verdict> evaluate(const Report& r) {
                                                       : 13) +
                              " for this build)"));
   }
-  // Everything else about the driver, the runtime against it, the
-  // architectures and the libraries: the doctor's scenarios (doctor.cpp).
-  for (auto& v : doctor_verdicts(r)) out.push_back(std::move(v));
+}
+
+// The CUDA runtime this binary built with vs the one it loaded.
+void runtime_in_build(const Report& r, std::vector<Verdict>& out) {
   if (r.runtime.compiled_in && r.runtime.loaded_version &&
       r.runtime.loaded_version != r.runtime.built_version) {
     const bool older = r.runtime.loaded_version < r.runtime.built_version;
@@ -270,8 +285,11 @@ std::vector<Verdict> evaluate(const Report& r) {
                        "this build has no CUDA (nvcc was not found at configure time): "
                        "only CPU benchmarks exist",
                        "install the CUDA toolkit and reconfigure"));
+}
 
-  // How each GPU is set up (NVML).
+// How each GPU is set up (NVML).
+void gpu_setup(const Report& r, std::vector<Verdict>& out) {
+  const DriverInfo& d = r.driver;
   for (const auto& g : r.gpus)
     for (auto& v : gpu_setup_verdicts(g)) out.push_back(std::move(v));
   if (d.libcuda_found && !d.libcuda_is_stub && !d.nvml_found)
@@ -279,8 +297,10 @@ std::vector<Verdict> evaluate(const Report& r) {
                        "NVML is unavailable (" + d.nvml_error +
                            "): no clocks, power limits or throttle reasons in the report or the results",
                        "install the driver's NVML library (libnvidia-ml.so.1), part of every NVIDIA driver"));
+}
 
-  // LibTorch.
+// LibTorch's CUDA vs the kernels', and which copy of cuBLAS it gets.
+void libtorch(const Report& r, std::vector<Verdict>& out) {
   if (r.torch.compiled_in && r.runtime.compiled_in && r.torch.cuda_version) {
     const Version tv = Version::from_cuda_int(r.torch.cuda_version);
     const Version kv = Version::parse(r.build.cuda_toolkit_version);
@@ -318,8 +338,10 @@ std::vector<Verdict> evaluate(const Report& r) {
                                  "nvidia is not used for it"));
     }
   }
+}
 
-  // nvcc on PATH vs the toolkit this binary used.
+// nvcc on PATH vs the toolkit this binary used.
+void nvcc_on_path(const Report& r, std::vector<Verdict>& out) {
   if (r.runtime.compiled_in) {
     if (r.nvcc_on_path.empty()) {
       out.push_back(make("nvcc.path", L::Info,
@@ -345,7 +367,10 @@ std::vector<Verdict> evaluate(const Report& r) {
                                r.build.cuda_toolkit_version));
     }
   }
-  // A variable that names a toolkit must name one: build systems trust it.
+}
+
+// A variable that names a toolkit must name one: build systems trust it.
+void toolkit_variables(const Report& r, std::vector<Verdict>& out) {
   for (const char* k : {"CUDA_HOME", "CUDA_PATH"}) {
     const auto it = r.env_vars.find(k);
     if (it == r.env_vars.end() || it->second.empty()) continue;
@@ -364,39 +389,22 @@ std::vector<Verdict> evaluate(const Report& r) {
   }
   if (r.toolkits.empty())
     out.push_back(make("toolkits.none", L::Info, "no CUDA toolkit install found on this machine"));
+}
+
+}  // namespace
+
+std::vector<Verdict> evaluate(const Report& r) {
+  std::vector<Verdict> out;
+  no_driver(r, out);
+  // Everything else about the driver, the runtime against it, the
+  // architectures and the libraries: the doctor's scenarios.
+  for (auto& v : scenario_verdicts(r)) out.push_back(std::move(v));
+  runtime_in_build(r, out);
+  gpu_setup(r, out);
+  libtorch(r, out);
+  nvcc_on_path(r, out);
+  toolkit_variables(r, out);
   return out;
 }
 
-GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt, size_t gpus_found,
-                            size_t gpus_prohibited) {
-  GpuStatus s;
-  if (!rt.compiled_in) {
-    s.reason = "this build has no CUDA (nvcc was not found at configure time)";
-  } else if (!d.libcuda_found) {
-    s.reason = d.libcuda_is_stub
-                   ? "no NVIDIA driver: libcuda.so.1 not found (only the toolkit's stub " +
-                         d.libcuda_path + " is on the library path)"
-                   : "no NVIDIA driver: libcuda.so.1 not found";
-  } else if (d.libcuda_is_stub) {
-    s.reason = "libcuda.so.1 is the toolkit's stub (" + d.libcuda_path + "), not a driver";
-  } else if (d.visible_devices_set &&
-             (d.visible_devices.empty() || d.visible_devices == "-1")) {
-    s.reason = "no GPU visible: CUDA_VISIBLE_DEVICES='" + d.visible_devices + "'";
-  } else if (d.init_result != 0) {
-    s.reason = "the NVIDIA driver failed to start: cuInit: " + d.init_error;
-  } else if (d.device_count == 0 || gpus_found == 0) {
-    s.reason = "the NVIDIA driver is loaded but sees no GPU";
-  } else if (gpus_prohibited >= gpus_found) {
-    s.reason = "every GPU is in compute mode Prohibited (nvidia-smi -c): no CUDA context can be created";
-  } else if (d.cuda_version && rt.built_version &&
-             Version::from_cuda_int(d.cuda_version).major <
-                 Version::from_cuda_int(rt.built_version).major) {
-    s.reason = "the driver supports only CUDA " + cuda_str(d.cuda_version) +
-               ", this binary needs CUDA " + cuda_str(rt.built_version);
-  } else {
-    s.usable = true;
-  }
-  return s;
-}
-
-}  // namespace cudabench::env
+}  // namespace cudabench::doctor

@@ -1,13 +1,28 @@
-// The rules that turn a Report into verdicts a person can act on. Each rule
-// is a plain function over data so tests cover every case without a GPU.
+// The doctor's rules: each turns part of an env::Report into verdicts a
+// person can act on, with evidence and a fix. Plain functions over data, so
+// tests cover every case on fake machines without a GPU. rules.cpp holds
+// the general rules and evaluate(); scenario_rules.cpp the checks of the
+// set-up failures that explain.cpp's scenarios() lists.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "env_types.h"
+#include "env/env_types.h"
 
-namespace cudabench::env {
+namespace cudabench::doctor {
+
+using env::DriverInfo;
+using env::GpuDevice;
+using env::LibraryLookup;
+using env::Report;
+using env::Verdict;
+using env::Version;
+
+// Every verdict on a report: the general rules and every scenario's.
+std::vector<Verdict> evaluate(const Report& r);
+// The scenarios' checks alone (scenario_rules.cpp).
+std::vector<Verdict> scenario_verdicts(const Report& r);
 
 // NVIDIA's minimum Linux driver for a toolkit release (CUDA release notes,
 // "CUDA Toolkit and Corresponding Driver Versions"); "" when not in the table.
@@ -17,8 +32,8 @@ std::string min_driver_for_toolkit(const Version& toolkit);
 std::string min_driver_for_major(int major);
 
 // Does the driver (its CUDA version from cuDriverGetVersion, and its version
-// string) run this runtime?
-// `who` names the runtime ("this binary's runtime", "LibTorch's runtime").
+// string) run this runtime? `who` names the runtime ("this binary's
+// runtime", "LibTorch's runtime").
 Verdict driver_runtime_verdict(int driver_cuda, const std::string& driver_version,
                                int runtime_version,
                                const std::string& who = "this binary's runtime",
@@ -32,13 +47,29 @@ Verdict arch_verdict(const std::string& cuda_architectures, int cc_major,
 
 // Kernel module vs the user-space driver library (libcuda): an Error when
 // they differ and cuInit fails (803, an upgrade without a reboot), Info when
-// they differ and cuInit accepts it (forward compatibility). In doctor.cpp.
+// they differ and cuInit accepts it (forward compatibility).
 Verdict module_library_verdict(const DriverInfo& d);
 
 // How one GPU is set up, from NVML: compute mode, MIG, power limit,
 // application clocks, ECC errors, PCIe link width, persistence mode.
 std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g);
 
-std::vector<Verdict> evaluate(const Report& r);
+// A verdict for one library lookup (library.missing, or Ok when it resolves).
+Verdict library_verdict(const LibraryLookup& l);
 
-}  // namespace cudabench::env
+// CUDA_VISIBLE_DEVICES as CUDA reads it: a comma-separated list of indices,
+// GPU UUIDs (or unique prefixes of them) and MIG UUIDs, read up to the first
+// entry that is not valid (CUDA documents that the devices after it are
+// hidden; -1 is the usual way to write "stop here").
+struct VisibleDevices {
+  std::vector<std::string> used;  // the entries CUDA takes, in order
+  std::string stopped_at;         // the first entry it cannot take ("" when none)
+  std::string why;                // why not
+  std::vector<std::string> repeated;  // entries given twice
+};
+// `gpu_count` and `uuids` are NVML's (-1 and {} when unknown: then only the
+// syntax is checked).
+VisibleDevices parse_visible_devices(const std::string& spec, int gpu_count,
+                                     const std::vector<std::string>& uuids);
+
+}  // namespace cudabench::doctor

@@ -1,4 +1,4 @@
-#include "doctor.h"
+#include "rules.h"
 
 #include <algorithm>
 #include <cctype>
@@ -6,11 +6,11 @@
 #include <set>
 #include <sstream>
 
-#include "parsers.h"
-#include "probe.h"
-#include "verdicts.h"
+#include "env/parsers.h"
+#include "env/report.h"
 
-namespace cudabench::env {
+namespace cudabench::doctor {
+using namespace env;
 namespace {
 
 using L = Verdict::Level;
@@ -268,17 +268,19 @@ void architectures(const Report& r, std::vector<Verdict>& out) {
     }
 }
 
-// --- 8, 10, 11, 12, 19, 20 ------------------------------------------------
-void driver_presence(const Report& r, std::vector<Verdict>& out) {
-  const DriverInfo& d = r.driver;
-  const SystemInfo& s = r.system;
-  const bool fails = cuda_fails(d);
-  std::vector<std::string> gpu_nodes;
-  for (const auto& n : s.device_nodes)
-    if (n.size() > 11 && n.rfind("/dev/nvidia", 0) == 0 && std::isdigit(static_cast<unsigned char>(n[11]))) gpu_nodes.push_back(n);
-  const std::string nodes_line = "device nodes: " + (s.device_nodes.empty() ? std::string("no /dev/nvidia*") : join(s.device_nodes));
+// --- 8, 10, 11, 12, 19, 20: is the driver there, and does it reach the GPU --
 
-  // 10: the toolkit's stub loaded as the driver.
+std::vector<std::string> gpu_device_nodes(const SystemInfo& s) {
+  std::vector<std::string> out;
+  for (const auto& n : s.device_nodes)
+    if (n.size() > 11 && n.rfind("/dev/nvidia", 0) == 0 && std::isdigit(static_cast<unsigned char>(n[11])))
+      out.push_back(n);
+  return out;
+}
+
+// 10: the toolkit's stub loaded as the driver.
+void stub_library(const Report& r, std::vector<Verdict>& out) {
+  const DriverInfo& d = r.driver;
   if (d.libcuda_found && (d.libcuda_is_stub || d.init_result == 34))
     out.push_back(make("driver.stub", L::Error,
                        "libcuda.so.1 is the CUDA toolkit's link-time stub (" + d.libcuda_path +
@@ -287,87 +289,99 @@ void driver_presence(const Report& r, std::vector<Verdict>& out) {
                                          : "delete the stub copied as " + d.libcuda_path +
                                                " (a real libcuda.so.1 is a link to libcuda.so.<driver version>) and run ldconfig",
                        {cu_init_line(d), libcuda_line(d)}));
+}
 
-  // 19: WSL2.
-  if (s.wsl) {
-    std::vector<std::string> ev = {"/proc/version names Microsoft/WSL", libcuda_line(d),
-                                   std::string("/usr/lib/wsl/lib/libcuda.so.1: ") + (s.wsl_libcuda ? "present" : "absent")};
-    for (const auto& p : s.linux_libcuda) ev.push_back("a Linux driver's libcuda: " + p);
-    if (!s.linux_libcuda.empty() || (d.libcuda_found && d.libcuda_path.find("/usr/lib/wsl/") == std::string::npos))
-      out.push_back(make("driver.wsl", L::Error,
-                         "under WSL2 libcuda must be the Windows driver's, from /usr/lib/wsl/lib, but " +
-                             (d.libcuda_found && d.libcuda_path.find("/usr/lib/wsl/") == std::string::npos
-                                  ? d.libcuda_path + " loaded"
-                                  : "a Linux driver is installed inside the distribution (" + join(s.linux_libcuda) + ")") +
-                             ": it cannot reach the GPU",
-                         "remove the Linux NVIDIA driver from the distribution (apt remove 'nvidia-driver-*' "
-                         "'libnvidia-compute-*'; install only cuda-toolkit-XX-Y, never the 'cuda' or 'cuda-drivers' "
-                         "packages) and keep /usr/lib/wsl/lib first on the library path",
-                         ev));
-    else if (!d.libcuda_found && s.wsl_libcuda)
-      out.push_back(make("driver.wsl", L::Error,
-                         "the Windows driver's libcuda is in /usr/lib/wsl/lib, but the loader does not look there, so "
-                         "libcuda.so.1 is not found (\"libcuda.so: cannot open shared object file\")",
-                         "echo /usr/lib/wsl/lib > /etc/ld.so.conf.d/ld.wsl.conf && ldconfig (or add it to "
-                         "LD_LIBRARY_PATH)",
-                         ev));
-    else if (!s.wsl_libcuda)
-      out.push_back(make("driver.wsl", L::Error,
-                         "WSL2 without the Windows driver's GPU support: /usr/lib/wsl/lib/libcuda.so.1 is absent",
-                         "install a current NVIDIA driver on Windows (it brings WSL support) and run 'wsl --update'", ev));
-    return;  // WSL has no kernel module, no /dev/nvidia*, no PCI view
-  }
+// 19: WSL2, where the driver is the Windows one.
+void wsl(const Report& r, std::vector<Verdict>& out) {
+  const DriverInfo& d = r.driver;
+  const SystemInfo& s = r.system;
+  std::vector<std::string> ev = {"/proc/version names Microsoft/WSL", libcuda_line(d),
+                                 std::string("/usr/lib/wsl/lib/libcuda.so.1: ") + (s.wsl_libcuda ? "present" : "absent")};
+  for (const auto& p : s.linux_libcuda) ev.push_back("a Linux driver's libcuda: " + p);
+  const bool foreign = d.libcuda_found && d.libcuda_path.find("/usr/lib/wsl/") == std::string::npos;
+  if (!s.linux_libcuda.empty() || foreign)
+    out.push_back(make("driver.wsl", L::Error,
+                       "under WSL2 libcuda must be the Windows driver's, from /usr/lib/wsl/lib, but " +
+                           (foreign ? d.libcuda_path + " loaded"
+                                    : "a Linux driver is installed inside the distribution (" + join(s.linux_libcuda) + ")") +
+                           ": it cannot reach the GPU",
+                       "remove the Linux NVIDIA driver from the distribution (apt remove 'nvidia-driver-*' "
+                       "'libnvidia-compute-*'; install only cuda-toolkit-XX-Y, never the 'cuda' or 'cuda-drivers' "
+                       "packages) and keep /usr/lib/wsl/lib first on the library path",
+                       ev));
+  else if (!d.libcuda_found && s.wsl_libcuda)
+    out.push_back(make("driver.wsl", L::Error,
+                       "the Windows driver's libcuda is in /usr/lib/wsl/lib, but the loader does not look there, so "
+                       "libcuda.so.1 is not found (\"libcuda.so: cannot open shared object file\")",
+                       "echo /usr/lib/wsl/lib > /etc/ld.so.conf.d/ld.wsl.conf && ldconfig (or add it to "
+                       "LD_LIBRARY_PATH)",
+                       ev));
+  else if (!s.wsl_libcuda)
+    out.push_back(make("driver.wsl", L::Error,
+                       "WSL2 without the Windows driver's GPU support: /usr/lib/wsl/lib/libcuda.so.1 is absent",
+                       "install a current NVIDIA driver on Windows (it brings WSL support) and run 'wsl --update'", ev));
+}
 
-  // 11: nouveau.
+// 11: nouveau holds the GPU.
+void nouveau(const Report& r, std::vector<Verdict>& out) {
+  const SystemInfo& s = r.system;
   std::vector<std::string> nouveau_gpus;
   for (const auto& p : s.pci)
     if (p.driver == "nouveau") nouveau_gpus.push_back(p.bus_id);
-  if (s.nouveau_module_loaded || !nouveau_gpus.empty()) {
-    std::vector<std::string> ev = {std::string("/sys/module/nouveau: ") + (s.nouveau_module_loaded ? "present" : "absent"),
-                                   std::string("/sys/module/nvidia: ") + (s.nvidia_module_loaded ? "present" : "absent")};
-    for (const auto& l : pci_gpus_line(r)) ev.push_back(l);
-    out.push_back(make("driver.nouveau", fails ? L::Error : L::Warning,
-                       "the open-source nouveau driver is loaded" +
-                           (nouveau_gpus.empty() ? std::string("") : " and holds " + join(nouveau_gpus)) +
-                           ": the NVIDIA driver cannot take " + (nouveau_gpus.empty() ? "the GPU" : "those GPUs") +
-                           " while it is there",
-                       "blacklist nouveau (echo 'blacklist nouveau' > /etc/modprobe.d/blacklist-nouveau.conf; "
-                       "update-initramfs -u, or dracut -f) and reboot",
-                       ev));
-  }
+  if (!s.nouveau_module_loaded && nouveau_gpus.empty()) return;
+  std::vector<std::string> ev = {std::string("/sys/module/nouveau: ") + (s.nouveau_module_loaded ? "present" : "absent"),
+                                 std::string("/sys/module/nvidia: ") + (s.nvidia_module_loaded ? "present" : "absent")};
+  for (const auto& l : pci_gpus_line(r)) ev.push_back(l);
+  out.push_back(make("driver.nouveau", cuda_fails(r.driver) ? L::Error : L::Warning,
+                     "the open-source nouveau driver is loaded" +
+                         (nouveau_gpus.empty() ? std::string("") : " and holds " + join(nouveau_gpus)) +
+                         ": the NVIDIA driver cannot take " + (nouveau_gpus.empty() ? "the GPU" : "those GPUs") +
+                         " while it is there",
+                     "blacklist nouveau (echo 'blacklist nouveau' > /etc/modprobe.d/blacklist-nouveau.conf; "
+                     "update-initramfs -u, or dracut -f) and reboot",
+                     ev));
+}
 
-  // 12: no nvidia module.
+// 12: no nvidia module: not installed for this kernel, refused by Secure
+// Boot, or never loaded.
+void module_missing(const Report& r, std::vector<Verdict>& out) {
+  const DriverInfo& d = r.driver;
+  const SystemInfo& s = r.system;
   bool any_gpu = false;
   for (const auto& p : s.pci) any_gpu = any_gpu || p.is_gpu();
-  if (fails && !s.nvidia_module_loaded && d.kernel_module_version.empty() && (any_gpu || d.libcuda_found)) {
-    std::vector<std::string> ev = {"/sys/module/nvidia: absent", module_line(r), libcuda_line(d)};
-    for (const auto& l : pci_gpus_line(r)) ev.push_back(l);
-    ev.push_back("module files for kernel " + (s.kernel_release.empty() ? std::string("?") : s.kernel_release) + ": " +
-                 (s.module_files.empty() ? std::string("none") : join(s.module_files)));
-    ev.push_back(std::string("Secure Boot: ") + (s.secure_boot == 1 ? "on" : s.secure_boot == 0 ? "off" : "unknown"));
-    std::string cause, fix;
-    if (s.module_files.empty()) {
-      cause = "the nvidia kernel module is not loaded and not installed for the running kernel " + s.kernel_release +
-              " (the driver was never installed, or DKMS did not build it for this kernel)";
-      fix = "install the driver for this kernel (apt install nvidia-driver-XXX / linux-modules-nvidia-XXX-$(uname -r), "
-            "or dkms autoinstall), then modprobe nvidia";
-    } else if (s.secure_boot == 1) {
-      cause = "the nvidia kernel module is installed (" + s.module_files.front() +
-              ") but not loaded, and Secure Boot is on: the kernel refuses an unsigned module "
-              "(modprobe: 'Key was rejected by service'); that it simply was not loaded yet cannot be ruled out";
-      fix = "sign the module with a key enrolled by mokutil --import (DKMS does it when asked), or turn Secure Boot "
-            "off; then modprobe nvidia";
-    } else {
-      cause = "the nvidia kernel module is installed (" + s.module_files.front() +
-              ") but not loaded (modprobe failed at boot, or it was never run)";
-      fix = "modprobe nvidia and read its error (dmesg | grep NVRM)";
-    }
-    if (s.nouveau_module_loaded) cause += "; nouveau is loaded in its place (see driver.nouveau)";
-    out.push_back(make("driver.module_missing", L::Error, cause + ": nvidia-smi says it \"couldn't communicate with the NVIDIA driver\"",
-                       fix, ev));
+  if (!cuda_fails(d) || s.nvidia_module_loaded || !d.kernel_module_version.empty() || !(any_gpu || d.libcuda_found))
+    return;
+  std::vector<std::string> ev = {"/sys/module/nvidia: absent", module_line(r), libcuda_line(d)};
+  for (const auto& l : pci_gpus_line(r)) ev.push_back(l);
+  ev.push_back("module files for kernel " + (s.kernel_release.empty() ? std::string("?") : s.kernel_release) + ": " +
+               (s.module_files.empty() ? std::string("none") : join(s.module_files)));
+  ev.push_back(std::string("Secure Boot: ") + (s.secure_boot == 1 ? "on" : s.secure_boot == 0 ? "off" : "unknown"));
+  std::string cause, fix;
+  if (s.module_files.empty()) {
+    cause = "the nvidia kernel module is not loaded and not installed for the running kernel " + s.kernel_release +
+            " (the driver was never installed, or DKMS did not build it for this kernel)";
+    fix = "install the driver for this kernel (apt install nvidia-driver-XXX / linux-modules-nvidia-XXX-$(uname -r), "
+          "or dkms autoinstall), then modprobe nvidia";
+  } else if (s.secure_boot == 1) {
+    cause = "the nvidia kernel module is installed (" + s.module_files.front() +
+            ") but not loaded, and Secure Boot is on: the kernel refuses an unsigned module "
+            "(modprobe: 'Key was rejected by service'); that it simply was not loaded yet cannot be ruled out";
+    fix = "sign the module with a key enrolled by mokutil --import (DKMS does it when asked), or turn Secure Boot "
+          "off; then modprobe nvidia";
+  } else {
+    cause = "the nvidia kernel module is installed (" + s.module_files.front() +
+            ") but not loaded (modprobe failed at boot, or it was never run)";
+    fix = "modprobe nvidia and read its error (dmesg | grep NVRM)";
   }
+  if (s.nouveau_module_loaded) cause += "; nouveau is loaded in its place (see driver.nouveau)";
+  out.push_back(make("driver.module_missing", L::Error, cause + ": nvidia-smi says it \"couldn't communicate with the NVIDIA driver\"",
+                     fix, ev));
+}
 
-  // 20: a GPU the loaded driver does not claim.
+// 20: a GPU the loaded driver does not claim.
+void gpu_unknown(const Report& r, std::vector<Verdict>& out) {
+  const DriverInfo& d = r.driver;
+  const SystemInfo& s = r.system;
   std::vector<std::string> unbound;
   int pci_gpus = 0;
   for (const auto& p : s.pci)
@@ -375,38 +389,45 @@ void driver_presence(const Report& r, std::vector<Verdict>& out) {
       ++pci_gpus;
       if (p.driver.empty()) unbound.push_back(p.bus_id + " (PCI ID 10de:" + p.device_id + ")");
     }
-  if (s.nvidia_module_loaded && !unbound.empty()) {
-    std::vector<std::string> ev = pci_gpus_line(r);
-    ev.push_back(module_line(r));
-    ev.push_back("NVML lists " + std::to_string(r.nvml_gpus.size()) + " of " + std::to_string(pci_gpus) + " NVIDIA GPUs on PCI");
-    out.push_back(make("driver.gpu_unknown", fails ? L::Error : L::Warning,
-                       "the nvidia module" + (d.kernel_module_version.empty() ? std::string("") : " " + d.kernel_module_version) +
-                           " is loaded but did not take " + join(unbound) +
-                           ": either the driver is too old to know this GPU (dmesg: 'NVRM: ... is not supported by the "
-                           "NVIDIA <version> driver release'), or its initialisation of the GPU failed (dmesg: "
-                           "'RmInitAdapter failed'); the probe cannot tell these apart",
-                       "dmesg | grep NVRM says which; for a GPU newer than the driver install a driver whose release notes "
-                       "list it (a newer branch)",
-                       ev));
-  }
+  if (!s.nvidia_module_loaded || unbound.empty()) return;
+  std::vector<std::string> ev = pci_gpus_line(r);
+  ev.push_back(module_line(r));
+  ev.push_back("NVML lists " + std::to_string(r.nvml_gpus.size()) + " of " + std::to_string(pci_gpus) + " NVIDIA GPUs on PCI");
+  out.push_back(make("driver.gpu_unknown", cuda_fails(d) ? L::Error : L::Warning,
+                     "the nvidia module" + (d.kernel_module_version.empty() ? std::string("") : " " + d.kernel_module_version) +
+                         " is loaded but did not take " + join(unbound) +
+                         ": either the driver is too old to know this GPU (dmesg: 'NVRM: ... is not supported by the "
+                         "NVIDIA <version> driver release'), or its initialisation of the GPU failed (dmesg: "
+                         "'RmInitAdapter failed'); the probe cannot tell these apart",
+                     "dmesg | grep NVRM says which; for a GPU newer than the driver install a driver whose release notes "
+                     "list it (a newer branch)",
+                     ev));
+}
 
-  // 8: a container (or machine) without the device nodes.
-  if (d.libcuda_found && !d.libcuda_is_stub && (!d.device_nodes_present || gpu_nodes.empty())) {
-    const bool explained = s.nouveau_module_loaded || (!s.nvidia_module_loaded && d.kernel_module_version.empty());
-    if (!explained || !fails)
-      out.push_back(make("driver.device_nodes", fails ? L::Error : L::Warning,
-                         "libcuda is present but " + std::string(!d.device_nodes_present ? "/dev/nvidiactl" : "/dev/nvidia0..N") +
-                             " is not" + (s.container.empty() ? std::string("") : " (inside a " + s.container + " container)") +
-                             ": the process cannot reach a GPU, so CUDA reports CUDA_ERROR_NO_DEVICE (100, \"no CUDA-capable "
-                             "device is detected\")",
-                         "start the container with GPU access (docker run --gpus all, or --runtime=nvidia with "
-                         "NVIDIA_VISIBLE_DEVICES; podman --device nvidia.com/gpu=all); on a host, nvidia-modprobe -c 0 -u "
-                         "creates the nodes",
-                         {nodes_line, libcuda_line(d), cu_init_line(d),
-                          "container: " + (s.container.empty() ? std::string("none seen") : s.container)}));
-  }
+// 8: a container (or machine) without the device nodes.
+void device_nodes(const Report& r, std::vector<Verdict>& out) {
+  const DriverInfo& d = r.driver;
+  const SystemInfo& s = r.system;
+  if (!d.libcuda_found || d.libcuda_is_stub || (d.device_nodes_present && !gpu_device_nodes(s).empty())) return;
+  const bool fails = cuda_fails(d);
+  const bool explained = s.nouveau_module_loaded || (!s.nvidia_module_loaded && d.kernel_module_version.empty());
+  if (explained && fails) return;
+  const std::string nodes_line = "device nodes: " + (s.device_nodes.empty() ? std::string("no /dev/nvidia*") : join(s.device_nodes));
+  out.push_back(make("driver.device_nodes", fails ? L::Error : L::Warning,
+                     "libcuda is present but " + std::string(!d.device_nodes_present ? "/dev/nvidiactl" : "/dev/nvidia0..N") +
+                         " is not" + (s.container.empty() ? std::string("") : " (inside a " + s.container + " container)") +
+                         ": the process cannot reach a GPU, so CUDA reports CUDA_ERROR_NO_DEVICE (100, \"no CUDA-capable "
+                         "device is detected\")",
+                     "start the container with GPU access (docker run --gpus all, or --runtime=nvidia with "
+                     "NVIDIA_VISIBLE_DEVICES; podman --device nvidia.com/gpu=all); on a host, nvidia-modprobe -c 0 -u "
+                     "creates the nodes",
+                     {nodes_line, libcuda_line(d), cu_init_line(d),
+                      "container: " + (s.container.empty() ? std::string("none seen") : s.container)}));
+}
 
-  // Any other cuInit failure, as it is.
+// Any other cuInit failure, as it is.
+void init_failed(const Report& r, std::vector<Verdict>& out) {
+  const DriverInfo& d = r.driver;
   static const std::set<int> explained_codes = {34, 802, 803, 804};
   if (d.libcuda_found && d.init_result > 0 && !explained_codes.count(d.init_result))
     out.push_back(make("driver.init", L::Error, "cuInit failed: " + d.init_error,
@@ -414,6 +435,16 @@ void driver_presence(const Report& r, std::vector<Verdict>& out) {
                                               "nvidia-smi and CUDA_VISIBLE_DEVICES"
                                             : "",
                        {cu_init_line(d), libcuda_line(d), module_line(r)}));
+}
+
+void driver_presence(const Report& r, std::vector<Verdict>& out) {
+  stub_library(r, out);
+  if (r.system.wsl) return wsl(r, out);  // WSL has no kernel module, no /dev/nvidia*, no PCI view
+  nouveau(r, out);
+  module_missing(r, out);
+  gpu_unknown(r, out);
+  device_nodes(r, out);
+  init_failed(r, out);
 }
 
 // --- 9 ------------------------------------------------------------------
@@ -457,18 +488,20 @@ void visible_devices(const Report& r, std::vector<Verdict>& out) {
     out.push_back(make("driver.visible_devices", L::Ok, spec + " selects " + join(v.used), "", ev));
 }
 
-// --- 13, 14, 15 -----------------------------------------------------------
-void libraries(const Report& r, std::vector<Verdict>& out) {
+// --- 13, 14, 15: the libraries ---------------------------------------------
+
+// 13: a library this process will load later that the loader cannot find.
+void lazy_libraries(const Report& r, std::vector<Verdict>& out) {
   for (const auto& l : r.lazy_libraries)
     if (l.resolved.empty()) out.push_back(library_verdict(l));
+}
 
-  // 14: one library loaded twice (the same soname from two folders), or
-  // cuBLAS and cuBLASLt from different installs: each needs the other's
-  // exact release ("undefined symbol: cublasLt..., version libcublasLt.so.N").
-  // Different majors (libcublas.so.12 beside .so.13) are separate libraries
-  // with versioned symbols; torch.cuda_differs speaks of those.
-  std::map<std::string, std::vector<const LoadedLibrary*>> by_soname;
-  for (const auto& l : r.loaded) by_soname[l.name].push_back(&l);
+using BySoname = std::map<std::string, std::vector<const LoadedLibrary*>>;
+
+// 14: one library loaded twice (the same soname from two folders).
+// Different majors (libcublas.so.12 beside .so.13) are separate libraries
+// with versioned symbols; torch.cuda_differs speaks of those.
+void duplicate_libraries(const BySoname& by_soname, std::vector<Verdict>& out) {
   static const std::set<std::string> watched = {"libcublas", "libcublasLt", "libcudnn", "libnccl", "libcudart",
                                                 "libnvrtc", "libcusparse", "libcufft", "libcurand", "libnvJitLink"};
   for (const auto& [soname, libs] : by_soname) {
@@ -483,6 +516,11 @@ void libraries(const Report& r, std::vector<Verdict>& out) {
                            "(\"undefined symbol\", crashes, or the older copy's bugs)",
                        "keep one copy: take the other's folder out of LD_LIBRARY_PATH (or stop preloading it)", ev));
   }
+}
+
+// 14: cuBLAS and cuBLASLt from different installs: each needs the other's
+// exact release ("undefined symbol: cublasLt..., version libcublasLt.so.N").
+void cublas_pair(const BySoname& by_soname, std::vector<Verdict>& out) {
   for (const auto& [soname, libs] : by_soname) {
     if (soname.rfind("libcublas.so.", 0) != 0) continue;
     const auto lt = by_soname.find("libcublasLt.so." + soname.substr(13));
@@ -502,6 +540,10 @@ void libraries(const Report& r, std::vector<Verdict>& out) {
                        {soname + ": " + a + (va.empty() ? "" : " (" + va + ")"),
                         lt->first + ": " + b + (vb.empty() ? "" : " (" + vb + ")")}));
   }
+}
+
+// 14: cuBLAS or cuDNN older than the build's.
+void older_than_built(const Report& r, std::vector<Verdict>& out) {
   auto cublas_str = [](int v) {
     return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + "." + std::to_string(v % 100);
   };
@@ -535,10 +577,12 @@ void libraries(const Report& r, std::vector<Verdict>& out) {
                        "folder out of LD_LIBRARY_PATH",
                        {"cuDNN built: " + std::to_string(r.torch.cudnn_built), "cuDNN loaded: " + std::to_string(r.torch.cudnn_runtime) + " " + path}));
   }
+}
 
-  // 15: the toolkit an extension build would use vs LibTorch's CUDA. Like
-  // torch.utils.cpp_extension: CUDA_HOME, else the nvcc on PATH, else
-  // /usr/local/cuda.
+// 15: the toolkit an extension build would use vs LibTorch's CUDA. Like
+// torch.utils.cpp_extension: CUDA_HOME, else the nvcc on PATH, else
+// /usr/local/cuda.
+void extension_toolkit(const Report& r, std::vector<Verdict>& out) {
   if (!r.torch.compiled_in || !r.torch.cuda_version) return;
   const ToolkitInstall* ext = nullptr;
   std::string via;
@@ -573,6 +617,16 @@ void libraries(const Report& r, std::vector<Verdict>& out) {
   else
     out.push_back(make("nvcc.torch", L::Ok,
                        "extension builds pick CUDA " + kv.major_minor() + " (" + ext->root + "), as LibTorch's", "", ev));
+}
+
+void libraries(const Report& r, std::vector<Verdict>& out) {
+  lazy_libraries(r, out);
+  BySoname by_soname;
+  for (const auto& l : r.loaded) by_soname[l.name].push_back(&l);
+  duplicate_libraries(by_soname, out);
+  cublas_pair(by_soname, out);
+  older_than_built(r, out);
+  extension_toolkit(r, out);
 }
 
 // --- 16, 17, 18 (NVML's view of every GPU, CUDA-visible or not) ----------
@@ -717,7 +771,7 @@ Verdict library_verdict(const LibraryLookup& l) {
               "install " + what + ", or use a build made for the CUDA this machine has", ev);
 }
 
-std::vector<Verdict> doctor_verdicts(const Report& r) {
+std::vector<Verdict> scenario_verdicts(const Report& r) {
   std::vector<Verdict> out;
   driver_presence(r, out);
   driver_versions(r, out);
@@ -730,4 +784,4 @@ std::vector<Verdict> doctor_verdicts(const Report& r) {
   return out;
 }
 
-}  // namespace cudabench::env
+}  // namespace cudabench::doctor

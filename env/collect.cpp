@@ -1,12 +1,10 @@
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <sstream>
 
 #include "build_info.h"
 #include "parsers.h"
 #include "probe.h"
-#include "verdicts.h"
 
 extern char** environ;
 
@@ -25,6 +23,38 @@ BuildInfo build_info() {
   b.torch_version = CUDABENCH_BUILD_TORCH_VERSION;
   b.git_revision = CUDABENCH_BUILD_GIT_REVISION;
   return b;
+}
+
+GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt, size_t gpus_found,
+                            size_t gpus_prohibited) {
+  GpuStatus s;
+  if (!rt.compiled_in) {
+    s.reason = "this build has no CUDA (nvcc was not found at configure time)";
+  } else if (!d.libcuda_found) {
+    s.reason = d.libcuda_is_stub
+                   ? "no NVIDIA driver: libcuda.so.1 not found (only the toolkit's stub " +
+                         d.libcuda_path + " is on the library path)"
+                   : "no NVIDIA driver: libcuda.so.1 not found";
+  } else if (d.libcuda_is_stub) {
+    s.reason = "libcuda.so.1 is the toolkit's stub (" + d.libcuda_path + "), not a driver";
+  } else if (d.visible_devices_set &&
+             (d.visible_devices.empty() || d.visible_devices == "-1")) {
+    s.reason = "no GPU visible: CUDA_VISIBLE_DEVICES='" + d.visible_devices + "'";
+  } else if (d.init_result != 0) {
+    s.reason = "the NVIDIA driver failed to start: cuInit: " + d.init_error;
+  } else if (d.device_count == 0 || gpus_found == 0) {
+    s.reason = "the NVIDIA driver is loaded but sees no GPU";
+  } else if (gpus_prohibited >= gpus_found) {
+    s.reason = "every GPU is in compute mode Prohibited (nvidia-smi -c): no CUDA context can be created";
+  } else if (d.cuda_version && rt.built_version &&
+             Version::from_cuda_int(d.cuda_version).major <
+                 Version::from_cuda_int(rt.built_version).major) {
+    s.reason = "the driver supports only CUDA " + Version::from_cuda_int(d.cuda_version).major_minor() +
+               ", this binary needs CUDA " + Version::from_cuda_int(rt.built_version).major_minor();
+  } else {
+    s.usable = true;
+  }
+  return s;
 }
 
 const Report& collect() {
@@ -47,13 +77,6 @@ const Report& collect() {
     r.loaded = loaded_libraries();
     r.toolkits = discover_toolkits(DiscoveryInput::from_process(r.loaded));
     r.lazy_libraries = probe_lazy_libraries(r);
-    if (r.runtime.compiled_in) {
-      std::error_code ec;
-      const auto exe = std::filesystem::canonical("/proc/self/exe", ec);
-      r.binary_fatbin = read_fatbin_archs(ec ? "/proc/self/exe" : exe.string());
-    }
-    for (const auto& l : r.loaded)
-      if (l.name == "libtorch_cuda.so") r.torch_fatbin = read_fatbin_archs(l.path);
     if (const char* p = std::getenv("PATH")) {
       r.nvcc_on_path = find_on_path(p, "nvcc");
       std::stringstream ss(p);
@@ -68,7 +91,6 @@ const Report& collect() {
           "CUDA_PATH", "CONDA_PREFIX", "VIRTUAL_ENV", "CUBLAS_WORKSPACE_CONFIG",
           "PYTORCH_CUDA_ALLOC_CONF", "CUDA_CACHE_DISABLE", "CUDA_FORCE_PTX_JIT"})
       if (const char* v = std::getenv(k)) r.env_vars[k] = v;
-    r.verdicts = evaluate(r);
     return r;
   }();
   return report;

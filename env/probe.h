@@ -1,6 +1,7 @@
 // Probes: each fills one part of env::Report from the running process and
-// the machine. collect() runs them all and applies the verdict rules; it is
-// the one place that decides whether a GPU is usable and why not.
+// the machine. collect() runs them all; it is the one place that decides
+// whether a GPU is usable and why not. The doctor (doctor/) judges what
+// they found.
 #pragma once
 
 #include <map>
@@ -25,11 +26,6 @@ SystemInfo probe_system(const std::string& root = "/");
 std::string probe_root();
 // Every GPU NVML lists, in NVML's order, with what it says of each.
 std::vector<NvmlGpuInfo> probe_nvml_gpus();
-// The architectures in an ELF file's CUDA fatbins.
-FatbinArchs read_fatbin_archs(const std::string& path);
-// "sm_80 sm_90 compute_90" (an arch held by under half of the containers
-// shows its count: "sm_89(1/444)"), or why the file was not read.
-std::string fatbin_summary(const FatbinArchs& f);
 // Whether the loader finds `name` (dlopen, first in `first_dir` when given,
 // as cuDNN looks beside itself), and when not, which of `search_dirs` holds a
 // copy.
@@ -99,8 +95,8 @@ double pcie_bytes_per_s(int generation, int width);
 GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt,
                             size_t gpus_found, size_t gpus_prohibited = 0);
 
-// Everything, with verdicts. Cached: the first call probes, later calls
-// return the same report.
+// Every probe's findings, without verdicts (doctor::examine() adds them).
+// Cached: the first call probes, later calls return the same report.
 const Report& collect();
 
 }  // namespace cudabench::env

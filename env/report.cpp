@@ -1,6 +1,7 @@
 #include "report.h"
 
 #include <iomanip>
+#include <map>
 #include <sstream>
 
 #include "parsers.h"
@@ -96,6 +97,20 @@ nlohmann::json nvml_json(const NvmlGpuInfo& n) {
 }
 
 }  // namespace
+
+std::string fatbin_summary(const FatbinArchs& f) {
+  if (!f.read()) return f.error;
+  std::string s;
+  auto list = [&](const std::map<int, int>& m, const char* prefix) {
+    for (const auto& [sm, n] : m) {
+      s += (s.empty() ? "" : " ") + std::string(prefix) + std::to_string(sm);
+      if (n * 2 < f.containers) s += "(" + std::to_string(n) + "/" + std::to_string(f.containers) + ")";
+    }
+  };
+  list(f.sass, "sm_");
+  list(f.ptx, "compute_");
+  return s.empty() ? "no kernels" : s;
+}
 
 bool has_errors(const Report& r) {
   for (const auto& v : r.verdicts)

@@ -18,5 +18,8 @@ nlohmann::json to_json(const Report& r);
 // the CUDA device `device` (the first one benchmarked).
 std::vector<std::pair<std::string, std::string>> context_entries(const Report& r, int device = 0);
 bool has_errors(const Report& r);
+// "sm_80 sm_90 compute_90" (an arch held by under half of the containers
+// shows its count: "sm_89(1/444)"), or why the file was not read.
+std::string fatbin_summary(const FatbinArchs& f);
 
 }  // namespace cudabench::env

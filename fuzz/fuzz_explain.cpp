@@ -10,11 +10,14 @@
 #include <cstdint>
 #include <string>
 
-#include "env/doctor.h"
-#include "env/probe.h"
+#include "doctor/explain.h"
+#include "doctor/fatbin.h"
+#include "doctor/rules.h"
+#include "env/report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace cudabench::env;
+  using namespace cudabench::doctor;
   if (size < 1) return 0;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   switch (data[0] % 4) {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "idx_reader.h"
+#include "data/idx_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace cudabench::data;

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "idx_reader.h"
+#include "data/idx_reader.h"
 
 extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
 

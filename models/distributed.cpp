@@ -1,8 +1,7 @@
 #include "distributed.h"
 
-#include "cli_support.h"  // short_number
+#include "common/cli.h"  // short_number
 #include "env/probe.h"    // command_output
-#include "trainer.h"      // error_line
 
 #include <netdb.h>
 

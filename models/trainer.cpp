@@ -113,12 +113,6 @@ void set_tf32(bool on) {
   at::globalContext().setAllowTF32CuDNN(on);
 }
 
-std::string error_line(const std::exception& e) {
-  const auto* c10e = dynamic_cast<const c10::Error*>(&e);
-  const std::string m = c10e ? c10e->what_without_backtrace() : e.what();
-  return m.substr(0, m.find('\n'));
-}
-
 Dataset to_dataset(const data::MnistSplit& split, torch::Device device, int64_t limit) {
   const auto& im = split.images;
   if (im.rows != kImageSide || im.cols != kImageSide)

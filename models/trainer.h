@@ -15,7 +15,7 @@
 #include <ATen/cuda/CUDAGraph.h>
 #endif
 
-#include "idx_reader.h"
+#include "data/idx_reader.h"
 #include "mnist_cnn.h"
 
 namespace cudabench::models {
@@ -51,10 +51,6 @@ struct Dataset {
   int64_t size() const { return images.size(0); }
 };
 Dataset to_dataset(const data::MnistSplit& split, torch::Device device, int64_t limit = -1);
-
-// An exception's message for a one-line error: LibTorch's (c10::Error)
-// without the C++ backtrace its what() carries, and only the first line.
-std::string error_line(const std::exception& e);
 
 struct EpochStats {
   int epoch = 0;

@@ -8,10 +8,10 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "bench_support.h"
-#include "stable_names.h"
-#include "telemetry.h"
-#include "vector_add.cuh"
+#include "bench/bench_support.h"
+#include "bench/stable_names.h"
+#include "bench/telemetry.h"
+#include "kernels/vector_add.cuh"
 
 using namespace cudabench::bench;
 namespace nvml = cudabench::env::nvml;
@@ -50,7 +50,32 @@ TEST(Devices, BadListsNameTheProblem) {
 TEST(L2Flush, NamesRoundTrip) {
   for (L2Flush f : {L2Flush::Read, L2Flush::Memset, L2Flush::None}) EXPECT_EQ(parse_l2_flush(l2_flush_name(f)), f);
   EXPECT_FALSE(parse_l2_flush("write").has_value());
-  EXPECT_EQ(options().l2_flush, L2Flush::Read);  // the default
+  EXPECT_EQ(RunOptions{}.l2_flush, L2Flush::Read);  // the default
+}
+
+// Google Benchmark's flags are read once: what bench needs is taken out,
+// the output file becomes a sink, and everything is passed on in order.
+TEST(BenchmarkFlags, ReadOnceAndPassedOn) {
+  BenchmarkFlags f;
+  EXPECT_EQ(parse_benchmark_flags({"--benchmark_filter=^VectorAdd/", "--benchmark_out=r.json",
+                                   "--benchmark_list_tests=false", "--benchmark_min_time=0.1", "--other"},
+                                  &f),
+            "");
+  EXPECT_EQ(f.filter, "^VectorAdd/");
+  EXPECT_EQ(f.out_path, "r.json");
+  EXPECT_EQ(f.out_format, "json");
+  EXPECT_FALSE(f.list_only);
+  EXPECT_TRUE(f.user_min_time);
+  EXPECT_EQ(f.pass_on, (std::vector<std::string>{"--benchmark_filter=^VectorAdd/", "--benchmark_out=/dev/null",
+                                                 "--benchmark_list_tests=false", "--benchmark_min_time=0.1",
+                                                 "--other"}));
+  BenchmarkFlags bad;
+  EXPECT_EQ(parse_benchmark_flags({"--benchmark_filter=-(x"}, &bad).rfind("--benchmark_filter=-(x: expected a "
+                                                                         "regular expression",
+                                                                         0),
+            0u);
+  EXPECT_EQ(parse_benchmark_flags({"--benchmark_list_tests"}, &bad), "");
+  EXPECT_TRUE(bad.list_only);
 }
 
 // The timed phase of a benchmark runs about min_time / gpu iterations of
@@ -137,30 +162,28 @@ std::string run_names(const std::string& filter) {
 
 TEST(PerDevice, OneDeviceKeepsNamesSeveralAddDev) {
   std::vector<int> seen;
-  auto fn = [&seen](benchmark::State& st) {
-    seen.push_back(device_of(st));
+  auto fn = [&seen](benchmark::State& st, int dev) {
+    seen.push_back(dev);
     for (auto _ : st) {
     }
   };
   auto settings = [](Registered* b, std::int64_t, int) { b->Iterations(1); };
-  options().devices = {2};
-  register_per_device("TestOne/x", "n", {4}, fn, settings);
-  options().devices = {0, 3};
-  register_per_device("TestTwo/x", "n", {4, 8}, fn, settings);
+  RunOptions one, two;
+  one.devices = {2};
+  two.devices = {0, 3};
+  register_per_device(one, "TestOne/x", "n", {4}, fn, settings);
+  register_per_device(two, "TestTwo/x", "n", {4, 8}, fn, settings);
 
-  options().devices = {2};
   std::string names = run_names("^TestOne/");
   EXPECT_NE(names.find("TestOne/x/n:4/iterations:1"), std::string::npos) << names;
   EXPECT_EQ(names.find("dev:"), std::string::npos) << names;
   EXPECT_EQ(seen, (std::vector<int>{2}));
 
   seen.clear();
-  options().devices = {0, 3};
   names = run_names("^TestTwo/");
   for (const char* n : {"TestTwo/x/n:4/dev:0/", "TestTwo/x/n:4/dev:3/", "TestTwo/x/n:8/dev:0/", "TestTwo/x/n:8/dev:3/"})
     EXPECT_NE(names.find(n), std::string::npos) << n << " in\n" << names;
   EXPECT_EQ(seen, (std::vector<int>{0, 3, 0, 3}));
-  options().devices = {0};
 }
 
 TEST(StableNames, ResultsCarryNoMinTime) {

@@ -12,11 +12,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "env/doctor.h"
+#include "doctor/explain.h"
+#include "doctor/fatbin.h"
 #include "env/probe.h"
-#include "env/verdicts.h"
+#include "doctor/rules.h"
+#include "env/report.h"
 
 using namespace cudabench::env;
+using namespace cudabench::doctor;
 using L = Verdict::Level;
 namespace fs = std::filesystem;
 
@@ -234,7 +237,7 @@ TEST(Doctor, PtxFromANewerToolkitThanTheDriver) {
   r.binary_fatbin.sass = {{80, 1}};
   r.binary_fatbin.ptx = {{80, 1}};
   r.driver.cuda_version = 12080;
-  const auto vs = doctor_verdicts(r);
+  const auto vs = scenario_verdicts(r);
   const Verdict* arch = find(vs, "binary.arch", L::Warning);
   ASSERT_NE(arch, nullptr) << all(vs);
   const Verdict* ptx = find(vs, "binary.ptx_version", L::Error);
@@ -245,7 +248,7 @@ TEST(Doctor, PtxFromANewerToolkitThanTheDriver) {
   EXPECT_NE(ptx->evidence.at(0).find("compute_80"), std::string::npos);
   // A driver as new as the toolkit JIT-compiles it: no 222.
   r.driver.cuda_version = 13000;
-  EXPECT_EQ(find(doctor_verdicts(r), "binary.ptx_version", L::Error), nullptr);
+  EXPECT_EQ(find(scenario_verdicts(r), "binary.ptx_version", L::Error), nullptr);
 }
 
 TEST(Doctor, LibTorchsCudaAgainstTheDriver) {
@@ -255,7 +258,7 @@ TEST(Doctor, LibTorchsCudaAgainstTheDriver) {
   r.torch.compiled_in = true;
   r.torch.version = "2.11.0";
   r.torch.cuda_version = 13000;
-  const auto vs = doctor_verdicts(r);
+  const auto vs = scenario_verdicts(r);
   const Verdict* t = find(vs, "torch.driver_compat", L::Error);
   ASSERT_NE(t, nullptr) << all(vs);
   EXPECT_NE(t->message.find("LibTorch's runtime is CUDA 13.0"), std::string::npos) << t->message;
@@ -287,7 +290,7 @@ TEST(Doctor, CuDnnPartsMissingBesideTheLoadedCuDnn) {
   for (const auto& l : r.lazy_libraries)
     if (l.name != "libcudnn_engines_precompiled.so.9")
       EXPECT_EQ(l.resolved, fs::canonical(dir / "cudnn" / l.name).string());
-  const auto vs = doctor_verdicts(r);
+  const auto vs = scenario_verdicts(r);
   const Verdict* v = find(vs, "library.missing", L::Error);
   ASSERT_NE(v, nullptr) << all(vs);
   EXPECT_NE(v->message.find("libcudnn_engines_precompiled.so.9 (needed by cuDNN 9 ("), std::string::npos) << v->message;
@@ -305,7 +308,7 @@ TEST(Doctor, CuBlasAndCuDnnOlderThanTheBuild) {
   r.torch.compiled_in = true;
   r.torch.cudnn_built = 91900;
   r.torch.cudnn_runtime = 90100;  // cuDNN 9.1 where 9.19 was built
-  const auto vs = doctor_verdicts(r);
+  const auto vs = scenario_verdicts(r);
   int older = 0;
   for (const auto& v : vs)
     if (v.id == "libs.older_than_built" && v.level == L::Error) {
@@ -317,7 +320,7 @@ TEST(Doctor, CuBlasAndCuDnnOlderThanTheBuild) {
   // The same versions: nothing to say.
   r.libs.cublas_loaded = 130100;
   r.torch.cudnn_runtime = 91900;
-  const auto ok = doctor_verdicts(r);
+  const auto ok = scenario_verdicts(r);
   EXPECT_EQ(std::count_if(ok.begin(), ok.end(), [](const Verdict& v) { return v.id == "libs.older_than_built"; }), 0);
 }
 
@@ -326,7 +329,7 @@ TEST(Doctor, CuBlasAndCuBlasLtFromDifferentInstalls) {
   Report r = working();
   r.loaded.push_back({"libcublas.so.12", "/venv/site-packages/nvidia/cublas/lib/libcublas.so.12.4.5.8"});
   r.loaded.push_back({"libcublasLt.so.12", "/usr/lib/x86_64-linux-gnu/libcublasLt.so.12.1.3.1"});
-  auto vs = doctor_verdicts(r);
+  auto vs = scenario_verdicts(r);
   const Verdict* v = find(vs, "libs.duplicate", L::Error);
   ASSERT_NE(v, nullptr) << all(vs);
   EXPECT_NE(v->message.find("cuBLAS and cuBLASLt come from different installs"), std::string::npos);
@@ -334,15 +337,15 @@ TEST(Doctor, CuBlasAndCuBlasLtFromDifferentInstalls) {
   EXPECT_NE(v->evidence.at(1).find("(12.1.3.1)"), std::string::npos);
   // The same release from another folder: harmless.
   r.loaded.back().path = "/usr/local/cuda-12.4/lib64/libcublasLt.so.12.4.5.8";
-  vs = doctor_verdicts(r);
+  vs = scenario_verdicts(r);
   EXPECT_EQ(find(vs, "libs.duplicate", L::Error), nullptr) << all(vs);
   // Unknown releases in two folders: said.
   r.loaded.back().path = "/usr/local/cuda-12.4/lib64/libcublasLt.so.12";
   r.loaded[r.loaded.size() - 2].path = "/venv/nvidia/cublas/lib/libcublas.so.12";
-  EXPECT_NE(find(doctor_verdicts(r), "libs.duplicate", L::Error), nullptr);
+  EXPECT_NE(find(scenario_verdicts(r), "libs.duplicate", L::Error), nullptr);
   // One install: no verdict.
   r.loaded.back().path = "/venv/nvidia/cublas/lib/libcublasLt.so.12";
-  vs = doctor_verdicts(r);
+  vs = scenario_verdicts(r);
   EXPECT_EQ(find(vs, "libs.duplicate", L::Error), nullptr) << all(vs);
 }
 
@@ -353,11 +356,11 @@ TEST(Doctor, CuDnnNeedsTheBuiltMajorAndAtLeastItsMinor) {
   for (const auto& [runtime, bad] : std::vector<std::pair<long, bool>>{
            {91900, false}, {91901, false}, {92000, false}, {91800, true}, {90100, true}, {8902, true}}) {
     r.torch.cudnn_runtime = runtime;
-    EXPECT_EQ(find(doctor_verdicts(r), "libs.older_than_built", L::Error) != nullptr, bad) << runtime;
+    EXPECT_EQ(find(scenario_verdicts(r), "libs.older_than_built", L::Error) != nullptr, bad) << runtime;
   }
 }
 
 TEST(Doctor, AWorkingMachineHasNoErrorOrWarning) {
-  const auto vs = doctor_verdicts(working());
+  const auto vs = scenario_verdicts(working());
   for (const auto& v : vs) EXPECT_TRUE(v.level == L::Ok || v.level == L::Info) << v.id << ": " << v.message;
 }

@@ -15,11 +15,12 @@
 
 #include "env/nvml.h"
 #include "env/probe.h"
-#include "env/verdicts.h"
-#include "telemetry.h"
+#include "doctor/rules.h"
+#include "bench/telemetry.h"
 
 namespace fs = std::filesystem;
 using namespace cudabench::env;
+using namespace cudabench::doctor;
 using cudabench::bench::Telemetry;
 using L = Verdict::Level;
 

@@ -9,9 +9,10 @@
 
 #include "env/probe.h"
 #include "env/report.h"
-#include "env/verdicts.h"
+#include "doctor/rules.h"
 
 using namespace cudabench::env;
+using namespace cudabench::doctor;
 using L = Verdict::Level;
 namespace fs = std::filesystem;
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "idx_fixture.h"
-#include "idx_reader.h"
+#include "data/idx_reader.h"
 
 namespace fs = std::filesystem;
 using namespace cudabench::data;

@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "launch.h"
+#include "models/launch.h"
 
 namespace cb = cudabench::models;
 

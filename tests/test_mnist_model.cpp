@@ -5,8 +5,8 @@
 #include <torch/torch.h>
 
 #include "env/probe.h"
-#include "idx_reader.h"
-#include "trainer.h"
+#include "data/idx_reader.h"
+#include "models/trainer.h"
 
 #ifdef CUDABENCH_TORCH_CUDA
 #include <ATen/cuda/CUDAGraph.h>

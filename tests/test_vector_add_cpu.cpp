@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "vector_add.cuh"
+#include "kernels/vector_add.cuh"
 
 namespace va = cudabench::vector_add;
 

@@ -1,0 +1,241 @@
+#include "options.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <regex>
+#include <stdexcept>
+
+#include "common/atomic_file.h"
+#include "common/cli.h"
+
+namespace cudabench::bench {
+
+const char* l2_flush_name(L2Flush f) {
+  switch (f) {
+    case L2Flush::Read: return "read";
+    case L2Flush::Memset: return "memset";
+    case L2Flush::None: return "none";
+  }
+  return "?";
+}
+
+std::optional<L2Flush> parse_l2_flush(const std::string& s) {
+  for (L2Flush f : {L2Flush::Read, L2Flush::Memset, L2Flush::None})
+    if (s == l2_flush_name(f)) return f;
+  return std::nullopt;
+}
+
+std::vector<int> parse_devices(const std::string& spec, int available) {
+  std::vector<int> out;
+  if (spec == "all") {
+    for (int i = 0; i < available; ++i) out.push_back(i);
+    if (out.empty()) throw std::invalid_argument("--devices all: no GPU is usable");
+    return out;
+  }
+  std::vector<std::string> items{""};
+  for (char c : spec) {
+    if (c == ',') items.emplace_back();
+    else items.back() += c;
+  }
+  if (spec.empty()) throw std::invalid_argument("--devices: empty list (give 'all' or a list such as 0,2)");
+  for (const std::string& item : items) {
+    std::size_t used = 0;
+    int d = -1;
+    try {
+      d = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || d < 0)
+      throw std::invalid_argument("--devices " + spec + ": '" + item +
+                                  "' is not a device number (give 'all' or a list such as 0,2)");
+    if (d >= available)
+      throw std::invalid_argument("--devices " + spec + ": there is no GPU " + std::to_string(d) + " (" +
+                                  std::to_string(available) + " usable: 0.." + std::to_string(available - 1) + ")");
+    if (std::find(out.begin(), out.end(), d) != out.end())
+      throw std::invalid_argument("--devices " + spec + ": GPU " + std::to_string(d) + " is listed twice");
+    out.push_back(d);
+  }
+  return out;
+}
+
+namespace {
+
+bool parse_long(const std::string& v, long long* out) {
+  if (v.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  *out = std::strtoll(v.c_str(), &end, 10);
+  return *end == '\0' && errno != ERANGE;
+}
+
+bool parse_finite(const std::string& v, double* out) {
+  if (v.empty()) return false;
+  char* end = nullptr;
+  *out = std::strtod(v.c_str(), &end);
+  return *end == '\0' && std::isfinite(*out);
+}
+
+bool is_bool_flag(const std::string& flag) {
+  for (const char* f : {"--benchmark_list_tests", "--benchmark_enable_random_interleaving",
+                        "--benchmark_report_aggregates_only", "--benchmark_display_aggregates_only",
+                        "--benchmark_counters_tabular", "--benchmark_dry_run"})
+    if (flag == f) return true;
+  return false;
+}
+
+// What `v` must be for `flag`, when it is not: "" when it is fine or the
+// flag is not one bench checks.
+std::string expected_value(const std::string& flag, bool has_value, const std::string& v) {
+  long long n = 0;
+  double x = 0;
+  if (flag == "--benchmark_repetitions")
+    return parse_long(v, &n) && n >= 1 && n <= 100000 ? "" : "a whole number in 1..100000";
+  if (flag == "--benchmark_min_time")  // Google Benchmark 1.7 (the one built here) takes seconds only
+    return parse_finite(v, &x) && x > 0 && x <= 1e6 ? "" : "seconds > 0, e.g. 0.5";
+  if (flag == "--benchmark_min_warmup_time") return parse_finite(v, &x) && x >= 0 && x <= 1e6 ? "" : "seconds >= 0";
+  if (flag == "--benchmark_format" || flag == "--benchmark_out_format")
+    return v == "console" || v == "json" || v == "csv" ? "" : "console, json or csv";
+  if (flag == "--benchmark_time_unit") return v == "ns" || v == "us" || v == "ms" || v == "s" ? "" : "ns, us, ms or s";
+  if (flag == "--benchmark_out") return v.empty() ? "a file name" : "";
+  if (flag == "--benchmark_filter") {
+    try {
+      std::regex check(!v.empty() && v[0] == '-' ? v.substr(1) : v, std::regex::extended);
+    } catch (const std::regex_error& e) {
+      return std::string("a regular expression (") + e.what() + ")";
+    }
+    return "";
+  }
+  if (is_bool_flag(flag)) return !has_value || parse_benchmark_bool(v) ? "" : "true or false";
+  if (flag == "--v") return parse_long(v, &n) && n >= 0 && n <= 100 ? "" : "a verbosity in 0..100";
+  return "";
+}
+
+}  // namespace
+
+std::optional<bool> parse_benchmark_bool(const std::string& value) {
+  std::string v = value;
+  for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v.empty() || v == "true" || v == "1" || v == "yes" || v == "on" || v == "t" || v == "y") return true;
+  if (v == "false" || v == "0" || v == "no" || v == "off" || v == "f" || v == "n") return false;
+  return std::nullopt;
+}
+
+std::string parse_benchmark_flags(const std::vector<std::string>& args, BenchmarkFlags* out) {
+  for (const std::string& a : args) {
+    out->pass_on.push_back(a);
+    if (a.rfind("--benchmark_", 0) != 0 && a.rfind("--v=", 0) != 0) continue;
+    const auto eq = a.find('=');
+    const std::string flag = a.substr(0, eq);
+    const bool has_value = eq != std::string::npos;
+    const std::string v = has_value ? a.substr(eq + 1) : "";
+    if (const std::string want = expected_value(flag, has_value, v); !want.empty())
+      return flag + "=" + v + ": expected " + want;
+    if (flag == "--benchmark_filter") out->filter = v;
+    if (flag == "--benchmark_min_time") out->user_min_time = true;
+    if (flag == "--benchmark_out_format") out->out_format = v;
+    if (flag == "--benchmark_list_tests") out->list_only = *parse_benchmark_bool(v);
+    if (flag == "--benchmark_out") {
+      // Google Benchmark's own file is a sink: the results are kept in
+      // memory and written whole at the end (no partial or empty file).
+      out->out_path = v;
+      out->pass_on.back() = "--benchmark_out=/dev/null";
+    }
+  }
+  return "";
+}
+
+namespace {
+
+constexpr const char* kBenchmarkFlagsHelp = R"(
+Google Benchmark flags (all of them work; the common ones):
+  --benchmark_filter=REGEX        e.g. VectorAdd/cpu, VectorAdd/cuda_v4, Transfer, MnistTrain
+  --benchmark_list_tests          list the benchmarks and exit
+  --benchmark_min_time=SECONDS    minimum time per benchmark (e.g. 0.1)
+  --benchmark_repetitions=N       repeat, then report mean/median/stddev/cv
+  --benchmark_out=FILE            also write results (written whole at the end, or not at all)
+  --benchmark_out_format=json|console|csv
+  --benchmark_format=console|json|csv
+)";
+
+// Flags whose values are typed here after parsing.
+struct RawFlags {
+  std::string env_format, explain, l2_flush = "read";
+};
+
+void add_flags(CLI::App& app, BenchOptions* o, RawFlags* raw) {
+  app.add_option("--env", raw->env_format, "print the environment report and exit: text (default) or json")
+      ->expected(0, 1)
+      ->default_str("text")
+      ->check(CLI::IsMember({"", "text", "json"}));
+  app.add_option("--env-out", o->env_out, "with --env: write the report to FILE instead of stdout");
+  app.add_flag("--check", o->check, "with --env: exit 1 when any verdict is an error");
+  app.add_option("--explain", raw->explain,
+                 "name the CUDA set-up failure behind a pasted error message ('-': read it from stdin) and check "
+                 "this machine for its cause: exit 0 when a cause shows here, 1 when none does, 2 when the "
+                 "message is not one cudabench knows");
+  app.add_flag("--require-gpu", o->require_gpu, "exit 1 when no GPU is usable (with --env, or before benchmarks)");
+  app.add_option("--devices", o->devices,
+                 "GPUs to run the GPU benchmarks on: 'all' or CUDA ordinals such as 0,2 (default 0); with "
+                 "more than one, names end in /dev:N");
+  app.add_option("--l2-flush", raw->l2_flush,
+                 "what evicts the L2 cache before each timed GPU kernel: read (a kernel reads 2x L2, "
+                 "leaving clean lines), memset (writes it, leaving dirty lines) or none")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"read", "memset", "none"}));
+}
+
+// Flags that only go together, said in one line; 0 when all is well.
+int check_combinations(const CLI::App& app, const BenchOptions& o) {
+  if (!o.env_format && (o.check || !o.env_out.empty())) {
+    std::cerr << "bench: --check and --env-out go with --env\n";
+    return kExitBadInput;
+  }
+  if (o.explain && (o.env_format || !app.remaining().empty() || o.require_gpu)) {
+    std::cerr << "bench: --explain takes only the message\n";
+    return kExitBadInput;
+  }
+  return 0;
+}
+
+// The output files, checked now rather than after the run.
+int check_writable_outputs(const BenchOptions& o) {
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--benchmark_out", o.benchmark.out_path},
+                                   {"--env-out", o.env_out}}) {
+    if (std::string why; !path.empty() && !check_writable(path, &why)) {
+      std::cerr << "bench: " << flag << "=" << path << ": cannot write: " << why << "\n";
+      return kExitBadInput;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::optional<int> parse_options(int argc, char** argv, BenchOptions* o) {
+  CLI::App app{"cudabench: CUDA vector-add, copy and LibTorch training benchmarks, and an "
+               "environment report of every CUDA version in play"};
+  app.allow_extras();
+  app.footer(kBenchmarkFlagsHelp);
+  RawFlags raw;
+  add_flags(app, o, &raw);
+  if (auto rc = parse_command_line(app, argc, argv, "bench")) return rc;
+  if (app.count("--env") > 0) o->env_format = raw.env_format.empty() ? "text" : raw.env_format;
+  if (app.count("--explain") > 0) o->explain = raw.explain;
+  o->l2_flush = *parse_l2_flush(raw.l2_flush);  // checked by CLI11
+  // Everything the user gave is checked before anything runs or is written.
+  if (const int rc = check_combinations(app, *o)) return rc;
+  if (const std::string err = parse_benchmark_flags(app.remaining(), &o->benchmark); !err.empty()) {
+    std::cerr << "bench: " << err << "\n";
+    return kExitBadInput;
+  }
+  if (const int rc = check_writable_outputs(*o)) return rc;
+  return std::nullopt;
+}
+
+}  // namespace cudabench::bench

@@ -1,0 +1,70 @@
+// bench's command line, parsed once (parse_options) into a value that
+// main() passes on: its own flags, what it reads of Google Benchmark's, and
+// the run options every benchmark family's registration takes.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cudabench::bench {
+
+// What runs between timed kernels to evict the L2 cache.
+enum class L2Flush {
+  Read,    // a kernel reads a buffer of 2x L2: the cache is left full of clean lines
+  Memset,  // cudaMemsetAsync writes it: up to an L2 of dirty lines for the timed kernel to write back
+  None,    // nothing: small sizes then measure the cache
+};
+const char* l2_flush_name(L2Flush f);
+std::optional<L2Flush> parse_l2_flush(const std::string& s);
+
+// What the benchmark families are registered with.
+struct RunOptions {
+  std::vector<int> devices{0};  // CUDA ordinals the GPU families run on
+  L2Flush l2_flush = L2Flush::Read;
+  bool user_min_time = false;  // --benchmark_min_time was given: it applies as is
+};
+
+// The Google Benchmark flags bench reads, checked before Google Benchmark
+// sees them (it aborts on some bad values, --benchmark_repetitions=-3, and
+// takes any word as "true"). Flags it does not know are left to Google
+// Benchmark, which rejects unknown ones.
+struct BenchmarkFlags {
+  std::string filter = ".";
+  std::string out_path;  // --benchmark_out: written by bench, whole, at the end
+  std::string out_format = "json";
+  bool list_only = false;
+  bool user_min_time = false;
+  std::vector<std::string> pass_on;  // for benchmark::Initialize, --benchmark_out made a sink
+};
+// Fills `out` from `args` (the arguments bench does not parse itself);
+// returns "" or one line naming the flag and what it expects. The filter is
+// compiled as Google Benchmark compiles it (std::regex, extended syntax; a
+// leading '-' negates), so a filter that passes here compiles there.
+std::string parse_benchmark_flags(const std::vector<std::string>& args, BenchmarkFlags* out);
+// A Google Benchmark true/false flag's value (true, false, 1, 0, yes, no,
+// on, off, t, f, y, n, any case; "" is true, as for a bare --flag), or
+// nullopt for anything else.
+std::optional<bool> parse_benchmark_bool(const std::string& value);
+
+// "--devices" as nvbench takes it: "all", or a comma-separated list of CUDA
+// ordinals ("0,2"), each < `available`, none twice. Throws
+// std::invalid_argument with a one-line message naming the bad part.
+std::vector<int> parse_devices(const std::string& spec, int available);
+
+// Everything on bench's command line.
+struct BenchOptions {
+  std::optional<std::string> env_format;  // --env: "text" or "json"
+  std::string env_out;                    // --env-out
+  bool check = false;                     // --check
+  bool require_gpu = false;               // --require-gpu
+  std::optional<std::string> explain;     // --explain TEXT ('-': stdin)
+  std::string devices;                    // --devices, "" when not given
+  L2Flush l2_flush = L2Flush::Read;
+  BenchmarkFlags benchmark;
+};
+// nullopt to go on, else the exit code: 0 after --help, 2 for a misuse
+// (said in one line). The output files are checked to be writable.
+std::optional<int> parse_options(int argc, char** argv, BenchOptions* out);
+
+}  // namespace cudabench::bench
