@@ -1,7 +1,7 @@
 // Plain data describing the CUDA stack of one process on one machine: what
 // the driver, runtime, libraries, LibTorch and toolkit installs are, and the
-// verdicts drawn from them. Probes fill it (probe_*.cpp), rules judge it
-// (verdicts.cpp), printers show it (report.cpp). No CUDA types here, so the
+// verdicts drawn from them. Probes fill it (probe_*.cpp), the doctor's
+// rules judge it (doctor/), printers show it (report.cpp). No CUDA types here, so the
 // rules and printers are tested on hand-made data without a GPU.
 #pragma once
 

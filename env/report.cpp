@@ -1,7 +1,9 @@
 #include "report.h"
 
+#include <cctype>
 #include <iomanip>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "parsers.h"
@@ -61,7 +63,43 @@ std::string driver_line(const DriverInfo& d) {
   return v + ", supports CUDA " + cuda_str(d.cuda_version);
 }
 
-nlohmann::json nvml_json(const NvmlGpuInfo& n) {
+// ---- the report, described once ----
+// Each line of the text page carries the facts it shows, each at its place
+// in the JSON ("driver/libcuda_path"): to_text prints the lines, to_json
+// sets the facts, so a new fact is added in one place. A line without text
+// is in the JSON only; a line without facts is text only.
+
+using json = nlohmann::json;
+using Facts = std::vector<std::pair<std::string, json>>;
+struct Line {
+  std::optional<std::string> text;
+  Facts facts;
+};
+using Lines = std::vector<Line>;
+
+Line text(std::string t) { return {std::move(t), {}}; }
+Line only_json(Facts f) { return {std::nullopt, std::move(f)}; }
+// Text shown only when `show` holds; the facts always.
+Line shown_if(bool show, std::string t, Facts f) {
+  return {show ? std::optional<std::string>(std::move(t)) : std::nullopt, std::move(f)};
+}
+// "  label              value": the page's two columns.
+std::string row(const std::string& label, const std::string& value) {
+  std::string l = "  " + label;
+  if (l.size() < 21) l.resize(21, ' ');
+  return l + value;
+}
+void append(Lines& to, Lines from) {
+  for (auto& l : from) to.push_back(std::move(l));
+}
+// "key" under `prefix` ("gpus/0/"), for the facts of one list item.
+Facts under(const std::string& prefix, const json& object) {
+  Facts f;
+  for (const auto& [k, v] : object.items()) f.emplace_back(prefix + k, v);
+  return f;
+}
+
+json nvml_json(const NvmlGpuInfo& n) {
   return {{"found", n.found},
           {"uuid", n.uuid},
           {"serial", n.serial},
@@ -96,6 +134,288 @@ nlohmann::json nvml_json(const NvmlGpuInfo& n) {
           {"fabric_state", n.fabric_state}};
 }
 
+// What the machine shows of the driver outside libcuda and NVML.
+Lines system_lines(const SystemInfo& sy) {
+  Lines out = {
+      {row("device nodes", sy.device_nodes.empty() ? std::string("none (/dev/nvidia* absent)") : join(sy.device_nodes)),
+       {{"system/device_nodes", sy.device_nodes}}},
+      {row("kernel modules", std::string("nvidia ") + (sy.nvidia_module_loaded ? "loaded" : "not loaded") +
+                                  (sy.nouveau_module_loaded ? ", nouveau LOADED" : "") + "; module files for " +
+                                  (sy.kernel_release.empty() ? "?" : sy.kernel_release) + ": " +
+                                  (sy.module_files.empty() ? std::string("none") : join(sy.module_files))),
+       {{"system/nvidia_module_loaded", sy.nvidia_module_loaded},
+        {"system/nouveau_module_loaded", sy.nouveau_module_loaded},
+        {"system/kernel_release", sy.kernel_release},
+        {"system/module_files", sy.module_files}}},
+      only_json({{"system/root", sy.root}, {"system/secure_boot", sy.secure_boot},
+                {"system/linux_libcuda", sy.linux_libcuda}, {"system/pci", json::array()}})};
+  for (std::size_t i = 0; i < sy.pci.size(); ++i) {
+    const PciDevice& p = sy.pci[i];
+    out.push_back({"  PCI " + p.bus_id + "   10de:" + p.device_id + " class " + p.pci_class + ", driver " +
+                       (p.driver.empty() ? "none" : p.driver),
+                   {{"system/pci/" + std::to_string(i),
+                     {{"bus_id", p.bus_id}, {"device_id", p.device_id}, {"class", p.pci_class}, {"driver", p.driver}}}}});
+  }
+  out.push_back(shown_if(sy.wsl,
+                         row("WSL2", std::string("yes; /usr/lib/wsl/lib/libcuda.so.1 ") + (sy.wsl_libcuda ? "present" : "absent")),
+                         {{"system/wsl", sy.wsl}, {"system/wsl_libcuda", sy.wsl_libcuda}}));
+  out.push_back(shown_if(!sy.container.empty(), row("container", sy.container), {{"system/container", sy.container}}));
+  out.push_back(shown_if(sy.fabric_manager_running, row("fabric manager", "running"),
+                         {{"system/fabric_manager_running", sy.fabric_manager_running}}));
+  return out;
+}
+
+Lines driver_lines(const Report& r) {
+  const DriverInfo& d = r.driver;
+  const std::string p = "driver/";
+  Lines out = {
+      text("Driver"),
+      {row("kernel module",
+           d.kernel_module_version.empty() ? "none (/proc/driver/nvidia/version absent)" : d.kernel_module_version),
+       {{p + "kernel_module_version", d.kernel_module_version}}},
+      {row("libcuda", driver_line(d)),
+       {{p + "libcuda_found", d.libcuda_found}, {p + "libcuda_error", d.libcuda_error},
+        {p + "libcuda_file_version", d.libcuda_file_version}, {p + "cuda_version", cuda_str(d.cuda_version)},
+        {p + "cuda_version_int", d.cuda_version}}},
+      shown_if(!d.libcuda_path.empty(), row("libcuda path", d.libcuda_path + (d.libcuda_is_stub ? "  (toolkit STUB)" : "")),
+               {{p + "libcuda_path", d.libcuda_path}, {p + "libcuda_is_stub", d.libcuda_is_stub}}),
+      shown_if(d.nvml_found, row("NVML", d.nvml_driver_version + ", CUDA " + cuda_str(d.nvml_cuda_version)),
+               {{p + "nvml_found", d.nvml_found}, {p + "nvml_driver_version", d.nvml_driver_version},
+                {p + "nvml_cuda_version", cuda_str(d.nvml_cuda_version)}}),
+      shown_if(d.init_result > 0, row("cuInit", d.init_error),
+               {{p + "cu_init_result", d.init_result}, {p + "cu_init_error", d.init_error},
+                {p + "device_count", d.device_count}}),
+      only_json({{p + "device_nodes_present", d.device_nodes_present}})};
+  append(out, system_lines(r.system));
+  out.push_back(shown_if(d.nvml_init_result > 0, row("NVML", d.nvml_error),
+                         {{p + "nvml_init_result", d.nvml_init_result}, {p + "nvml_error", d.nvml_error},
+                          {p + "nvml_library_path", d.nvml_library_path}}));
+  out.push_back(text(""));
+  return out;
+}
+
+Lines runtime_lines(const Report& r) {
+  const RuntimeInfo& rt = r.runtime;
+  const BuildInfo& b = r.build;
+  Lines out = {text("CUDA runtime"),
+               only_json({{"runtime/compiled_in", rt.compiled_in}, {"runtime/built_version", cuda_str(rt.built_version)},
+                          {"runtime/loaded_version", cuda_str(rt.loaded_version)}, {"runtime/loaded_path", rt.loaded_path},
+                          {"libraries/cublas_built", cublas_str(r.libs.cublas_built)},
+                          {"libraries/cublas_loaded", cublas_str(r.libs.cublas_loaded)},
+                          {"build/cuda_toolkit_version", b.cuda_toolkit_version},
+                          {"build/cuda_toolkit_root", b.cuda_toolkit_root}, {"build/nvcc", b.nvcc_path},
+                          {"build/cuda_architectures", b.cuda_architectures}, {"build/torch_version", b.torch_version}})};
+  if (rt.compiled_in) {
+    out.push_back(text(row("built with", cuda_str(rt.built_version) + " (toolkit " + b.cuda_toolkit_version + " at " +
+                                             b.cuda_toolkit_root + ")")));
+    out.push_back(text(row("loaded", cuda_str(rt.loaded_version) +
+                                         (rt.loaded_path.empty() ? " (static)" : " from " + rt.loaded_path))));
+    out.push_back(text(row("compiler", b.nvcc_path + ", architectures " + b.cuda_architectures)));
+    out.push_back(text(row("kernels (fatbin)", fatbin_summary(r.binary_fatbin))));
+    out.push_back(text(row("cuBLAS", "built " + cublas_str(r.libs.cublas_built) + ", loaded " +
+                                         cublas_str(r.libs.cublas_loaded))));
+  } else {
+    out.push_back(text("  not in this build (no nvcc at configure time)"));
+  }
+  out.push_back({row("cuDNN loaded", cudnn_str(r.libs.cudnn_loaded)),
+                 {{"libraries/cudnn_loaded", cudnn_str(r.libs.cudnn_loaded)}}});
+  out.push_back({row("host compiler", b.cxx_compiler + ", " + b.build_type + " build, git " + b.git_revision),
+                 {{"build/cxx_compiler", b.cxx_compiler}, {"build/build_type", b.build_type},
+                  {"build/git_revision", b.git_revision}}});
+  out.push_back(text(""));
+  return out;
+}
+
+Lines torch_lines(const Report& r) {
+  const TorchInfo& t = r.torch;
+  Lines out = {text("LibTorch"),
+               only_json({{"torch/compiled_in", t.compiled_in}, {"torch/version", t.version},
+                          {"torch/cuda_version", cuda_str(t.cuda_version)}, {"torch/cudnn_built", cudnn_str(t.cudnn_built)},
+                          {"torch/cudnn_runtime", cudnn_str(t.cudnn_runtime)}, {"torch/cuda_available", t.cuda_available},
+                          {"torch/device_count", t.device_count}, {"torch/library_path", t.library_path},
+                          {"torch/nccl_version", t.nccl_version}, {"torch/nccl_path", t.nccl_path},
+                          {"torch/nccl_error", t.nccl_error}})};
+  if (!t.compiled_in) {
+    out.push_back(text("  absent from this build (see docs/building.md)"));
+    out.push_back(text(""));
+    return out;
+  }
+  out.push_back(text(row("version", t.version)));
+  out.push_back(text(row("built with CUDA", cuda_str(t.cuda_version) + ", cuDNN " + cudnn_str(t.cudnn_built) +
+                                                " (loaded " + cudnn_str(t.cudnn_runtime) + ")")));
+  out.push_back(text(row("sees a GPU", t.cuda_available ? "yes, " + std::to_string(t.device_count) : std::string("no"))));
+  out.push_back(text(row("library", t.library_path)));
+  if (!r.torch_fatbin.file.empty()) out.push_back(text(row("kernels (fatbin)", fatbin_summary(r.torch_fatbin))));
+  out.push_back(text(row("NCCL", t.nccl_version.empty() ? "none (" + t.nccl_error + ")"
+                                                        : t.nccl_version + " (" + t.nccl_path + ")")));
+  out.push_back(text(""));
+  return out;
+}
+
+Lines host_lines(const HostInfo& h) {
+  return {text("Host"),
+          {row("CPU", (h.cpu_model.empty() ? "?" : h.cpu_model) + ": " + std::to_string(h.sockets) + " socket(s), " +
+                          std::to_string(h.cores) + " cores, " + std::to_string(h.threads) + " threads; " +
+                          std::to_string(h.numa_nodes) + " NUMA node(s)"),
+           {{"host/cpu_model", h.cpu_model}, {"host/sockets", h.sockets}, {"host/cores", h.cores},
+            {"host/threads", h.threads}, {"host/numa_nodes", h.numa_nodes}}},
+          {row("memory", gib(h.memory_bytes) + "; transparent huge pages " + (h.thp.empty() ? "?" : h.thp) +
+                             "; CPU governor " + (h.cpu_governor.empty() ? "none (no cpufreq)" : h.cpu_governor)),
+           {{"host/memory_bytes", h.memory_bytes}, {"host/transparent_hugepages", h.thp},
+            {"host/cpu_governor", h.cpu_governor}}},
+          {row("OS", (h.os.empty() ? "?" : h.os) + ", kernel " + (h.kernel.empty() ? "?" : h.kernel)),
+           {{"host/os", h.os}, {"host/kernel", h.kernel}}},
+          text("")};
+}
+
+// NVML's view of one CUDA GPU, in the text's indented lines.
+Lines nvml_lines(const NvmlGpuInfo& n, const Report& r) {
+  if (!n.found)
+    return {text("      NVML: no data for this GPU" + (r.driver.nvml_found ? "" : " (" + r.driver.nvml_error + ")"))};
+  const double link = pcie_bytes_per_s(n.pcie_gen_max, n.pcie_width_max);
+  return {
+      text("      UUID " + (n.uuid.empty() ? "?" : n.uuid) + ", serial " + (n.serial.empty() ? "?" : n.serial) +
+           ", persistence mode " + on_off(n.persistence_mode)),
+      text("      clocks (SM / memory, MHz): now " + known(n.sm_clock_mhz) + " / " + known(n.mem_clock_mhz) +
+           ", application " + known(n.app_sm_clock_mhz) + " / " + known(n.app_mem_clock_mhz) + ", max " +
+           known(n.max_sm_clock_mhz) + " / " + known(n.max_mem_clock_mhz)),
+      text("      power limit " + watts(n.power_limit_w) + " (default " + watts(n.power_default_w) + ", max " +
+           watts(n.power_max_w) + ")"),
+      text("      ECC " + on_off(n.ecc_current) + " (pending " + on_off(n.ecc_pending) + "), volatile errors " +
+           known(n.ecc_volatile_corrected) + " corrected, " + known(n.ecc_volatile_uncorrected) + " uncorrected"),
+      text("      PCIe " + pcie_str(n.pcie_gen, n.pcie_width) + " now, " + pcie_str(n.pcie_gen_max, n.pcie_width_max) +
+           " max" + (link > 0 ? " = " + gb(link) + " GB/s per direction" : "")),
+      text("      MIG " + on_off(n.mig_current) +
+           (n.mig_pending >= 0 && n.mig_pending != n.mig_current ? " (pending " + on_off(n.mig_pending) + ")" : "") +
+           ", compute mode " + compute_mode_name(n.compute_mode))};
+}
+
+std::string compute_capability(int major, int minor) { return std::to_string(major) + "." + std::to_string(minor); }
+
+Lines gpu_lines(const Report& r) {
+  Lines out = {{"GPUs", {{"gpus", json::array()}}}};
+  if (r.gpus.empty()) out.push_back(text("  none"));
+  for (std::size_t i = 0; i < r.gpus.size(); ++i) {
+    const GpuDevice& g = r.gpus[i];
+    const json facts = {{"index", g.index}, {"name", g.name}, {"compute_capability", compute_capability(g.cc_major, g.cc_minor)},
+                        {"sms", g.sms}, {"total_memory_bytes", g.total_memory_bytes},
+                        {"memory_clock_khz", g.memory_clock_khz}, {"bus_width_bits", g.bus_width_bits},
+                        {"sm_clock_khz", g.sm_clock_khz}, {"l2_bytes", g.l2_bytes}, {"pci_bus_id", g.pci_bus_id},
+                        {"peak_bandwidth_bytes_per_s", g.peak_bandwidth_bytes_per_s}, {"numa_node", g.numa_node},
+                        {"local_cpus", g.local_cpus}, {"nvml", nvml_json(g.nvml)}};
+    out.push_back({"  [" + std::to_string(g.index) + "] " + g.name + "  sm_" + std::to_string(g.cc_major) +
+                       std::to_string(g.cc_minor) + ", " + std::to_string(g.sms) + " SMs, " +
+                       gb(static_cast<double>(g.total_memory_bytes)) + " GB, L2 " + std::to_string(g.l2_bytes / (1024 * 1024)) +
+                       " MiB, PCI " + g.pci_bus_id + ", NUMA node " +
+                       (g.numa_node < 0 ? std::string("?") : std::to_string(g.numa_node)) +
+                       (g.local_cpus.empty() ? "" : " (CPUs " + g.local_cpus + ")"),
+                   under("gpus/" + std::to_string(i) + "/", facts)});
+    out.push_back(text("      SM clock " + std::to_string(g.sm_clock_khz / 1000) + " MHz, memory clock " +
+                       std::to_string(g.memory_clock_khz / 1000) + " MHz x " + std::to_string(g.bus_width_bits) +
+                       " bit = " + gb(g.peak_bandwidth_bytes_per_s) + " GB/s theoretical peak"));
+    append(out, nvml_lines(g.nvml, r));
+  }
+  return out;
+}
+
+// NVML's own list of GPUs (CUDA-visible or not), the fatbins, the libraries
+// loaded later: in the JSON only (the doctor's verdicts speak of them).
+Lines doctor_facts(const Report& r) {
+  Lines out = {only_json({{"nvml_gpus", json::array()}, {"lazy_libraries", json::array()}})};
+  for (std::size_t i = 0; i < r.nvml_gpus.size(); ++i) {
+    const NvmlGpuInfo& g = r.nvml_gpus[i];
+    json n = nvml_json(g);
+    n["nvml_index"] = g.nvml_index;
+    n["name"] = g.name;
+    n["pci_bus_id"] = g.pci_bus_id;
+    n["compute_capability"] = compute_capability(g.cc_major, g.cc_minor);
+    out.push_back(only_json({{"nvml_gpus/" + std::to_string(i), n}}));
+  }
+  for (const auto* f : {&r.binary_fatbin, &r.torch_fatbin}) {
+    json a = {{"file", f->file}, {"error", f->error}, {"containers", f->containers}, {"sass", json::object()},
+              {"ptx", json::object()}};
+    for (const auto& [sm, n] : f->sass) a["sass"]["sm_" + std::to_string(sm)] = n;
+    for (const auto& [sm, n] : f->ptx) a["ptx"]["compute_" + std::to_string(sm)] = n;
+    out.push_back(only_json({{std::string("fatbins/") + (f == &r.binary_fatbin ? "binary" : "torch"), a}}));
+  }
+  for (std::size_t i = 0; i < r.lazy_libraries.size(); ++i) {
+    const LibraryLookup& l = r.lazy_libraries[i];
+    out.push_back(only_json({{"lazy_libraries/" + std::to_string(i),
+                              {{"name", l.name}, {"needed_by", l.needed_by}, {"resolved", l.resolved},
+                               {"error", l.error}, {"elsewhere", l.elsewhere}}}}));
+  }
+  return out;
+}
+
+Lines library_lines(const Report& r) {
+  Lines out = {{"\nLoaded libraries (at the time of this report)", {{"loaded_libraries", json::array()}}}};
+  if (r.loaded.empty()) out.push_back(text("  none of interest"));
+  for (std::size_t i = 0; i < r.loaded.size(); ++i) {
+    const LoadedLibrary& l = r.loaded[i];
+    std::string name = l.name;
+    if (name.size() < 22) name.resize(22, ' ');
+    out.push_back({"  " + name + " " + l.path,
+                   {{"loaded_libraries/" + std::to_string(i), {{"name", l.name}, {"path", l.path}}}}});
+  }
+  return out;
+}
+
+Lines toolkit_lines(const Report& r) {
+  Lines out = {{"\nToolkit installs found", {{"toolkits", json::array()}}}};
+  if (r.toolkits.empty()) out.push_back(text("  none"));
+  for (std::size_t i = 0; i < r.toolkits.size(); ++i) {
+    const ToolkitInstall& t = r.toolkits[i];
+    std::string version = t.version.str();
+    if (version.size() < 10) version.resize(10, ' ');
+    out.push_back({"  " + version + " " + t.root + "  [" + t.kind + "; " + t.summary() + "]\n" +
+                       "             version from " + (t.version_source.empty() ? "nowhere" : t.version_source) +
+                       "; found via " + join(t.found_via),
+                   {{"toolkits/" + std::to_string(i),
+                     {{"root", t.root}, {"kind", t.kind}, {"version", t.version.str()},
+                      {"version_source", t.version_source}, {"has_nvcc", t.has_nvcc}, {"has_runtime", t.has_runtime},
+                      {"has_headers", t.has_headers}, {"summary", t.summary()}, {"found_via", t.found_via}}}}});
+  }
+  out.push_back({"  nvcc on PATH: " + (r.nvcc_on_path.empty() ? std::string("none") : r.nvcc_on_path),
+                 {{"nvcc_on_path", r.nvcc_on_path}}});
+  return out;
+}
+
+Lines environment_lines(const Report& r) {
+  Lines out = {{"\nEnvironment", {{"environment", r.env_vars}, {"path_cuda_entries", r.path_cuda_entries}}}};
+  if (r.env_vars.empty()) out.push_back(text("  (none of the CUDA-related variables is set)"));
+  for (const auto& [k, v] : r.env_vars) out.push_back(text("  " + k + "=" + v));
+  for (const auto& p : r.path_cuda_entries) out.push_back(text("  PATH has " + p));
+  return out;
+}
+
+Lines verdict_lines(const Report& r) {
+  Lines out = {{"\nVerdicts", {{"verdicts", json::array()}, {"has_errors", has_errors(r)}}}};
+  for (std::size_t i = 0; i < r.verdicts.size(); ++i) {
+    const Verdict& v = r.verdicts[i];
+    std::string tag = level_name(v.level);
+    for (auto& c : tag) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (tag.size() < 8) tag.resize(8, ' ');
+    std::string t = "  " + tag + v.message;
+    for (const auto& e : v.evidence) t += "\n          seen: " + e;
+    if (!v.fix.empty()) t += "\n          fix: " + v.fix;
+    out.push_back({t, {{"verdicts/" + std::to_string(i), {{"id", v.id}, {"level", level_name(v.level)},
+                                                          {"message", v.message}, {"fix", v.fix},
+                                                          {"evidence", v.evidence}}}}});
+  }
+  return out;
+}
+
+// The whole report, in the text page's order.
+Lines describe(const Report& r) {
+  Lines out = {text("cudabench environment report\n"),
+               {"GPU usable:   " + (r.status.usable ? std::string("yes") : "no: " + r.status.reason) + "\n",
+                {{"gpu_usable", r.status.usable}, {"gpu_unusable_reason", r.status.reason}}}};
+  for (Lines part : {driver_lines(r), runtime_lines(r), torch_lines(r), host_lines(r.host), gpu_lines(r),
+                     library_lines(r), toolkit_lines(r), environment_lines(r), verdict_lines(r), doctor_facts(r)})
+    append(out, std::move(part));
+  return out;
+}
+
 }  // namespace
 
 std::string fatbin_summary(const FatbinArchs& f) {
@@ -119,259 +439,16 @@ bool has_errors(const Report& r) {
 }
 
 std::string to_text(const Report& r) {
-  std::ostringstream o;
-  const auto& d = r.driver;
-  o << "cudabench environment report\n\n";
-  o << "GPU usable:   " << (r.status.usable ? "yes" : "no: " + r.status.reason) << "\n\n";
-
-  o << "Driver\n";
-  o << "  kernel module      " << (d.kernel_module_version.empty() ? "none (/proc/driver/nvidia/version absent)" : d.kernel_module_version) << "\n";
-  o << "  libcuda            " << driver_line(d) << "\n";
-  if (!d.libcuda_path.empty()) o << "  libcuda path       " << d.libcuda_path << (d.libcuda_is_stub ? "  (toolkit STUB)" : "") << "\n";
-  if (d.nvml_found) o << "  NVML               " << d.nvml_driver_version << ", CUDA " << cuda_str(d.nvml_cuda_version) << "\n";
-  if (d.init_result > 0) o << "  cuInit             " << d.init_error << "\n";
-  const auto& sy = r.system;
-  o << "  device nodes       " << (sy.device_nodes.empty() ? std::string("none (/dev/nvidia* absent)") : join(sy.device_nodes)) << "\n";
-  o << "  kernel modules     nvidia " << (sy.nvidia_module_loaded ? "loaded" : "not loaded")
-    << (sy.nouveau_module_loaded ? ", nouveau LOADED" : "") << "; module files for " << (sy.kernel_release.empty() ? "?" : sy.kernel_release)
-    << ": " << (sy.module_files.empty() ? std::string("none") : join(sy.module_files)) << "\n";
-  for (const auto& p : sy.pci)
-    o << "  PCI " << p.bus_id << "   10de:" << p.device_id << " class " << p.pci_class << ", driver "
-      << (p.driver.empty() ? "none" : p.driver) << "\n";
-  if (sy.wsl) o << "  WSL2               yes; /usr/lib/wsl/lib/libcuda.so.1 " << (sy.wsl_libcuda ? "present" : "absent") << "\n";
-  if (!sy.container.empty()) o << "  container          " << sy.container << "\n";
-  if (sy.fabric_manager_running) o << "  fabric manager     running\n";
-  if (d.nvml_init_result > 0) o << "  NVML               " << d.nvml_error << "\n";
-  o << "\n";
-
-  o << "CUDA runtime\n";
-  if (r.runtime.compiled_in) {
-    o << "  built with         " << cuda_str(r.runtime.built_version) << " (toolkit " << r.build.cuda_toolkit_version << " at " << r.build.cuda_toolkit_root << ")\n";
-    o << "  loaded             " << cuda_str(r.runtime.loaded_version) << (r.runtime.loaded_path.empty() ? " (static)" : " from " + r.runtime.loaded_path) << "\n";
-    o << "  compiler           " << r.build.nvcc_path << ", architectures " << r.build.cuda_architectures << "\n";
-    o << "  kernels (fatbin)   " << fatbin_summary(r.binary_fatbin) << "\n";
-    o << "  cuBLAS             built " << cublas_str(r.libs.cublas_built) << ", loaded " << cublas_str(r.libs.cublas_loaded) << "\n";
-  } else {
-    o << "  not in this build (no nvcc at configure time)\n";
-  }
-  o << "  cuDNN loaded       " << cudnn_str(r.libs.cudnn_loaded) << "\n";
-  o << "  host compiler      " << r.build.cxx_compiler << ", " << r.build.build_type << " build, git " << r.build.git_revision << "\n\n";
-
-  o << "LibTorch\n";
-  if (r.torch.compiled_in) {
-    o << "  version            " << r.torch.version << "\n";
-    o << "  built with CUDA    " << cuda_str(r.torch.cuda_version) << ", cuDNN " << cudnn_str(r.torch.cudnn_built) << " (loaded " << cudnn_str(r.torch.cudnn_runtime) << ")\n";
-    o << "  sees a GPU         " << (r.torch.cuda_available ? "yes, " + std::to_string(r.torch.device_count) : std::string("no")) << "\n";
-    o << "  library            " << r.torch.library_path << "\n";
-    if (!r.torch_fatbin.file.empty()) o << "  kernels (fatbin)   " << fatbin_summary(r.torch_fatbin) << "\n";
-    o << "  NCCL               "
-      << (r.torch.nccl_version.empty() ? "none (" + r.torch.nccl_error + ")"
-                                       : r.torch.nccl_version + " (" + r.torch.nccl_path + ")")
-      << "\n\n";
-  } else {
-    o << "  absent from this build (see README: LibTorch)\n\n";
-  }
-
-  o << "Host\n";
-  const auto& h = r.host;
-  o << "  CPU                " << (h.cpu_model.empty() ? "?" : h.cpu_model) << ": " << h.sockets << " socket(s), "
-    << h.cores << " cores, " << h.threads << " threads; " << h.numa_nodes << " NUMA node(s)\n";
-  o << "  memory             " << gib(h.memory_bytes) << "; transparent huge pages " << (h.thp.empty() ? "?" : h.thp)
-    << "; CPU governor " << (h.cpu_governor.empty() ? "none (no cpufreq)" : h.cpu_governor) << "\n";
-  o << "  OS                 " << (h.os.empty() ? "?" : h.os) << ", kernel " << (h.kernel.empty() ? "?" : h.kernel) << "\n\n";
-
-  o << "GPUs\n";
-  if (r.gpus.empty()) o << "  none\n";
-  for (const auto& g : r.gpus) {
-    o << "  [" << g.index << "] " << g.name << "  sm_" << g.cc_major << g.cc_minor << ", " << g.sms << " SMs, "
-      << gb(static_cast<double>(g.total_memory_bytes)) << " GB, L2 " << g.l2_bytes / (1024 * 1024) << " MiB, PCI " << g.pci_bus_id
-      << ", NUMA node " << (g.numa_node < 0 ? std::string("?") : std::to_string(g.numa_node))
-      << (g.local_cpus.empty() ? "" : " (CPUs " + g.local_cpus + ")") << "\n";
-    o << "      SM clock " << g.sm_clock_khz / 1000 << " MHz, memory clock " << g.memory_clock_khz / 1000 << " MHz x "
-      << g.bus_width_bits << " bit = " << gb(g.peak_bandwidth_bytes_per_s) << " GB/s theoretical peak\n";
-    const auto& n = g.nvml;
-    if (!n.found) {
-      o << "      NVML: no data for this GPU" << (r.driver.nvml_found ? "" : " (" + r.driver.nvml_error + ")") << "\n";
-      continue;
-    }
-    o << "      UUID " << (n.uuid.empty() ? "?" : n.uuid) << ", serial " << (n.serial.empty() ? "?" : n.serial)
-      << ", persistence mode " << on_off(n.persistence_mode) << "\n";
-    o << "      clocks (SM / memory, MHz): now " << known(n.sm_clock_mhz) << " / " << known(n.mem_clock_mhz)
-      << ", application " << known(n.app_sm_clock_mhz) << " / " << known(n.app_mem_clock_mhz) << ", max "
-      << known(n.max_sm_clock_mhz) << " / " << known(n.max_mem_clock_mhz) << "\n";
-    o << "      power limit " << watts(n.power_limit_w) << " (default " << watts(n.power_default_w) << ", max "
-      << watts(n.power_max_w) << ")\n";
-    o << "      ECC " << on_off(n.ecc_current) << " (pending " << on_off(n.ecc_pending) << "), volatile errors "
-      << known(n.ecc_volatile_corrected) << " corrected, "
-      << known(n.ecc_volatile_uncorrected) << " uncorrected\n";
-    const double link = pcie_bytes_per_s(n.pcie_gen_max, n.pcie_width_max);
-    o << "      PCIe " << pcie_str(n.pcie_gen, n.pcie_width) << " now, " << pcie_str(n.pcie_gen_max, n.pcie_width_max)
-      << " max" << (link > 0 ? " = " + gb(link) + " GB/s per direction" : "") << "\n";
-    o << "      MIG " << on_off(n.mig_current) << (n.mig_pending >= 0 && n.mig_pending != n.mig_current ? " (pending " + on_off(n.mig_pending) + ")" : "")
-      << ", compute mode " << compute_mode_name(n.compute_mode) << "\n";
-  }
-  o << "\nLoaded libraries (at the time of this report)\n";
-  if (r.loaded.empty()) o << "  none of interest\n";
-  for (const auto& l : r.loaded) o << "  " << std::left << std::setw(22) << l.name << " " << l.path << "\n";
-
-  o << "\nToolkit installs found\n";
-  if (r.toolkits.empty()) o << "  none\n";
-  for (const auto& t : r.toolkits) {
-    o << "  " << std::left << std::setw(10) << t.version.str() << " " << t.root << "  [" << t.kind << "; " << t.summary() << "]\n";
-    o << "             version from " << (t.version_source.empty() ? "nowhere" : t.version_source) << "; found via ";
-    for (size_t i = 0; i < t.found_via.size(); ++i) o << (i ? ", " : "") << t.found_via[i];
-    o << "\n";
-  }
-  o << "  nvcc on PATH: " << (r.nvcc_on_path.empty() ? "none" : r.nvcc_on_path) << "\n";
-
-  o << "\nEnvironment\n";
-  if (r.env_vars.empty()) o << "  (none of the CUDA-related variables is set)\n";
-  for (const auto& [k, v] : r.env_vars) o << "  " << k << "=" << v << "\n";
-  for (const auto& p : r.path_cuda_entries) o << "  PATH has " << p << "\n";
-
-  o << "\nVerdicts\n";
-  for (const auto& v : r.verdicts) {
-    std::string tag = level_name(v.level);
-    for (auto& c : tag) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    o << "  " << std::left << std::setw(8) << tag << v.message << "\n";
-    for (const auto& e : v.evidence) o << "          seen: " << e << "\n";
-    if (!v.fix.empty()) o << "          fix: " << v.fix << "\n";
-  }
-  return o.str();
+  std::string out;
+  for (const Line& l : describe(r))
+    if (l.text) out += *l.text + "\n";
+  return out;
 }
 
 nlohmann::json to_json(const Report& r) {
-  using nlohmann::json;
-  const auto& d = r.driver;
-  json j;
-  j["gpu_usable"] = r.status.usable;
-  j["gpu_unusable_reason"] = r.status.reason;
-  j["build"] = {{"cuda_toolkit_version", r.build.cuda_toolkit_version},
-                {"cuda_toolkit_root", r.build.cuda_toolkit_root},
-                {"nvcc", r.build.nvcc_path},
-                {"cuda_architectures", r.build.cuda_architectures},
-                {"cxx_compiler", r.build.cxx_compiler},
-                {"build_type", r.build.build_type},
-                {"torch_version", r.build.torch_version},
-                {"git_revision", r.build.git_revision}};
-  j["host"] = {{"cpu_model", r.host.cpu_model},
-               {"sockets", r.host.sockets},
-               {"cores", r.host.cores},
-               {"threads", r.host.threads},
-               {"kernel", r.host.kernel},
-               {"os", r.host.os},
-               {"memory_bytes", r.host.memory_bytes},
-               {"cpu_governor", r.host.cpu_governor},
-               {"transparent_hugepages", r.host.thp},
-               {"numa_nodes", r.host.numa_nodes}};
-  j["driver"] = {{"kernel_module_version", d.kernel_module_version},
-                 {"libcuda_found", d.libcuda_found},
-                 {"libcuda_path", d.libcuda_path},
-                 {"libcuda_error", d.libcuda_error},
-                 {"libcuda_file_version", d.libcuda_file_version},
-                 {"libcuda_is_stub", d.libcuda_is_stub},
-                 {"cuda_version", cuda_str(d.cuda_version)},
-                 {"cuda_version_int", d.cuda_version},
-                 {"cu_init_result", d.init_result},
-                 {"cu_init_error", d.init_error},
-                 {"device_count", d.device_count},
-                 {"nvml_found", d.nvml_found},
-                 {"nvml_error", d.nvml_error},
-                 {"nvml_driver_version", d.nvml_driver_version},
-                 {"nvml_cuda_version", cuda_str(d.nvml_cuda_version)},
-                 {"device_nodes_present", d.device_nodes_present},
-                 {"nvml_init_result", d.nvml_init_result},
-                 {"nvml_library_path", d.nvml_library_path}};
-  j["runtime"] = {{"compiled_in", r.runtime.compiled_in},
-                  {"built_version", cuda_str(r.runtime.built_version)},
-                  {"loaded_version", cuda_str(r.runtime.loaded_version)},
-                  {"loaded_path", r.runtime.loaded_path}};
-  j["libraries"] = {{"cublas_built", cublas_str(r.libs.cublas_built)},
-                    {"cublas_loaded", cublas_str(r.libs.cublas_loaded)},
-                    {"cudnn_loaded", cudnn_str(r.libs.cudnn_loaded)}};
-  j["torch"] = {{"compiled_in", r.torch.compiled_in},
-                {"version", r.torch.version},
-                {"cuda_version", cuda_str(r.torch.cuda_version)},
-                {"cudnn_built", cudnn_str(r.torch.cudnn_built)},
-                {"cudnn_runtime", cudnn_str(r.torch.cudnn_runtime)},
-                {"cuda_available", r.torch.cuda_available},
-                {"device_count", r.torch.device_count},
-                {"library_path", r.torch.library_path},
-                {"nccl_version", r.torch.nccl_version},
-                {"nccl_path", r.torch.nccl_path},
-                {"nccl_error", r.torch.nccl_error}};
-  j["gpus"] = json::array();
-  for (const auto& g : r.gpus)
-    j["gpus"].push_back({{"index", g.index},
-                         {"name", g.name},
-                         {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)},
-                         {"sms", g.sms},
-                         {"total_memory_bytes", g.total_memory_bytes},
-                         {"memory_clock_khz", g.memory_clock_khz},
-                         {"bus_width_bits", g.bus_width_bits},
-                         {"sm_clock_khz", g.sm_clock_khz},
-                         {"l2_bytes", g.l2_bytes},
-                         {"pci_bus_id", g.pci_bus_id},
-                         {"peak_bandwidth_bytes_per_s", g.peak_bandwidth_bytes_per_s},
-                         {"numa_node", g.numa_node},
-                         {"local_cpus", g.local_cpus},
-                         {"nvml", nvml_json(g.nvml)}});
-  const auto& sy = r.system;
-  j["system"] = {{"root", sy.root},
-                 {"kernel_release", sy.kernel_release},
-                 {"nvidia_module_loaded", sy.nvidia_module_loaded},
-                 {"nouveau_module_loaded", sy.nouveau_module_loaded},
-                 {"module_files", sy.module_files},
-                 {"secure_boot", sy.secure_boot},
-                 {"device_nodes", sy.device_nodes},
-                 {"fabric_manager_running", sy.fabric_manager_running},
-                 {"wsl", sy.wsl},
-                 {"wsl_libcuda", sy.wsl_libcuda},
-                 {"linux_libcuda", sy.linux_libcuda},
-                 {"container", sy.container},
-                 {"pci", json::array()}};
-  for (const auto& p : sy.pci)
-    j["system"]["pci"].push_back({{"bus_id", p.bus_id}, {"device_id", p.device_id}, {"class", p.pci_class}, {"driver", p.driver}});
-  j["nvml_gpus"] = json::array();
-  for (const auto& g : r.nvml_gpus) {
-    json n = nvml_json(g);
-    n["nvml_index"] = g.nvml_index;
-    n["name"] = g.name;
-    n["pci_bus_id"] = g.pci_bus_id;
-    n["compute_capability"] = std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor);
-    j["nvml_gpus"].push_back(n);
-  }
-  for (const auto* f : {&r.binary_fatbin, &r.torch_fatbin}) {
-    json a = {{"file", f->file}, {"error", f->error}, {"containers", f->containers}, {"sass", json::object()}, {"ptx", json::object()}};
-    for (const auto& [sm, n] : f->sass) a["sass"]["sm_" + std::to_string(sm)] = n;
-    for (const auto& [sm, n] : f->ptx) a["ptx"]["compute_" + std::to_string(sm)] = n;
-    j["fatbins"][f == &r.binary_fatbin ? "binary" : "torch"] = a;
-  }
-  j["lazy_libraries"] = json::array();
-  for (const auto& l : r.lazy_libraries)
-    j["lazy_libraries"].push_back({{"name", l.name}, {"needed_by", l.needed_by}, {"resolved", l.resolved},
-                                   {"error", l.error}, {"elsewhere", l.elsewhere}});
-  j["loaded_libraries"] = json::array();
-  for (const auto& l : r.loaded) j["loaded_libraries"].push_back({{"name", l.name}, {"path", l.path}});
-  j["toolkits"] = json::array();
-  for (const auto& t : r.toolkits)
-    j["toolkits"].push_back({{"root", t.root},
-                             {"kind", t.kind},
-                             {"version", t.version.str()},
-                             {"version_source", t.version_source},
-                             {"has_nvcc", t.has_nvcc},
-                             {"has_runtime", t.has_runtime},
-                             {"has_headers", t.has_headers},
-                             {"summary", t.summary()},
-                             {"found_via", t.found_via}});
-  j["nvcc_on_path"] = r.nvcc_on_path;
-  j["environment"] = r.env_vars;
-  j["path_cuda_entries"] = r.path_cuda_entries;
-  j["verdicts"] = json::array();
-  for (const auto& v : r.verdicts)
-    j["verdicts"].push_back({{"id", v.id}, {"level", level_name(v.level)}, {"message", v.message}, {"fix", v.fix},
-                             {"evidence", v.evidence}});
-  j["has_errors"] = has_errors(r);
+  json j = json::object();
+  for (const Line& l : describe(r))
+    for (const auto& [key, value] : l.facts) j[json::json_pointer("/" + key)] = value;
   return j;
 }
 
