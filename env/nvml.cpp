@@ -180,16 +180,31 @@ int uint_or_unknown(F f, A... args) {
 double milliwatts_to_w(int mw) { return mw < 0 ? -1 : mw / 1000.0; }
 }  // namespace
 
-NvmlGpuInfo Session::describe(void* d) const {
-  NvmlGpuInfo g;
-  if (!ok_ || !d) return g;
-  const Api& a = *api_;
-  g.found = true;
+namespace {
+using Api = Session::Api;
+
+// Name, UUID, serial, PCI bus id, compute capability.
+void read_identity(const Api& a, Dev d, NvmlGpuInfo& g) {
   char buf[96] = {0};
   if (a.uuid && a.uuid(d, buf, sizeof buf) == kSuccess) g.uuid = buf;
   buf[0] = 0;
   if (a.serial && a.serial(d, buf, sizeof buf) == kSuccess) g.serial = buf;
-  int state = 0, pending = 0;
+  buf[0] = 0;
+  if (a.name && a.name(d, buf, sizeof buf) == kSuccess) g.name = buf;
+  // nvmlPciInfo_t: busIdLegacy[16], domain, bus, device, pciDeviceId,
+  // pciSubSystemId (unsigned each), busId[32]: 68 bytes, read into more.
+  char pci[128] = {0};
+  if (a.pci_info && a.pci_info(d, pci) == kSuccess) g.pci_bus_id = std::string(pci + 36, strnlen(pci + 36, 32));
+  int major = 0, minor = 0;
+  if (a.cc && a.cc(d, &major, &minor) == kSuccess) {
+    g.cc_major = major;
+    g.cc_minor = minor;
+  }
+}
+
+// Clocks, power limits, the PCIe link, persistence, MIG and compute mode.
+void read_settings(const Api& a, Dev d, NvmlGpuInfo& g) {
+  int state = 0;
   if (a.persistence && a.persistence(d, &state) == kSuccess) g.persistence_mode = state;
   g.sm_clock_mhz = uint_or_unknown(a.clock, d, kClockSm);
   g.mem_clock_mhz = uint_or_unknown(a.clock, d, kClockMem);
@@ -201,15 +216,6 @@ NvmlGpuInfo Session::describe(void* d) const {
   g.power_default_w = milliwatts_to_w(uint_or_unknown(a.power_default, d));
   unsigned lo = 0, hi = 0;
   if (a.power_constraints && a.power_constraints(d, &lo, &hi) == kSuccess) g.power_max_w = hi / 1000.0;
-  if (a.ecc_mode && a.ecc_mode(d, &state, &pending) == kSuccess) {
-    g.ecc_current = state;
-    g.ecc_pending = pending;
-  }
-  unsigned long long n = 0;
-  if (a.ecc_errors && a.ecc_errors(d, kMemoryErrorCorrected, kVolatileEcc, &n) == kSuccess)
-    g.ecc_volatile_corrected = static_cast<long long>(n);
-  if (a.ecc_errors && a.ecc_errors(d, kMemoryErrorUncorrected, kVolatileEcc, &n) == kSuccess)
-    g.ecc_volatile_uncorrected = static_cast<long long>(n);
   g.pcie_gen = uint_or_unknown(a.pcie_gen, d);
   g.pcie_gen_max = uint_or_unknown(a.pcie_gen_max, d);
   g.pcie_width = uint_or_unknown(a.pcie_width, d);
@@ -220,52 +226,20 @@ NvmlGpuInfo Session::describe(void* d) const {
     g.mig_pending = static_cast<int>(mig_pending);
   }
   if (a.compute_mode && a.compute_mode(d, &state) == kSuccess) g.compute_mode = state;
-  if (a.name && a.name(d, buf, sizeof buf) == kSuccess) g.name = buf;
-  // nvmlPciInfo_t: busIdLegacy[16], domain, bus, device, pciDeviceId,
-  // pciSubSystemId (unsigned each), busId[32]: 68 bytes, read into more.
-  char pci[128] = {0};
-  if (a.pci_info && a.pci_info(d, pci) == kSuccess) g.pci_bus_id = std::string(pci + 36, strnlen(pci + 36, 32));
-  int major = 0, minor = 0;
-  if (a.cc && a.cc(d, &major, &minor) == kSuccess) {
-    g.cc_major = major;
-    g.cc_minor = minor;
+}
+
+// ECC mode and errors, memory waiting to be retired or remapped.
+void read_memory_health(const Api& a, Dev d, NvmlGpuInfo& g) {
+  int state = 0, pending = 0;
+  if (a.ecc_mode && a.ecc_mode(d, &state, &pending) == kSuccess) {
+    g.ecc_current = state;
+    g.ecc_pending = pending;
   }
-  if (g.mig_current == 1 && a.max_mig && a.mig_by_index) {
-    unsigned max = 0;
-    if (a.max_mig(d, &max) == kSuccess) {
-      g.mig_devices = 0;
-      for (unsigned i = 0; i < max && g.mig_devices >= 0; ++i) {
-        Dev m = nullptr;
-        const int rc = a.mig_by_index(d, i, &m);
-        if (rc == kSuccess) ++g.mig_devices;
-        else if (rc != kNotFound) g.mig_devices = -1;  // no permission, ...: unknown, not "none"
-      }
-    }
-  }
-  if (a.processes) {
-    // nvmlProcessInfo_t (v2 = v3): pid, usedGpuMemory (8-byte aligned),
-    // gpuInstanceId, computeInstanceId: 24 bytes each.
-    struct Info {
-      unsigned pid;
-      unsigned long long used;
-      unsigned gi, ci;
-    };
-    unsigned n = 0;
-    int prc = a.processes(d, &n, nullptr);
-    std::vector<Info> infos;
-    if (prc == kInsufficientSize) {
-      n = n * 2 + 8;
-      infos.resize(n);
-      prc = a.processes(d, &n, infos.data());
-    }
-    if (prc == kSuccess) {
-      g.processes_known = true;
-      for (unsigned i = 0; i < n && i < infos.size(); ++i) {
-        g.compute_pids.push_back(infos[i].pid);
-        g.compute_names.push_back(read_first_line("/proc/" + std::to_string(infos[i].pid) + "/comm"));
-      }
-    }
-  }
+  unsigned long long n = 0;
+  if (a.ecc_errors && a.ecc_errors(d, kMemoryErrorCorrected, kVolatileEcc, &n) == kSuccess)
+    g.ecc_volatile_corrected = static_cast<long long>(n);
+  if (a.ecc_errors && a.ecc_errors(d, kMemoryErrorUncorrected, kVolatileEcc, &n) == kSuccess)
+    g.ecc_volatile_uncorrected = static_cast<long long>(n);
   if (a.retired_pending && a.retired_pending(d, &state) == kSuccess) g.retired_pages_pending = state;
   unsigned corr = 0, unc = 0, rpending = 0, rfailure = 0;
   if (a.remapped_rows && a.remapped_rows(d, &corr, &unc, &rpending, &rfailure) == kSuccess) {
@@ -273,15 +247,71 @@ NvmlGpuInfo Session::describe(void* d) const {
     g.remap_failure = rfailure ? 1 : 0;
     g.remap_uncorrectable_rows = static_cast<int>(unc);
   }
+}
+
+// With MIG on: how many MIG devices exist (-1 when NVML will not say).
+void count_mig_devices(const Api& a, Dev d, NvmlGpuInfo& g) {
+  unsigned max = 0;
+  if (g.mig_current != 1 || !a.max_mig || !a.mig_by_index || a.max_mig(d, &max) != kSuccess) return;
+  g.mig_devices = 0;
+  for (unsigned i = 0; i < max && g.mig_devices >= 0; ++i) {
+    Dev m = nullptr;
+    const int rc = a.mig_by_index(d, i, &m);
+    if (rc == kSuccess) ++g.mig_devices;
+    else if (rc != kNotFound) g.mig_devices = -1;  // no permission, ...: unknown, not "none"
+  }
+}
+
+// The compute processes on the GPU, with their names.
+void read_processes(const Api& a, Dev d, NvmlGpuInfo& g) {
+  if (!a.processes) return;
+  // nvmlProcessInfo_t (v2 = v3): pid, usedGpuMemory (8-byte aligned),
+  // gpuInstanceId, computeInstanceId: 24 bytes each.
+  struct Info {
+    unsigned pid;
+    unsigned long long used;
+    unsigned gi, ci;
+  };
+  unsigned n = 0;
+  int prc = a.processes(d, &n, nullptr);
+  std::vector<Info> infos;
+  if (prc == kInsufficientSize) {
+    n = n * 2 + 8;
+    infos.resize(n);
+    prc = a.processes(d, &n, infos.data());
+  }
+  if (prc != kSuccess) return;
+  g.processes_known = true;
+  for (unsigned i = 0; i < n && i < infos.size(); ++i) {
+    g.compute_pids.push_back(infos[i].pid);
+    g.compute_names.push_back(read_first_line("/proc/" + std::to_string(infos[i].pid) + "/comm"));
+  }
+}
+
+// The NVLink fabric's state (NVSwitch systems).
+void read_fabric(const Api& a, Dev d, NvmlGpuInfo& g) {
   // nvmlGpuFabricInfo_t: clusterUuid[16], status (nvmlReturn_t), cliqueId,
   // state (one byte in nvml.h; zeroed room either way).
   char fabric[64] = {0};
-  if (a.fabric && a.fabric(d, fabric) == kSuccess) {
-    int status = 0;
-    std::memcpy(&status, fabric + 16, sizeof status);
-    g.fabric_state = static_cast<unsigned char>(fabric[24]);
-    g.fabric_status = status;
-  }
+  if (!a.fabric || a.fabric(d, fabric) != kSuccess) return;
+  int status = 0;
+  std::memcpy(&status, fabric + 16, sizeof status);
+  g.fabric_state = static_cast<unsigned char>(fabric[24]);
+  g.fabric_status = status;
+}
+
+}  // namespace
+
+NvmlGpuInfo Session::describe(void* d) const {
+  NvmlGpuInfo g;
+  if (!ok_ || !d) return g;
+  g.found = true;
+  read_identity(*api_, d, g);
+  read_settings(*api_, d, g);
+  read_memory_health(*api_, d, g);
+  count_mig_devices(*api_, d, g);
+  read_processes(*api_, d, g);
+  read_fabric(*api_, d, g);
   return g;
 }
 
