@@ -100,7 +100,7 @@ VENV="${CUDABENCH_VENV:-$CACHE/venv}"
 want_torch=1
 { [ -n "${Torch_DIR:-}" ] || [ "${CUDABENCH_NO_TORCH:-0}" = 1 ]; } && want_torch=0
 check='import scipy, matplotlib, numpy'
-[ "$tests" = 0 ] || check="$check, pytest, atheris"
+[ "$tests" = 0 ] || check="$check, pytest, atheris, lizard"
 [ "$want_torch" = 1 ] && check="$check; import torch; assert torch.__version__.startswith('2.11.0'), torch.__version__"
 if ! "$VENV/bin/python" -c "$check" >/dev/null 2>&1; then
   say "preparing $VENV (pip cache in ~/.cache/pip)"

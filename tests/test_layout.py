@@ -1,0 +1,77 @@
+"""The house rules a reader relies on, checked on the sources.
+
+Rooms depend one way, from the bottom up: common <- kernels, data <- env <-
+doctor <- models <- bench (tests/ and fuzz/ may use any). An include that
+crosses rooms names its room ("env/probe.h"), so both the reader and this
+test know where it points. No function is over 80 lines but the data
+tables listed below (lizard measures them).
+"""
+import os
+import re
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Each room's level: a room may include its own files and those of lower levels.
+LEVEL = {"common": 0, "kernels": 1, "data": 1, "env": 2, "doctor": 3, "models": 4, "bench": 5}
+SOURCES = (".h", ".hpp", ".cuh", ".cpp", ".cu")
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+MAX_LINES = 80
+# Functions that are data tables, longer by nature: (file, function name).
+TABLES = {("doctor/explain.cpp", "cudabench::doctor::scenarios")}
+
+
+def source_files(rooms):
+    for room in rooms:
+        for folder, _, names in os.walk(os.path.join(ROOT, room)):
+            for n in sorted(names):
+                if n.endswith(SOURCES):
+                    yield room, os.path.join(folder, n)
+
+
+def includes_across_rooms():
+    """(room, file, included room or None for a bare name that is not beside it, include)."""
+    for room, path in source_files(LEVEL):
+        with open(path, errors="replace") as f:
+            text = f.read()
+        for inc in INCLUDE.findall(text):
+            if os.path.exists(os.path.join(os.path.dirname(path), inc)):
+                continue  # beside it (or below it), in its own room
+            first = inc.split("/")[0]
+            yield room, os.path.relpath(path, ROOT), first if first in LEVEL else None, inc
+
+
+def test_includes_across_rooms_name_their_room():
+    generated = {"build_info.h"}  # env's, made by CMake into the build folder
+    bad = [f"{p}: #include \"{inc}\"" for _, p, to, inc in includes_across_rooms() if to is None and inc not in generated]
+    assert not bad, "includes that name no room and are not beside their file:\n" + "\n".join(bad)
+
+
+def test_rooms_depend_one_way():
+    bad = [f"{p} ({room}) includes {inc} ({to})" for room, p, to, inc in includes_across_rooms()
+           if to is not None and to != room and LEVEL[to] >= LEVEL[room]]
+    assert not bad, "includes that point up or sideways:\n" + "\n".join(bad)
+
+
+def test_the_checks_see_the_rooms():
+    # A room that moved or was renamed would make the checks above pass on nothing.
+    for room in LEVEL:
+        assert os.path.isdir(os.path.join(ROOT, room)), room
+    assert sum(1 for _ in includes_across_rooms()) > 40
+
+
+def test_no_function_is_over_80_lines():
+    lizard = pytest.importorskip("lizard", reason="lizard measures function length (scripts/requirements-test.txt)")
+    long = []
+    rooms = list(LEVEL) + ["tests", "fuzz", "scripts"]
+    for room in rooms:
+        for folder, _, names in os.walk(os.path.join(ROOT, room)):
+            for n in sorted(names):
+                if not n.endswith(SOURCES + (".py",)):
+                    continue
+                path = os.path.join(folder, n)
+                rel = os.path.relpath(path, ROOT)
+                for fn in lizard.analyze_file(path).function_list:
+                    if fn.length > MAX_LINES and (rel, fn.name) not in TABLES:
+                        long.append(f"{rel}:{fn.start_line} {fn.name}: {fn.length} lines")
+    assert not long, f"functions over {MAX_LINES} lines (split them by what they decide):\n" + "\n".join(long)
