@@ -16,7 +16,7 @@
 namespace cudabench::env {
 
 struct Scenario {
-  int number;                // 1..20, as in the README's table
+  int number;                // 1..20, as in the table of docs/doctor.md
   std::string id;            // "compat_not_supported"
   std::string title;         // one line
   std::vector<int> codes;    // CUDA error codes that name it ("error 804")

@@ -154,7 +154,7 @@ std::string to_text(const Report& r) {
                                        : r.torch.nccl_version + " (" + r.torch.nccl_path + ")")
       << "\n\n";
   } else {
-    o << "  absent from this build (see README: LibTorch)\n\n";
+    o << "  absent from this build (see docs/building.md: LibTorch)\n\n";
   }
 
   o << "Host\n";
