@@ -5,7 +5,7 @@
 namespace cudabench::bench {
 std::string register_torch(const RunOptions&, bool) {
   add_note("cudabench: LibTorch benchmarks not built: this build has no LibTorch (see the configure messages and "
-           "docs/building.md)");
+           "docs/building.md: LibTorch)");
   return "";
 }
 }  // namespace cudabench::bench

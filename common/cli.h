@@ -1,4 +1,4 @@
-// The exit-code contract of bench and train (README, "Exit codes"), the
+// The exit-code contract of bench and train (docs/contributing.md), the
 // one-line error text, and the command-line helpers that keep the contract:
 // a misuse is one line on stderr that names the flag and what it expects,
 // then exit 2; --help is exit 0.

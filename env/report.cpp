@@ -236,7 +236,7 @@ Lines torch_lines(const Report& r) {
                           {"torch/nccl_version", t.nccl_version}, {"torch/nccl_path", t.nccl_path},
                           {"torch/nccl_error", t.nccl_error}})};
   if (!t.compiled_in) {
-    out.push_back(text("  absent from this build (see docs/building.md)"));
+    out.push_back(text("  absent from this build (see docs/building.md: LibTorch)"));
     out.push_back(text(""));
     return out;
   }

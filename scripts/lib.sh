@@ -67,7 +67,7 @@ toolkit_label() {
 # and power trials calibrate (scripts/ab-calibration.sh): CPU rows whose
 # process-to-process spread on a shared 2-core VM lets a 10% change show
 # (cpu_omp_simd at 65536 and 1e7 move by 10-40% from process to process
-# there: see README, "Regression tracking"), the CPU training step, and with
+# there: see docs/regression-tracking.md), the CPU training step, and with
 # a usable GPU the GPU headline rows. Usage: ci_subset_filter [cpu|gpu|auto];
 # cpu-rows and gpu-rows give each part alone.
 # The fleet mode (scripts/fleet) runs the same rows: cpu-rows on every node,

@@ -1,4 +1,4 @@
-"""The exit-code contract (README, "Exit codes"), case by case, for bench,
+"""The exit-code contract (docs/contributing.md), case by case, for bench,
 train, compare.py, report.py and the scripts.
 
 Each case runs a real program on a bad input and asserts:

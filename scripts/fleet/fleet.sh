@@ -11,8 +11,8 @@
 #      architecture, OS, glibc, compiler, nvcc, LibTorch, Google Benchmark),
 #      in --builds (default build-fleet/<fingerprint>); made here for this
 #      host's environment, and by the first task on any node whose
-#      environment differs (under a lock, the others wait). See the README,
-#      "Fleet runs on Slurm", for why.
+#      environment differs (under a lock, the others wait). See
+#      docs/fleet.md, "Builds", for why.
 #   2. an array job (scripts/fleet/task.sh): one task per node (--exclusive),
 #      or with --per-gpu one per GPU (--gpus-per-task=1). Each runs bench
 #      --env=json and --processes bench processes of --repetitions each: the
@@ -174,7 +174,7 @@ for line in sys.stdin:
 print(json.dumps(out))')"
 if [ "$per_gpu" = 1 ]; then
   gpus="$(echo "$FLEET_GPUS" | python3 -c 'import json, sys; print(sum(json.load(sys.stdin).values()))')"
-  [ "$gpus" -gt 0 ] || [ -n "$tasks" ] || die 2 "--per-gpu: no node${partition:+ of partition $partition} lists a gpu gres (see the README: gres.conf)"
+  [ "$gpus" -gt 0 ] || [ -n "$tasks" ] || die 2 "--per-gpu: no node${partition:+ of partition $partition} lists a gpu gres (see docs/fleet.md: gres.conf)"
   tasks="${tasks:-$gpus}"
 else
   if [ -z "$tasks" ]; then tasks="${#nodes[@]}"; expected_nodes=("${nodes[@]}"); fi
