@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -64,6 +65,22 @@ nlohmann::json read_json(const fs::path& p) {
 
 bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
 
+// The context's keys as env/context_keys.json defines them (compare.py and
+// fleet.py read the same file).
+std::set<std::string> schema_keys() {
+  std::ifstream f(std::string(CUDABENCH_TEST_SOURCE_DIR) + "/env/context_keys.json");
+  const auto schema = nlohmann::json::parse(f);
+  std::set<std::string> keys;
+  for (const auto& k : schema["keys"]) keys.insert(k["key"].get<std::string>());
+  return keys;
+}
+
+std::set<std::string> keys_of(const nlohmann::json& object) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : object.items()) keys.insert(k);
+  return keys;
+}
+
 }  // namespace
 
 TEST(BenchCli, CpuRunWritesCheckedJsonWithContext) {
@@ -82,6 +99,9 @@ TEST(BenchCli, CpuRunWritesCheckedJsonWithContext) {
   for (const char* k : {"cuda_runtime_built", "cuda_driver", "cuda_toolkit", "nvcc",
                         "cuda_architectures", "cxx_compiler", "gpu_name", "libtorch", "cudabench_env"})
     EXPECT_TRUE(ctx.contains(k)) << "context lacks " << k;
+  // Every key is one the schema defines (without a GPU, the GPU's facts are absent).
+  const auto schema = schema_keys();
+  for (const auto& k : keys_of(ctx)) EXPECT_TRUE(schema.count(k)) << k << " is not in env/context_keys.json";
   // The whole environment report rides along as an object.
   EXPECT_TRUE(ctx["cudabench_env"].contains("verdicts"));
   EXPECT_TRUE(ctx["cudabench_env"].contains("toolkits"));
@@ -238,6 +258,8 @@ TEST(BenchCliFakeGpu, ContextNamesTheSelectedGpuTheFlushAndTheHost) {
   for (const char* k : {"host_cpu_model", "host_cores", "host_threads", "host_kernel", "host_os", "host_memory_gib",
                         "host_cpu_governor", "host_thp", "host_numa_nodes"})
     EXPECT_TRUE(c.contains(k)) << k;
+  // With a GPU, the context holds exactly the keys env/context_keys.json defines.
+  EXPECT_EQ(keys_of(c), schema_keys());
 }
 
 TEST(BenchCliFakeGpu, ABrokenDriverIsReportedNotUsed) {

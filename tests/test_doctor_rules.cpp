@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
+#include <set>
 #include <sstream>
 
 #include "doctor/explain.h"
@@ -141,6 +144,30 @@ TEST(Explain, EveryScenarioHasItsNumberTitleCheckAndFix) {
     EXPECT_FALSE(s[i].checked.empty()) << s[i].id;
     EXPECT_FALSE(s[i].fix.empty()) << s[i].id;
     EXPECT_FALSE(s[i].patterns.empty() && s[i].codes.empty() && s[i].names.empty()) << s[i].id;
+  }
+}
+
+// docs/doctor.md's table restates scenarios(): one row per scenario, by
+// its number, naming exactly its verdict ids (in backticks).
+TEST(Explain, TheDocsTableIsTheScenarioTable) {
+  std::ifstream f(std::string(CUDABENCH_TEST_SOURCE_DIR) + "/docs/doctor.md");
+  ASSERT_TRUE(f) << "docs/doctor.md";
+  std::map<int, std::set<std::string>> rows;  // number -> verdict ids named
+  bool in_table = false;
+  static const std::regex row(R"(^\| *([0-9]+) *\|)"), id(R"(`([a-z]+\.[a-z_]+)`)");
+  for (std::string line; std::getline(f, line);) {
+    if (line.find("<!-- doctor-table:begin -->") != std::string::npos) in_table = true;
+    if (line.find("<!-- doctor-table:end -->") != std::string::npos) in_table = false;
+    std::smatch m;
+    if (!in_table || !std::regex_search(line, m, row)) continue;
+    auto& ids = rows[std::stoi(m[1])];
+    for (std::sregex_iterator it(line.begin(), line.end(), id), end; it != end; ++it) ids.insert((*it)[1]);
+  }
+  ASSERT_EQ(rows.size(), scenarios().size()) << "rows between the doctor-table markers";
+  for (const auto& s : scenarios()) {
+    ASSERT_TRUE(rows.count(s.number)) << "no row " << s.number << " (" << s.id << ")";
+    EXPECT_EQ(rows[s.number], std::set<std::string>(s.verdict_ids.begin(), s.verdict_ids.end()))
+        << "row " << s.number << " (" << s.id << ")";
   }
 }
 
