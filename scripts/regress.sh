@@ -66,7 +66,7 @@ fi
 
 # ---- the base revision ----
 # Whatever goes into the bench executable.
-inputs=(CMakeLists.txt CMakePresets.json cmake bench kernels env models data)
+inputs=(CMakeLists.txt CMakePresets.json cmake common kernels data env doctor models bench)
 clean=1
 git diff --quiet HEAD -- . 2>/dev/null || clean=0
 picked=0
