@@ -1,0 +1,49 @@
+"""The front door and docs/ against the tree they describe: the README stays
+a front door (at most 250 lines), every relative link resolves, and every
+CUDABENCH_* setting the docs name is one the code reads. (The doctor's
+table and the context keys are checked against their code by
+test_doctor_rules.cpp and test_context_keys.py.)
+"""
+import glob
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+SETTING = re.compile(r"\bCUDABENCH_[A-Z0-9_]*[A-Z0-9]\b")
+CODE_DIRS = ["common", "kernels", "data", "env", "doctor", "models", "bench", "scripts", "tests", "fuzz", "cmake", ".ci"]
+
+
+def read(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+def test_the_readme_is_a_front_door():
+    assert len(DOCS) > 5, "docs/ holds the topics the README links to"
+    lines = read(DOCS[0]).count("\n")
+    assert lines <= 250, f"README.md has {lines} lines: move the detail to docs/"
+
+
+def test_every_relative_link_resolves():
+    bad = []
+    for doc in DOCS:
+        for target in LINK.findall(read(doc)):
+            if "://" in target or target.startswith("mailto:"):
+                continue
+            if not os.path.exists(os.path.normpath(os.path.join(os.path.dirname(doc), target))):
+                bad.append(f"{os.path.relpath(doc, ROOT)}: {target}")
+    assert not bad, "links to nothing:\n" + "\n".join(bad)
+
+
+def test_every_setting_the_docs_name_is_read_by_the_code():
+    code = [read(os.path.join(ROOT, "CMakeLists.txt"))]
+    for d in CODE_DIRS:
+        for folder, _, names in os.walk(os.path.join(ROOT, d)):
+            code += [read(os.path.join(folder, n)) for n in names
+                     if n.endswith((".sh", ".py", ".cpp", ".cu", ".h", ".cuh", ".txt", ".cmake", ".in")) or n == "run"]
+    known = set(SETTING.findall("\n".join(code)))
+    named = {s for doc in DOCS for s in SETTING.findall(read(doc))}
+    assert len(named) > 10
+    assert not named - known, f"settings the docs name and no code reads: {sorted(named - known)}"
