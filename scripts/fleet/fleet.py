@@ -332,6 +332,16 @@ def ecc_errors(m):
     return f"{n} uncorrectable ECC errors since the driver loaded" if isinstance(n, int) and n > 0 else None
 
 
+def loaded(version, path):
+    """A loaded library: "<version> from <path>", what of it is known, or None."""
+    return " from ".join(x for x in (version, path) if x) or None
+
+
+def mhz_per_cpu(m):
+    mhz = m.context.get("mhz_per_cpu")
+    return mhz if compare.finite_number(mhz) else None
+
+
 def load_per_cpu(m):
     la, n = m.context.get("load_avg"), m.context.get("num_cpus")
     if isinstance(la, list) and la and compare.finite_number(la[0]) and compare.finite_number(n) and n > 0:
@@ -364,52 +374,70 @@ class Feature:
     unit: str = ""
 
 
-FEATURES = [
-    Feature("driver", "cat", on_gpu, gpu_only(lambda m: m.context.get("cuda_driver_version")
-                                              or m.env_doc().get("driver", {}).get("nvml_driver_version"))),
-    Feature("CUDA toolkit of the build", "cat", on_gpu, gpu_only(ctx("cuda_toolkit"))),
-    Feature("libcudart loaded", "cat", on_gpu,
-            gpu_only(lambda m: " from ".join(x for x in (m.context.get("cuda_runtime_loaded"),
-                                                         (m.env_doc().get("runtime") or {}).get("loaded_path")) if x)
-                     or None)),
-    Feature("cuBLAS loaded", "cat", lambda m, n: m.unit.startswith("gpu") and uses_cublas(n),
-            gpu_only(lambda m: " from ".join(x for x in (m.context.get("cublas"), lib_path(m, "libcublas.so")) if x)
-                     or None)),
-    Feature("cuDNN loaded", "cat", lambda m, n: m.unit.startswith("gpu") and uses_torch(n),
-            gpu_only(lambda m: " from ".join(x for x in (m.context.get("cudnn"), lib_path(m, "libcudnn.so")) if x)
-                     or None)),
-    Feature("LibTorch", "cat", lambda m, n: uses_torch(n),
-            lambda m: " CUDA ".join(str(m.context[k]) for k in ("libtorch", "libtorch_cuda") if m.context.get(k))
-            or None),
-    Feature("SM clock during the runs", "num", on_gpu, gpu_only(lambda m: counter_median(m, "sm_clock_mhz")),
-            tol=0.03, unit="MHz"),
-    Feature("memory clock during the runs", "num", on_device_memory,
-            gpu_only(lambda m: counter_median(m, "mem_clock_mhz")), tol=0.03, unit="MHz"),
-    Feature("application clocks (SM/memory MHz)", "cat", on_gpu, gpu_only(ctx("gpu_app_clocks_mhz"))),
-    Feature("max clocks (SM/memory MHz)", "cat", on_gpu, gpu_only(ctx("gpu_max_clocks_mhz"))),
-    Feature("power limit", "num", on_gpu, gpu_only(lambda m: nvml(m, "power_limit_w")), tol=0.02, unit="W"),
-    Feature("PCIe link", "cat", lambda m, n: m.unit.startswith("gpu") and is_transfer(n), gpu_only(pcie)),
-    Feature("ECC", "cat", on_device_memory, gpu_only(ecc_mode)),
-    Feature("ECC errors", "flag", on_gpu, gpu_only(ecc_errors)),
-    Feature("persistence mode", "cat", on_gpu, gpu_only(ctx("gpu_persistence_mode"))),
-    Feature("MIG", "cat", on_gpu, gpu_only(ctx("gpu_mig"))),
-    Feature("compute mode", "cat", on_gpu, gpu_only(ctx("gpu_compute_mode"))),
-    Feature("GPU temperature during the runs", "num", on_gpu, gpu_only(lambda m: counter_median(m, "temp_c")),
-            abs_tol=10, unit="C"),
-    Feature("CPU frequency governor", "cat", on_host_cpu, ctx("host_cpu_governor")),
-    Feature("transparent huge pages", "cat", on_host_cpu, ctx("host_thp")),
-    Feature("CPU clock (Google Benchmark's MHz per CPU)", "num", on_host_cpu,
-            lambda m: m.context.get("mhz_per_cpu") if compare.finite_number(m.context.get("mhz_per_cpu")) else None,
-            tol=0.03, unit="MHz"),
-    Feature("load per CPU when bench started (1-minute average)", "num", on_host_cpu, load_per_cpu, abs_tol=0.25),
-    Feature("kernel", "cat", lambda m, n: True, ctx("host_kernel")),
-    Feature("OS", "cat", lambda m, n: True, ctx("host_os")),
-    Feature("C++ compiler", "cat", lambda m, n: True, ctx("cxx_compiler")),
-    Feature("build (source revision, environment)", "cat", lambda m, n: True,
-            lambda m: " ".join(x for x in (m.context.get("cudabench_git"),
-                                           *(s.get("fingerprint") or "" for s in m.status[:1])) if x) or None),
-    Feature("environment errors", "flag", lambda m, n: True, env_errors),
-]
+def every(m, n):
+    return True
+
+
+# A plain context feature's scope in env/context_keys.json: the benchmarks it
+# can slow down, and which machines it applies to (gpu: GPU units only).
+SCOPES = {"gpu": (on_gpu, gpu_only), "host_cpu": (on_host_cpu, None), "all": (every, None)}
+
+
+@functools.cache
+def features():
+    """What is compared between machines, in the order the report lists it.
+    The plain context lookups take their label and scope from
+    env/context_keys.json (its 'fleet' entries): a key named here has its
+    place in this order; one the schema adds and this does not name comes last."""
+    plain = {e["key"]: e["fleet"] for e in compare.context_schema() if e.get("fleet")}
+
+    def from_schema(key):
+        f = plain.pop(key)
+        scope, only = SCOPES[f["scope"]]
+        return Feature(f["label"], "cat", scope, only(ctx(key)) if only else ctx(key))
+
+    listed = [
+        Feature("driver", "cat", on_gpu, gpu_only(lambda m: m.context.get("cuda_driver_version")
+                                                  or m.env_doc().get("driver", {}).get("nvml_driver_version"))),
+        from_schema("cuda_toolkit"),
+        Feature("libcudart loaded", "cat", on_gpu,
+                gpu_only(lambda m: loaded(m.context.get("cuda_runtime_loaded"),
+                                          (m.env_doc().get("runtime") or {}).get("loaded_path")))),
+        Feature("cuBLAS loaded", "cat", lambda m, n: m.unit.startswith("gpu") and uses_cublas(n),
+                gpu_only(lambda m: loaded(m.context.get("cublas"), lib_path(m, "libcublas.so")))),
+        Feature("cuDNN loaded", "cat", lambda m, n: m.unit.startswith("gpu") and uses_torch(n),
+                gpu_only(lambda m: loaded(m.context.get("cudnn"), lib_path(m, "libcudnn.so")))),
+        Feature("LibTorch", "cat", lambda m, n: uses_torch(n),
+                lambda m: " CUDA ".join(str(m.context[k]) for k in ("libtorch", "libtorch_cuda") if m.context.get(k))
+                or None),
+        Feature("SM clock during the runs", "num", on_gpu, gpu_only(lambda m: counter_median(m, "sm_clock_mhz")),
+                tol=0.03, unit="MHz"),
+        Feature("memory clock during the runs", "num", on_device_memory,
+                gpu_only(lambda m: counter_median(m, "mem_clock_mhz")), tol=0.03, unit="MHz"),
+        from_schema("gpu_app_clocks_mhz"),
+        from_schema("gpu_max_clocks_mhz"),
+        Feature("power limit", "num", on_gpu, gpu_only(lambda m: nvml(m, "power_limit_w")), tol=0.02, unit="W"),
+        Feature("PCIe link", "cat", lambda m, n: m.unit.startswith("gpu") and is_transfer(n), gpu_only(pcie)),
+        Feature("ECC", "cat", on_device_memory, gpu_only(ecc_mode)),
+        Feature("ECC errors", "flag", on_gpu, gpu_only(ecc_errors)),
+        from_schema("gpu_persistence_mode"),
+        from_schema("gpu_mig"),
+        from_schema("gpu_compute_mode"),
+        Feature("GPU temperature during the runs", "num", on_gpu, gpu_only(lambda m: counter_median(m, "temp_c")),
+                abs_tol=10, unit="C"),
+        from_schema("host_cpu_governor"),
+        from_schema("host_thp"),
+        Feature("CPU clock (Google Benchmark's MHz per CPU)", "num", on_host_cpu, mhz_per_cpu, tol=0.03, unit="MHz"),
+        Feature("load per CPU when bench started (1-minute average)", "num", on_host_cpu, load_per_cpu, abs_tol=0.25),
+        from_schema("host_kernel"),
+        from_schema("host_os"),
+        from_schema("cxx_compiler"),
+        Feature("build (source revision, environment)", "cat", every,
+                lambda m: " ".join(x for x in (m.context.get("cudabench_git"),
+                                               *(s.get("fingerprint") or "" for s in m.status[:1])) if x) or None),
+        Feature("environment errors", "flag", every, env_errors),
+    ]
+    return listed + [from_schema(k) for k in list(plain)]
 
 
 def fmt_val(f, v):
@@ -556,7 +584,7 @@ def rank_causes(m, group, off, measured):
     first: a feature's score is how well the benchmarks it can affect
     match the slow ones (precision x recall)."""
     likely, also = [], []
-    for f in FEATURES:
+    for f in features():
         v = f.get(m)
         typ = typical(f, group)
         if not differs(f, v, typ):
@@ -582,7 +610,7 @@ def separating(group, slow, fast):
     """Features whose values on the slow side of a split never occur on the fast side."""
     by = {m.key: m for m in group}
     out = []
-    for f in FEATURES:
+    for f in features():
         if f.kind == "flag":
             vs = [f.get(by[k]) for k in slow]
             vf = [f.get(by[k]) for k in fast]
@@ -736,7 +764,7 @@ def grouped_verdicts(machines):
 def context_spread(group):
     """[(feature, [(value, [machines])])] for features whose values differ within a group."""
     out = []
-    for f in FEATURES:
+    for f in features():
         if f.kind == "flag":
             continue
         vals = {}
