@@ -634,110 +634,144 @@ def separating(group, slow, fast):
 
 def analyse(meta, machines, threshold):
     """The findings as plain data (what fleet.json holds and fleet.md shows)."""
+    findings = {"groups": [], "off": [], "faster": [], "splits": [], "wrong": [], "incomplete": []}
     groups = {}
     for m in machines:
         groups.setdefault(m.group, []).append(m)
-    findings = {"groups": [], "off": [], "faster": [], "splits": [], "wrong": [], "incomplete": []}
     for gname in sorted(groups):
-        ms = sorted(groups[gname], key=lambda m: (m.host, m.unit))
-        with_data = [m for m in ms if m.medians]
-        names = []
-        for m in with_data:
-            names += [n for n in m.result.runs if n not in names]
-        stats = []
-        zc = z_bar(len(with_data) * len(names))
-        for n in names:
-            samples = {m.key: m.result.runs[n].samples for m in with_data if n in m.medians}
-            if samples:
-                stats.append(bench_stats(n, samples, threshold, zc))
-        for m in with_data:
-            lacking = [n for n in names if n not in m.result.runs]
-            if lacking:
-                findings["incomplete"].append({"machine": m.key, "error": "no result for "
-                                               + names_list(short(n) for n in lacking)
-                                               + ", which others in its group have"})
-        g = {"name": gname, "machines": [m.key for m in ms], "benchmarks": stats,
-             "note": "" if len(with_data) >= MIN_MACHINES else
-             f"{len(with_data)} machine(s) with results: at least {MIN_MACHINES} are needed to name an outlier"}
-        findings["groups"].append(g)
-        by = {m.key: m for m in with_data}
-        for m in with_data:
-            off = [s.name for s in stats if m.key in s.slower]
-            fast = [s.name for s in stats if m.key in s.faster]
-            measured = [s.name for s in stats if m.key in s.ratios]
-            if off:
-                likely, also = rank_causes(m, with_data, off, measured)
-                findings["off"].append({"machine": m.key, "group": gname, "benchmarks": off,
-                                        "ratios": {n: s.ratios[m.key] for s in stats for n in [s.name] if n in off},
-                                        "likely": likely, "also": also})
-            if fast:
-                findings["faster"].append({"machine": m.key, "group": gname, "benchmarks": fast,
-                                           "ratios": {s.name: s.ratios[m.key] for s in stats if s.name in fast}})
-        splits = {}
-        for s in stats:
-            if s.split:
-                splits.setdefault((tuple(s.split[0]), tuple(s.split[1])), []).append(s)
-        for (slow, fast), ss in splits.items():
-            findings["splits"].append({"group": gname, "slow": list(slow), "fast": list(fast),
-                                       "benchmarks": [s.name for s in ss],
-                                       "slow_ratio": median([s.split[2] for s in ss]),
-                                       "fast_ratio": median([s.split[3] for s in ss]),
-                                       "separating": separating(list(by.values()), slow, fast)})
+        analyse_group(gname, sorted(groups[gname], key=lambda m: (m.host, m.unit)), threshold, findings)
     for m in sorted(machines, key=lambda m: m.key):
-        for n, e in sorted(m.errors.items()):
-            (findings["incomplete"] if e.startswith(compare.COULD_NOT_RUN) else findings["wrong"]).append(
-                {"machine": m.key, "benchmark": n, "error": e})
-        said = False  # a status that says why this machine has no results
-        for st in m.status:
-            if st.get("error"):
-                findings["incomplete"].append({"machine": m.key, "error": st["error"]})
-                said = True
-                continue
-            for i, p in enumerate(st.get("processes", []) or []):
-                rc = p.get("exit_code") if isinstance(p, dict) else None
-                said = said or rc not in (0, None)
-                if rc == 1 and not m.errors:
-                    findings["wrong"].append({"machine": m.key, "benchmark": f"process {i + 1}",
-                                              "error": p.get("error") or "exit 1"})
-                elif rc not in (0, 1):
-                    findings["incomplete"].append({"machine": m.key, "error": f"process {i + 1} exited {rc}: "
-                                                   + (p.get("error") or "no message")})
-        if not m.result and not said:
-            findings["incomplete"].append({"machine": m.key, "error": "no results"})
+        failures(m, findings)
+    findings["incomplete"] += unmeasured_nodes(meta, machines)
+    findings["incomplete"] += gpus_short_of_gres(meta, machines)
+    findings["incomplete"] += one_gpu_twice(machines)
+    findings["incomplete"] += missing_tasks(meta, machines)
+    return findings
+
+
+def group_stats(ms, threshold):
+    """(every benchmark name the group's machines measured, first seen first;
+    the BenchStats of each), over machines with results."""
+    names = []
+    for m in ms:
+        names += [n for n in m.result.runs if n not in names]
+    stats = []
+    zc = z_bar(len(ms) * len(names))
+    for n in names:
+        samples = {m.key: m.result.runs[n].samples for m in ms if n in m.medians}
+        if samples:
+            stats.append(bench_stats(n, samples, threshold, zc))
+    return names, stats
+
+
+def analyse_group(gname, ms, threshold, findings):
+    """One group: its benchmarks, who lacks one, who is off or faster, and its bimodal splits."""
+    with_data = [m for m in ms if m.medians]
+    names, stats = group_stats(with_data, threshold)
+    for m in with_data:
+        lacking = [n for n in names if n not in m.result.runs]
+        if lacking:
+            findings["incomplete"].append({"machine": m.key, "error": "no result for "
+                                           + names_list(short(n) for n in lacking)
+                                           + ", which others in its group have"})
+    findings["groups"].append({"name": gname, "machines": [m.key for m in ms], "benchmarks": stats,
+                               "note": "" if len(with_data) >= MIN_MACHINES else
+                               f"{len(with_data)} machine(s) with results: at least {MIN_MACHINES} are needed "
+                               "to name an outlier"})
+    for m in with_data:
+        off = [s.name for s in stats if m.key in s.slower]
+        fast = [s.name for s in stats if m.key in s.faster]
+        measured = [s.name for s in stats if m.key in s.ratios]
+        if off:
+            likely, also = rank_causes(m, with_data, off, measured)
+            findings["off"].append({"machine": m.key, "group": gname, "benchmarks": off,
+                                    "ratios": {n: s.ratios[m.key] for s in stats for n in [s.name] if n in off},
+                                    "likely": likely, "also": also})
+        if fast:
+            findings["faster"].append({"machine": m.key, "group": gname, "benchmarks": fast,
+                                       "ratios": {s.name: s.ratios[m.key] for s in stats if s.name in fast}})
+    findings["splits"] += bimodal_splits(gname, stats, with_data)
+
+
+def bimodal_splits(gname, stats, group):
+    """The group's bimodal benchmarks, one finding per pair of sides, with what separates the sides."""
+    splits = {}
+    for s in stats:
+        if s.split:
+            splits.setdefault((tuple(s.split[0]), tuple(s.split[1])), []).append(s)
+    return [{"group": gname, "slow": list(slow), "fast": list(fast), "benchmarks": [s.name for s in ss],
+             "slow_ratio": median([s.split[2] for s in ss]), "fast_ratio": median([s.split[3] for s in ss]),
+             "separating": separating(group, slow, fast)} for (slow, fast), ss in splits.items()]
+
+
+def failures(m, findings):
+    """A machine's failed benchmarks and processes (wrong: a failed check,
+    exit 1; incomplete: could not run, another exit code, or no results)."""
+    for n, e in sorted(m.errors.items()):
+        (findings["incomplete"] if e.startswith(compare.COULD_NOT_RUN) else findings["wrong"]).append(
+            {"machine": m.key, "benchmark": n, "error": e})
+    said = False  # a status that says why this machine has no results
+    for st in m.status:
+        if st.get("error"):
+            findings["incomplete"].append({"machine": m.key, "error": st["error"]})
+            said = True
+            continue
+        for i, p in enumerate(st.get("processes", []) or []):
+            rc = p.get("exit_code") if isinstance(p, dict) else None
+            said = said or rc not in (0, None)
+            if rc == 1 and not m.errors:
+                findings["wrong"].append({"machine": m.key, "benchmark": f"process {i + 1}",
+                                          "error": p.get("error") or "exit 1"})
+            elif rc not in (0, 1):
+                findings["incomplete"].append({"machine": m.key, "error": f"process {i + 1} exited {rc}: "
+                                               + (p.get("error") or "no message")})
+    if not m.result and not said:
+        findings["incomplete"].append({"machine": m.key, "error": "no results"})
+
+
+def unmeasured_nodes(meta, machines):
     hosts = {m.host for m in machines}
-    for node in meta.get("expected_nodes", []) or []:
-        if isinstance(node, str) and node not in hosts:
-            findings["incomplete"].append({"machine": node, "error": "no task ran on this node (Slurm placed two "
-                                           "tasks on another node, or this one was busy or went away)"})
-    # Every GPU the nodes' gres list, measured: a node whose task saw fewer
-    # (a broken GPU, or two per-GPU tasks on one GPU) is named.
-    gres = meta.get("expected_gpus")
-    tasks = meta.get("tasks")
-    if isinstance(gres, dict) and (meta.get("mode") != "gpu" or tasks == sum(
+    return [{"machine": node, "error": "no task ran on this node (Slurm placed two tasks on another node, or this "
+             "one was busy or went away)"}
+            for node in meta.get("expected_nodes", []) or [] if isinstance(node, str) and node not in hosts]
+
+
+def gpus_short_of_gres(meta, machines):
+    """Every GPU the nodes' gres list, measured: a node whose task saw fewer
+    (a broken GPU, or two per-GPU tasks on one GPU) is named."""
+    gres, tasks = meta.get("expected_gpus"), meta.get("tasks")
+    if not isinstance(gres, dict) or (meta.get("mode") == "gpu" and tasks != sum(
             n for n in gres.values() if isinstance(n, int))):
-        for node, n in sorted(gres.items()):
-            if not isinstance(n, int) or node not in hosts:
-                continue
-            done = {m.unit for m in machines if m.host == node and m.unit.startswith("gpu") and m.medians}
-            if len(done) < n:
-                findings["incomplete"].append({"machine": node, "error": f"{len(done)} of its {n} GPUs (its gres) "
-                                               "measured"})
-    # Two units of one node that measured one GPU (a per-GPU task that saw
-    # every GPU and took the wrong one): the bus ids tell.
+        return []
+    hosts = {m.host for m in machines}
+    out = []
+    for node, n in sorted(gres.items()):
+        if not isinstance(n, int) or node not in hosts:
+            continue
+        done = {m.unit for m in machines if m.host == node and m.unit.startswith("gpu") and m.medians}
+        if len(done) < n:
+            out.append({"machine": node, "error": f"{len(done)} of its {n} GPUs (its gres) measured"})
+    return out
+
+
+def one_gpu_twice(machines):
+    """Two units of one node that measured one GPU (a per-GPU task that saw
+    every GPU and took the wrong one): the bus ids tell."""
     buses = {}
     for m in machines:
         for st in m.status:
             if st.get("pci_bus_id") and m.medians:
                 buses.setdefault((m.host, st["pci_bus_id"]), set()).add(m.key)
-    for (host, bus), keys in sorted(buses.items()):
-        if len(keys) > 1:
-            findings["incomplete"].append({"machine": host, "error": f"{' and '.join(sorted(keys))} measured one "
-                                           f"GPU (PCI bus {bus})"})
-    seen = {(st.get("task"), st.get("host")) for m in machines for st in m.status}
-    if isinstance(tasks, int) and len({t for t, _ in seen}) < tasks:
-        findings["incomplete"].append({"machine": "-", "error": f"{len({t for t, _ in seen})} of {tasks} array "
-                                       "tasks recorded a result"})
-    return findings
+    return [{"machine": host, "error": f"{' and '.join(sorted(keys))} measured one GPU (PCI bus {bus})"}
+            for (host, bus), keys in sorted(buses.items()) if len(keys) > 1]
+
+
+def missing_tasks(meta, machines):
+    tasks = meta.get("tasks")
+    recorded = {st.get("task") for m in machines for st in m.status}
+    if isinstance(tasks, int) and len(recorded) < tasks:
+        return [{"machine": "-", "error": f"{len(recorded)} of {tasks} array tasks recorded a result"}]
+    return []
 
 
 def grouped_verdicts(machines):
