@@ -829,10 +829,18 @@ def names_list(keys, limit=8):
 
 
 def render(meta, machines, findings, verdicts, threshold, plots):
-    L = []
-    rid = meta.get("run_id") or "(no run.json)"
-    L.append(f"# Fleet run {rid}")
-    L.append("")
+    L = header(meta, machines, findings, threshold)
+    L += ["## Findings", ""] + finding_items(meta, findings, threshold) + [""]
+    L += builds(machines)
+    by = {m.key: m for m in machines}
+    for g in findings["groups"]:
+        L += group_section(g, [by[k] for k in g["machines"]], plots)
+    L += ["## Environment verdicts across nodes", ""] + verdict_items(verdicts, machines) + [""]
+    return "\n".join(L)
+
+
+def header(meta, machines, findings, threshold):
+    L = [f"# Fleet run {meta.get('run_id') or '(no run.json)'}", ""]
     if meta:
         mode = "one per GPU (--gpus-per-task=1)" if meta.get("mode") == "gpu" else "one per node"
         L.append(f"{meta.get('tasks', '?')} array tasks, {mode}, submitted {meta.get('submitted', '?')} from "
@@ -841,115 +849,118 @@ def render(meta, machines, findings, verdicts, threshold, plots):
     L.append(f"{len(machines)} machines (node/unit) in {len(findings['groups'])} group(s). A machine is off when its "
              f"median is more than {100 * threshold:g}% from its group's median and {ROBUST_Z:g} robust standard "
              "deviations from the rest; ratios are time over the group median (above 1: slower).")
-    L.append("")
-    L.append("## Findings")
-    L.append("")
-    items = []
-    for o in findings["off"]:
-        worst = max(o["ratios"].values())
-        line = (f"- **{o['machine']} is off**: slower than its group ({o['group']}) in {len(o['benchmarks'])} "
-                f"benchmark(s), up to {worst:.2f}x the median ({names_list(short(n) for n in o['benchmarks'])}).")
-        if o["likely"]:
-            line += " Likely cause: " + "; ".join(o["likely"]) + "."
-        else:
-            line += (" Nothing in the recorded context or telemetry differs from the group in a way that "
-                     "explains it: look at the node itself (other work on it, cooling, a failing part).")
-        if o["also"]:
-            line += " Also differs: " + "; ".join(o["also"]) + "."
-        items.append(line)
-    for sp in findings["splits"]:
-        line = (f"- **bimodal {sp['group']}**: {len(sp['slow'])} machines at {sp['slow_ratio']:.2f}x "
-                f"({names_list(sp['slow'])}) and {len(sp['fast'])} at {sp['fast_ratio']:.2f}x "
-                f"({names_list(sp['fast'])}) in {len(sp['benchmarks'])} benchmark(s) "
-                f"({names_list(short(n) for n in sp['benchmarks'])}).")
-        line += (" What separates them: " + "; ".join(sp["separating"]) + "." if sp["separating"] else
-                 " Nothing recorded separates the two sides.")
-        items.append(line)
-    for w in findings["wrong"]:
-        items.append(f"- **wrong result on {w['machine']}**: {short(w['benchmark'])}: {w['error']}")
-    for f in findings["faster"]:
-        items.append(f"- {f['machine']} is faster than its group in {len(f['benchmarks'])} benchmark(s) "
-                     f"({names_list(short(n) for n in f['benchmarks'])}): a different setting is likely; see "
-                     "the context differences below.")
-    for i in findings["incomplete"]:
-        items.append(f"- incomplete: {i['machine']}: {i.get('benchmark', '') and short(i['benchmark']) + ': '}"
-                     f"{i['error']}")
-    L += items or [f"- No machine is off: every machine is within {100 * threshold:g}% of its group's median, or "
-                   "within the group's own spread, in every benchmark."]
+    return L + [""]
+
+
+def finding_items(meta, findings, threshold):
+    """The Findings list: who is off and why, bimodal groups, wrong results,
+    faster machines, what is incomplete, and the nodes Slurm left out."""
+    items = [off_item(o) for o in findings["off"]] + [split_item(sp) for sp in findings["splits"]]
+    items += [f"- **wrong result on {w['machine']}**: {short(w['benchmark'])}: {w['error']}"
+              for w in findings["wrong"]]
+    items += [f"- {f['machine']} is faster than its group in {len(f['benchmarks'])} benchmark(s) "
+              f"({names_list(short(n) for n in f['benchmarks'])}): a different setting is likely; see "
+              "the context differences below." for f in findings["faster"]]
+    items += [f"- incomplete: {i['machine']}: {i.get('benchmark', '') and short(i['benchmark']) + ': '}{i['error']}"
+              for i in findings["incomplete"]]
+    items = items or [f"- No machine is off: every machine is within {100 * threshold:g}% of its group's median, "
+                      "or within the group's own spread, in every benchmark."]
     skipped = [n for n in meta.get("skipped_nodes", []) or [] if isinstance(n, str)]
     if skipped:
-        L.append(f"- Not measured, as Slurm listed them at submit (drained, down or not responding): "
-                 f"{names_list(skipped)}.")
-    L.append("")
-    builds = Counter()
+        items.append(f"- Not measured, as Slurm listed them at submit (drained, down or not responding): "
+                     f"{names_list(skipped)}.")
+    return items
+
+
+def off_item(o):
+    worst = max(o["ratios"].values())
+    line = (f"- **{o['machine']} is off**: slower than its group ({o['group']}) in {len(o['benchmarks'])} "
+            f"benchmark(s), up to {worst:.2f}x the median ({names_list(short(n) for n in o['benchmarks'])}).")
+    if o["likely"]:
+        line += " Likely cause: " + "; ".join(o["likely"]) + "."
+    else:
+        line += (" Nothing in the recorded context or telemetry differs from the group in a way that "
+                 "explains it: look at the node itself (other work on it, cooling, a failing part).")
+    if o["also"]:
+        line += " Also differs: " + "; ".join(o["also"]) + "."
+    return line
+
+
+def split_item(sp):
+    line = (f"- **bimodal {sp['group']}**: {len(sp['slow'])} machines at {sp['slow_ratio']:.2f}x "
+            f"({names_list(sp['slow'])}) and {len(sp['fast'])} at {sp['fast_ratio']:.2f}x "
+            f"({names_list(sp['fast'])}) in {len(sp['benchmarks'])} benchmark(s) "
+            f"({names_list(short(n) for n in sp['benchmarks'])}).")
+    return line + (" What separates them: " + "; ".join(sp["separating"]) + "." if sp["separating"] else
+                   " Nothing recorded separates the two sides.")
+
+
+def builds(machines):
+    """Each environment's build and how many machines ran it (each machine's first status)."""
+    count = Counter()
     for m in machines:
         for st in m.status[:1]:
-            builds[(st.get("fingerprint") or "?", st.get("build") or "?")] += 1
-    if builds:
-        L.append("## Builds")
+            count[(st.get("fingerprint") or "?", st.get("build") or "?")] += 1
+    if not count:
+        return []
+    return (["## Builds", ""] + [f"- environment {fp}: {b} ({n} machine(s))" for (fp, b), n in sorted(count.items())]
+            + [""])
+
+
+def group_section(g, group, plots):
+    """A group: the note, the ratios side by side, its plot, each benchmark's
+    spread and outliers, and what differs within the group."""
+    L = [f"## {g['name']}: {len(g['machines'])} machine(s)", ""]
+    if g["note"]:
+        L += [g["note"] + ".", ""]
+    stats = g["benchmarks"]
+    if stats:
+        keys = [k for k in g["machines"] if any(k in s.ratios for s in stats)]
+        head = ["machine"] + [short(s.name) for s in stats]
+        rows = [["fleet median"] + [compare.fmt_value(s.fleet_median, "time") for s in stats]]
+        rows += [[k] + [ratio_text(s.ratios[k], k, s) if k in s.ratios else "-" for s in stats] for k in keys]
+        L += ["Side by side: the fleet median, then each machine's ratio to it.", "",
+              compare.table(head, rows, True), ""]
+        if g["name"] in plots:
+            L += [f"![{g['name']}]({plots[g['name']]})", ""]
+        rows = []
+        for s in stats:
+            rs = sorted(s.ratios.items(), key=lambda kv: kv[1])
+            rows.append([short(s.name), compare.fmt_value(s.fleet_median, "time"), str(len(rs)),
+                         f"{rs[0][1]:.2f} ({rs[0][0]})", f"{rs[-1][1]:.2f} ({rs[-1][0]})",
+                         ", ".join(s.slower) or "-", "yes" if s.split else "-"])
+        L += [compare.table(["benchmark", "fleet median", "machines", "fastest", "slowest", "slower (off)",
+                             "bimodal"], rows, True), ""]
+    spread = context_spread(group)
+    if spread:
+        L += ["What differs within the group:", ""]
+        L += [f"- {label}: " + "; ".join(f"{v} on {names_list(ks, 4)}" for v, ks in vals) for label, vals in spread]
         L.append("")
-        for (fp, b), n in sorted(builds.items()):
-            L.append(f"- environment {fp}: {b} ({n} machine(s))")
-        L.append("")
-    by = {m.key: m for m in machines}
-    for g in findings["groups"]:
-        L.append(f"## {g['name']}: {len(g['machines'])} machine(s)")
-        L.append("")
-        if g["note"]:
-            L.append(g["note"] + ".")
-            L.append("")
-        stats = g["benchmarks"]
-        if stats:
-            keys = [k for k in g["machines"] if any(k in s.ratios for s in stats)]
-            head = ["machine"] + [short(s.name) for s in stats]
-            rows = [["fleet median"] + [compare.fmt_value(s.fleet_median, "time") for s in stats]]
-            rows += [[k] + [ratio_text(s.ratios[k], k, s) if k in s.ratios else "-" for s in stats] for k in keys]
-            L.append("Side by side: the fleet median, then each machine's ratio to it.")
-            L.append("")
-            L.append(compare.table(head, rows, True))
-            L.append("")
-            if g["name"] in plots:
-                L.append(f"![{g['name']}]({plots[g['name']]})")
-                L.append("")
-            rows = []
-            for s in stats:
-                rs = sorted(s.ratios.items(), key=lambda kv: kv[1])
-                rows.append([short(s.name), compare.fmt_value(s.fleet_median, "time"), str(len(rs)),
-                             f"{rs[0][1]:.2f} ({rs[0][0]})", f"{rs[-1][1]:.2f} ({rs[-1][0]})",
-                             ", ".join(s.slower) or "-", "yes" if s.split else "-"])
-            L.append(compare.table(["benchmark", "fleet median", "machines", "fastest", "slowest", "slower (off)",
-                                    "bimodal"], rows, True))
-            L.append("")
-        spread = context_spread([by[k] for k in g["machines"]])
-        if spread:
-            L.append("What differs within the group:")
-            L.append("")
-            for label, vals in spread:
-                L.append(f"- {label}: " + "; ".join(f"{v} on {names_list(ks, 4)}" for v, ks in vals))
-            L.append("")
-    L.append("## Environment verdicts across nodes")
-    L.append("")
+    return L
+
+
+def verdict_items(verdicts, machines):
+    """Each kind of environment verdict, with how many nodes have it (and in which forms)."""
     hosts = sorted({m.host for m in machines})
+
     def count(hs):
         return f"all {len(hosts)} nodes" if len(hs) == len(hosts) else f"{len(hs)} of {len(hosts)} nodes"
 
     def said(msg, fix):
         return f"{msg.rstrip('.')}." + (f" Fix: {fix.rstrip('.')}." if fix else "")
 
-    if verdicts:
-        for v in verdicts:
-            whom = "" if len(v["hosts"]) == len(hosts) else f" ({names_list(v['hosts'])})"
-            if len(v["messages"]) == 1:
-                msg, fix, _ = v["messages"][0]
-                L.append(f"- {count(v['hosts'])}: {v['level']}: {said(msg, fix)}{whom}")
-                continue
-            L.append(f"- {count(v['hosts'])}: {v['level']}: {v['id']}, in {len(v['messages'])} forms{whom}:")
-            for msg, fix, hs in v["messages"]:
-                L.append(f"  - {count(hs)}: {said(msg, fix)} ({names_list(hs)})")
-    else:
-        L.append("- none: every node's report is clean")
-    L.append("")
-    return "\n".join(L)
+    if not verdicts:
+        return ["- none: every node's report is clean"]
+    L = []
+    for v in verdicts:
+        whom = "" if len(v["hosts"]) == len(hosts) else f" ({names_list(v['hosts'])})"
+        if len(v["messages"]) == 1:
+            msg, fix, _ = v["messages"][0]
+            L.append(f"- {count(v['hosts'])}: {v['level']}: {said(msg, fix)}{whom}")
+            continue
+        L.append(f"- {count(v['hosts'])}: {v['level']}: {v['id']}, in {len(v['messages'])} forms{whom}:")
+        L += [f"  - {count(hs)}: {said(msg, fix)} ({names_list(hs)})" for msg, fix, hs in v["messages"]]
+    return L
 
 
 def plot_groups(findings, out_dir, threshold):
