@@ -47,6 +47,7 @@ Why Python: scipy's Mann-Whitney U and matplotlib (scripts/report.py) are the
 well-kept libraries for the statistics and the plots; the C++ side needs none.
 """
 import argparse
+import functools
 import json
 import math
 import os
@@ -55,20 +56,14 @@ import re
 import signal
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_TOOL = 0, 1, 2, 3
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 HIGHER_IS_BETTER = {"bytes_per_second", "items_per_second"}
-# Context keys worth showing when they differ between runs.
-CONTEXT_KEYS = ["host_name", "gpu_name", "gpu_compute_capability", "gpu_count", "gpu_devices", "gpu_index",
-                "gpu_app_clocks_mhz", "gpu_max_clocks_mhz", "gpu_power_limit", "gpu_persistence_mode", "gpu_ecc",
-                "gpu_pcie_max", "gpu_mig", "gpu_compute_mode", "gpu_numa_node", "l2_flush",
-                "cuda_driver_version", "cuda_driver",
-                "cuda_toolkit", "cuda_runtime_built", "cuda_runtime_loaded", "cublas", "cudnn",
-                "libtorch", "libtorch_cuda", "cxx_compiler", "cuda_architectures",
-                "host_cpu_model", "host_sockets", "host_cores", "host_threads", "host_memory_gib",
-                "host_cpu_governor", "host_thp", "host_numa_nodes", "host_os", "host_kernel",
-                "num_cpus", "mhz_per_cpu", "library_build_type", "cudabench_git", "executable"]
+# The benchmark context's keys, defined once (who writes each, what it holds,
+# which ones this tool and fleet.py read): read by context_schema().
+CONTEXT_SCHEMA = Path(__file__).resolve().parent.parent / "env" / "context_keys.json"
 # Telemetry counters (cudabench's NVML samples) whose medians over a file's
 # benchmarks are compared like context: a relative difference above this is shown.
 CLOCK_COUNTERS = ["sm_clock_mhz", "mem_clock_mhz"]
@@ -367,9 +362,27 @@ def clock_medians(f):
     return out
 
 
+@functools.cache
+def context_schema():
+    """The entries of env/context_keys.json, in its order. Read when first
+    needed, not on import: a missing or broken schema is the tool's failure
+    (exit 3), never a traceback in every script that imports this one."""
+    try:
+        return read_json(CONTEXT_SCHEMA)["keys"]
+    except BadInput as e:
+        raise ToolError(str(e))
+    except (KeyError, TypeError):
+        raise ToolError(f"{CONTEXT_SCHEMA}: expected an object with a list 'keys'")
+
+
+def context_keys():
+    """The context keys worth showing when they differ between runs, in the schema's order."""
+    return [e["key"] for e in context_schema() if e.get("compare")]
+
+
 def context_differences(files):
     rows = []
-    keys = [k for k in CONTEXT_KEYS if any(k in f.context for f in files)]
+    keys = [k for k in context_keys() if any(k in f.context for f in files)]
     for k in keys:
         vals = [str(f.context.get(k, "-")) for f in files]
         if len(set(vals)) > 1:

@@ -140,16 +140,31 @@ def flush_ab(d):
 
 
 def render(d):
-    lines = []
     env = load(os.path.join(d, "env.json")) or {}
+    lines = machine_lines(d, env)
+    lines += steps_lines(d) + tests_lines(d) + sanitizer_lines(d)
+    lines += error_lines(d)
+    lines += goal_lines(d, env)
+    lines += flush_lines(d)
+    lines += vector_add_lines(d) + mnist_lines(d) + train_lines(d)
+    lines += ddp_lines(d)
+    return "\n".join(lines) + "\n"
+
+
+def first_gpu(env):
     gpus = env.get("gpus") or []
-    g = gpus[0] if gpus else {}
-    drv = env.get("driver", {})
-    lines.append(f"GPU check of {os.path.basename(os.path.normpath(d))}: {g.get('name', '?')} "
-                 f"sm_{g.get('compute_capability', '?')}, {g.get('sms', '?')} SMs, "
-                 f"peak {g.get('peak_bandwidth_bytes_per_s', 0) / 1e9:.0f} GB/s, {len(gpus)} GPU(s); driver "
-                 f"{drv.get('nvml_driver_version') or drv.get('libcuda_file_version', '?')} (CUDA {drv.get('cuda_version', '?')}); "
-                 f"runtime {env.get('runtime', {}).get('loaded_version', '?')}")
+    return gpus[0] if gpus else {}
+
+
+def machine_lines(d, env):
+    """The GPU, driver and runtime; NVML's settings; the environment's warnings and errors."""
+    gpus, g, drv = env.get("gpus") or [], first_gpu(env), env.get("driver", {})
+    lines = [f"GPU check of {os.path.basename(os.path.normpath(d))}: {g.get('name', '?')} "
+             f"sm_{g.get('compute_capability', '?')}, {g.get('sms', '?')} SMs, "
+             f"peak {g.get('peak_bandwidth_bytes_per_s', 0) / 1e9:.0f} GB/s, {len(gpus)} GPU(s); driver "
+             f"{drv.get('nvml_driver_version') or drv.get('libcuda_file_version', '?')} "
+             f"(CUDA {drv.get('cuda_version', '?')}); "
+             f"runtime {env.get('runtime', {}).get('loaded_version', '?')}"]
     nv = g.get("nvml") or {}
     if nv.get("found"):
         lines.append(f"  clocks max {nv.get('max_sm_clock_mhz')}/{nv.get('max_mem_clock_mhz')} MHz, power limit "
@@ -159,34 +174,49 @@ def render(d):
         if v.get("level") in ("warning", "error"):
             lines.append(f"  {v['level'].upper()}: {v['message']}")
             lines.extend(f"    seen: {e}" for e in (v.get("evidence") or [])[:4])
+    return lines
+
+
+def steps_lines(d):
     try:
         with open(os.path.join(d, "steps.txt")) as f:
-            lines.append("\nSteps:\n" + "".join("  " + l for l in f))
+            return ["\nSteps:\n" + "".join("  " + l for l in f)]
     except OSError:
-        lines.append("\nSteps: none recorded")
+        return ["\nSteps: none recorded"]
+
+
+def tests_lines(d):
+    """CTest's count of passed, failed and skipped tests, from ctest.log."""
     try:
         with open(os.path.join(d, "ctest.log")) as f:
             log = f.read()
-        m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", log)
-        skipped = len(re.findall(r"^\s*\d+ - \S+ \(Skipped\)$", log, flags=re.M))
-        if m:
-            lines.append(f"Tests: {int(m[3]) - int(m[2])}/{m[3]} passed, {skipped} skipped"
-                         + "".join(f"\n  FAILED {t}" for t in re.findall(r"\d+ - (\S+) \(Failed\)", log)))
     except OSError:
-        pass
+        return []
+    m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", log)
+    if not m:
+        return []
+    skipped = len(re.findall(r"^\s*\d+ - \S+ \(Skipped\)$", log, flags=re.M))
+    return [f"Tests: {int(m[3]) - int(m[2])}/{m[3]} passed, {skipped} skipped"
+            + "".join(f"\n  FAILED {t}" for t in re.findall(r"\d+ - (\S+) \(Failed\)", log))]
+
+
+def sanitizer_lines(d):
+    """Each compute-sanitizer tool's error count, from sanitizer.txt."""
     try:
         with open(os.path.join(d, "sanitizer.txt")) as f:
             san = f.read()
-        parts = re.split(r"^== ", san, flags=re.M)
-        res = []
-        for p in parts[1:]:
-            head = p.splitlines()[0]
-            errs = re.findall(r"ERROR SUMMARY: (\d+) error", p)
-            res.append(f"{head}: {sum(map(int, errs)) if errs else '?'} errors")
-        lines.append("Sanitizer: " + ("; ".join(res) if res else san.strip()[:200]))
     except OSError:
-        pass
+        return []
+    res = []
+    for p in re.split(r"^== ", san, flags=re.M)[1:]:
+        head = p.splitlines()[0]
+        errs = re.findall(r"ERROR SUMMARY: (\d+) error", p)
+        res.append(f"{head}: {sum(map(int, errs)) if errs else '?'} errors")
+    return ["Sanitizer: " + ("; ".join(res) if res else san.strip()[:200])]
 
+
+def error_lines(d):
+    """The benchmarks that failed, and how many ran while the GPU throttled."""
     errors, throttled = [], []
     for f in ("vector_add.json", "mnist.json"):
         for b in (load(os.path.join(d, f)) or {}).get("benchmarks", []):
@@ -194,40 +224,61 @@ def render(d):
                 errors.append(f"ERROR {b['name']}: {b.get('error_message')}")
             if "throttled:" in (b.get("label") or ""):
                 throttled.append(b["name"])
-    lines += errors
     if throttled:
-        lines.append(f"Throttled: {len(set(throttled))} benchmark(s), e.g. {sorted(set(throttled))[0]}")
+        errors.append(f"Throttled: {len(set(throttled))} benchmark(s), e.g. {sorted(set(throttled))[0]}")
+    return errors
 
-    lines.append(f"\nGoals{'' if 'H200' in g.get('name', 'H200') else ' (set for an H200; this is not one)'}:")
-    lines += ["  " + x.line() for x in goals(d)]
 
+def goal_lines(d, env):
+    name = first_gpu(env).get("name", "H200")
+    return ([f"\nGoals{'' if 'H200' in name else ' (set for an H200; this is not one)'}:"]
+            + ["  " + x.line() for x in goals(d)])
+
+
+def flush_lines(d):
+    """The L2 flush A/B: the timed kernel's time after each flush, and what the gap means."""
     ab = flush_ab(d)
-    if ab:
-        lines.append("\nL2 flush A/B (time of the timed kernel, median of each process's median):")
-        lines.append(f"  {'benchmark':24s} {'read':>10s} {'memset':>10s} {'memset/read':>12s}")
-        for (impl, n), modes in sorted(ab.items()):
-            r, m = median(modes.get("read", [])), median(modes.get("memset", []))
-            if r and m:
-                lines.append(f"  {impl + ' ' + str(n):24s} {r * 1e6:8.2f}us {m * 1e6:8.2f}us {m / r:12.3f}")
-        lines.append("  read leaves the kernel's own dirty output (up to ~1/3 of L2) to be written back after the stop\n"
-                     "  event (its time is too low); memset makes the kernel write back the flush's dirty lines (too\n"
-                     "  high). The truth lies between: the gap bounds either one's error. Where the working set is\n"
-                     "  >= 8x L2 (2^27) they should agree within a few %.")
+    if not ab:
+        return []
+    lines = ["\nL2 flush A/B (time of the timed kernel, median of each process's median):",
+             f"  {'benchmark':24s} {'read':>10s} {'memset':>10s} {'memset/read':>12s}"]
+    for (impl, n), modes in sorted(ab.items()):
+        r, m = median(modes.get("read", [])), median(modes.get("memset", []))
+        if r and m:
+            lines.append(f"  {impl + ' ' + str(n):24s} {r * 1e6:8.2f}us {m * 1e6:8.2f}us {m / r:12.3f}")
+    lines.append("  read leaves the kernel's own dirty output (up to ~1/3 of L2) to be written back after the stop\n"
+                 "  event (its time is too low); memset makes the kernel write back the flush's dirty lines (too\n"
+                 "  high). The truth lies between: the gap bounds either one's error. Where the working set is\n"
+                 "  >= 8x L2 (2^27) they should agree within a few %.")
+    return lines
 
+
+def vector_add_lines(d):
+    """The VectorAdd and Transfer rows at the headline sizes."""
     va = runs(load(os.path.join(d, "vector_add.json")))
-    if va:
-        lines.append(f"\n{'benchmark':42s} {'time':>10s} {'GB/s':>9s} {'of peak':>8s} {'SM MHz':>7s}")
-        for (name, n), m in sorted(va.items()):
-            if n in (HEADLINE, BIG, 40000000, 536870912):
-                frac = f"{100 * m['frac_of_peak']:.0f}%" if "frac_of_peak" in m else "-"
-                sm = f"{m['sm_clock_mhz']:.0f}" if "sm_clock_mhz" in m else "-"
-                lines.append(f"{name + '/' + str(n):42s} {m['time_s'] * 1e6:8.1f}us "
-                             f"{m.get('bytes_per_second', 0) / 1e9:9.1f} {frac:>8s} {sm:>7s}")
+    if not va:
+        return []
+    lines = [f"\n{'benchmark':42s} {'time':>10s} {'GB/s':>9s} {'of peak':>8s} {'SM MHz':>7s}"]
+    for (name, n), m in sorted(va.items()):
+        if n in (HEADLINE, BIG, 40000000, 536870912):
+            frac = f"{100 * m['frac_of_peak']:.0f}%" if "frac_of_peak" in m else "-"
+            sm = f"{m['sm_clock_mhz']:.0f}" if "sm_clock_mhz" in m else "-"
+            lines.append(f"{name + '/' + str(n):42s} {m['time_s'] * 1e6:8.1f}us "
+                         f"{m.get('bytes_per_second', 0) / 1e9:9.1f} {frac:>8s} {sm:>7s}")
+    return lines
+
+
+def mnist_lines(d):
     mn = runs(load(os.path.join(d, "mnist.json")))
-    if mn:
-        lines.append(f"\n{'benchmark':42s} {'images/s':>10s} {'step':>10s}")
-        for (name, n), m in sorted(mn.items()):
-            lines.append(f"{name + '/' + str(n):42s} {m.get('items_per_second', 0):10.0f} {m['time_s'] * 1e3:8.3f}ms")
+    if not mn:
+        return []
+    return [f"\n{'benchmark':42s} {'images/s':>10s} {'step':>10s}"] + [
+        f"{name + '/' + str(n):42s} {m.get('items_per_second', 0):10.0f} {m['time_s'] * 1e3:8.3f}ms"
+        for (name, n), m in sorted(mn.items())]
+
+
+def train_lines(d):
+    lines = []
     for f in ("train_cuda", "train_cuda_graph", "train_py_cuda"):
         t = load(os.path.join(d, f + ".json"))
         if t:
@@ -235,8 +286,7 @@ def render(d):
             ips = median([e["images_per_second"] for e in ep])
             lines.append(f"{f:18s} {len(ep)} epochs {train_seconds(t):7.2f} s train time, median {ips:8.0f} img/s, "
                          f"final test accuracy {100 * t['final_test_accuracy']:.2f}%")
-    lines += ddp_lines(d)
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def ddp_lines(d):

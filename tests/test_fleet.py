@@ -546,7 +546,7 @@ def test_merge_records_the_gpus_pci_bus_id(tmp_path):
 
 
 def test_the_features_cover_what_the_issue_names():
-    labels = " ".join(f.label for f in fleet.FEATURES)
+    labels = " ".join(f.label for f in fleet.features())
     for what in ("driver", "CUDA toolkit", "SM clock", "power limit", "PCIe", "ECC", "cuBLAS"):
         assert what in labels, what
 

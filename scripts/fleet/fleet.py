@@ -332,6 +332,16 @@ def ecc_errors(m):
     return f"{n} uncorrectable ECC errors since the driver loaded" if isinstance(n, int) and n > 0 else None
 
 
+def loaded(version, path):
+    """A loaded library: "<version> from <path>", what of it is known, or None."""
+    return " from ".join(x for x in (version, path) if x) or None
+
+
+def mhz_per_cpu(m):
+    mhz = m.context.get("mhz_per_cpu")
+    return mhz if compare.finite_number(mhz) else None
+
+
 def load_per_cpu(m):
     la, n = m.context.get("load_avg"), m.context.get("num_cpus")
     if isinstance(la, list) and la and compare.finite_number(la[0]) and compare.finite_number(n) and n > 0:
@@ -364,52 +374,70 @@ class Feature:
     unit: str = ""
 
 
-FEATURES = [
-    Feature("driver", "cat", on_gpu, gpu_only(lambda m: m.context.get("cuda_driver_version")
-                                              or m.env_doc().get("driver", {}).get("nvml_driver_version"))),
-    Feature("CUDA toolkit of the build", "cat", on_gpu, gpu_only(ctx("cuda_toolkit"))),
-    Feature("libcudart loaded", "cat", on_gpu,
-            gpu_only(lambda m: " from ".join(x for x in (m.context.get("cuda_runtime_loaded"),
-                                                         (m.env_doc().get("runtime") or {}).get("loaded_path")) if x)
-                     or None)),
-    Feature("cuBLAS loaded", "cat", lambda m, n: m.unit.startswith("gpu") and uses_cublas(n),
-            gpu_only(lambda m: " from ".join(x for x in (m.context.get("cublas"), lib_path(m, "libcublas.so")) if x)
-                     or None)),
-    Feature("cuDNN loaded", "cat", lambda m, n: m.unit.startswith("gpu") and uses_torch(n),
-            gpu_only(lambda m: " from ".join(x for x in (m.context.get("cudnn"), lib_path(m, "libcudnn.so")) if x)
-                     or None)),
-    Feature("LibTorch", "cat", lambda m, n: uses_torch(n),
-            lambda m: " CUDA ".join(str(m.context[k]) for k in ("libtorch", "libtorch_cuda") if m.context.get(k))
-            or None),
-    Feature("SM clock during the runs", "num", on_gpu, gpu_only(lambda m: counter_median(m, "sm_clock_mhz")),
-            tol=0.03, unit="MHz"),
-    Feature("memory clock during the runs", "num", on_device_memory,
-            gpu_only(lambda m: counter_median(m, "mem_clock_mhz")), tol=0.03, unit="MHz"),
-    Feature("application clocks (SM/memory MHz)", "cat", on_gpu, gpu_only(ctx("gpu_app_clocks_mhz"))),
-    Feature("max clocks (SM/memory MHz)", "cat", on_gpu, gpu_only(ctx("gpu_max_clocks_mhz"))),
-    Feature("power limit", "num", on_gpu, gpu_only(lambda m: nvml(m, "power_limit_w")), tol=0.02, unit="W"),
-    Feature("PCIe link", "cat", lambda m, n: m.unit.startswith("gpu") and is_transfer(n), gpu_only(pcie)),
-    Feature("ECC", "cat", on_device_memory, gpu_only(ecc_mode)),
-    Feature("ECC errors", "flag", on_gpu, gpu_only(ecc_errors)),
-    Feature("persistence mode", "cat", on_gpu, gpu_only(ctx("gpu_persistence_mode"))),
-    Feature("MIG", "cat", on_gpu, gpu_only(ctx("gpu_mig"))),
-    Feature("compute mode", "cat", on_gpu, gpu_only(ctx("gpu_compute_mode"))),
-    Feature("GPU temperature during the runs", "num", on_gpu, gpu_only(lambda m: counter_median(m, "temp_c")),
-            abs_tol=10, unit="C"),
-    Feature("CPU frequency governor", "cat", on_host_cpu, ctx("host_cpu_governor")),
-    Feature("transparent huge pages", "cat", on_host_cpu, ctx("host_thp")),
-    Feature("CPU clock (Google Benchmark's MHz per CPU)", "num", on_host_cpu,
-            lambda m: m.context.get("mhz_per_cpu") if compare.finite_number(m.context.get("mhz_per_cpu")) else None,
-            tol=0.03, unit="MHz"),
-    Feature("load per CPU when bench started (1-minute average)", "num", on_host_cpu, load_per_cpu, abs_tol=0.25),
-    Feature("kernel", "cat", lambda m, n: True, ctx("host_kernel")),
-    Feature("OS", "cat", lambda m, n: True, ctx("host_os")),
-    Feature("C++ compiler", "cat", lambda m, n: True, ctx("cxx_compiler")),
-    Feature("build (source revision, environment)", "cat", lambda m, n: True,
-            lambda m: " ".join(x for x in (m.context.get("cudabench_git"),
-                                           *(s.get("fingerprint") or "" for s in m.status[:1])) if x) or None),
-    Feature("environment errors", "flag", lambda m, n: True, env_errors),
-]
+def every(m, n):
+    return True
+
+
+# A plain context feature's scope in env/context_keys.json: the benchmarks it
+# can slow down, and which machines it applies to (gpu: GPU units only).
+SCOPES = {"gpu": (on_gpu, gpu_only), "host_cpu": (on_host_cpu, None), "all": (every, None)}
+
+
+@functools.cache
+def features():
+    """What is compared between machines, in the order the report lists it.
+    The plain context lookups take their label and scope from
+    env/context_keys.json (its 'fleet' entries): a key named here has its
+    place in this order; one the schema adds and this does not name comes last."""
+    plain = {e["key"]: e["fleet"] for e in compare.context_schema() if e.get("fleet")}
+
+    def from_schema(key):
+        f = plain.pop(key)
+        scope, only = SCOPES[f["scope"]]
+        return Feature(f["label"], "cat", scope, only(ctx(key)) if only else ctx(key))
+
+    listed = [
+        Feature("driver", "cat", on_gpu, gpu_only(lambda m: m.context.get("cuda_driver_version")
+                                                  or m.env_doc().get("driver", {}).get("nvml_driver_version"))),
+        from_schema("cuda_toolkit"),
+        Feature("libcudart loaded", "cat", on_gpu,
+                gpu_only(lambda m: loaded(m.context.get("cuda_runtime_loaded"),
+                                          (m.env_doc().get("runtime") or {}).get("loaded_path")))),
+        Feature("cuBLAS loaded", "cat", lambda m, n: m.unit.startswith("gpu") and uses_cublas(n),
+                gpu_only(lambda m: loaded(m.context.get("cublas"), lib_path(m, "libcublas.so")))),
+        Feature("cuDNN loaded", "cat", lambda m, n: m.unit.startswith("gpu") and uses_torch(n),
+                gpu_only(lambda m: loaded(m.context.get("cudnn"), lib_path(m, "libcudnn.so")))),
+        Feature("LibTorch", "cat", lambda m, n: uses_torch(n),
+                lambda m: " CUDA ".join(str(m.context[k]) for k in ("libtorch", "libtorch_cuda") if m.context.get(k))
+                or None),
+        Feature("SM clock during the runs", "num", on_gpu, gpu_only(lambda m: counter_median(m, "sm_clock_mhz")),
+                tol=0.03, unit="MHz"),
+        Feature("memory clock during the runs", "num", on_device_memory,
+                gpu_only(lambda m: counter_median(m, "mem_clock_mhz")), tol=0.03, unit="MHz"),
+        from_schema("gpu_app_clocks_mhz"),
+        from_schema("gpu_max_clocks_mhz"),
+        Feature("power limit", "num", on_gpu, gpu_only(lambda m: nvml(m, "power_limit_w")), tol=0.02, unit="W"),
+        Feature("PCIe link", "cat", lambda m, n: m.unit.startswith("gpu") and is_transfer(n), gpu_only(pcie)),
+        Feature("ECC", "cat", on_device_memory, gpu_only(ecc_mode)),
+        Feature("ECC errors", "flag", on_gpu, gpu_only(ecc_errors)),
+        from_schema("gpu_persistence_mode"),
+        from_schema("gpu_mig"),
+        from_schema("gpu_compute_mode"),
+        Feature("GPU temperature during the runs", "num", on_gpu, gpu_only(lambda m: counter_median(m, "temp_c")),
+                abs_tol=10, unit="C"),
+        from_schema("host_cpu_governor"),
+        from_schema("host_thp"),
+        Feature("CPU clock (Google Benchmark's MHz per CPU)", "num", on_host_cpu, mhz_per_cpu, tol=0.03, unit="MHz"),
+        Feature("load per CPU when bench started (1-minute average)", "num", on_host_cpu, load_per_cpu, abs_tol=0.25),
+        from_schema("host_kernel"),
+        from_schema("host_os"),
+        from_schema("cxx_compiler"),
+        Feature("build (source revision, environment)", "cat", every,
+                lambda m: " ".join(x for x in (m.context.get("cudabench_git"),
+                                               *(s.get("fingerprint") or "" for s in m.status[:1])) if x) or None),
+        Feature("environment errors", "flag", every, env_errors),
+    ]
+    return listed + [from_schema(k) for k in list(plain)]
 
 
 def fmt_val(f, v):
@@ -556,7 +584,7 @@ def rank_causes(m, group, off, measured):
     first: a feature's score is how well the benchmarks it can affect
     match the slow ones (precision x recall)."""
     likely, also = [], []
-    for f in FEATURES:
+    for f in features():
         v = f.get(m)
         typ = typical(f, group)
         if not differs(f, v, typ):
@@ -582,7 +610,7 @@ def separating(group, slow, fast):
     """Features whose values on the slow side of a split never occur on the fast side."""
     by = {m.key: m for m in group}
     out = []
-    for f in FEATURES:
+    for f in features():
         if f.kind == "flag":
             vs = [f.get(by[k]) for k in slow]
             vf = [f.get(by[k]) for k in fast]
@@ -606,110 +634,144 @@ def separating(group, slow, fast):
 
 def analyse(meta, machines, threshold):
     """The findings as plain data (what fleet.json holds and fleet.md shows)."""
+    findings = {"groups": [], "off": [], "faster": [], "splits": [], "wrong": [], "incomplete": []}
     groups = {}
     for m in machines:
         groups.setdefault(m.group, []).append(m)
-    findings = {"groups": [], "off": [], "faster": [], "splits": [], "wrong": [], "incomplete": []}
     for gname in sorted(groups):
-        ms = sorted(groups[gname], key=lambda m: (m.host, m.unit))
-        with_data = [m for m in ms if m.medians]
-        names = []
-        for m in with_data:
-            names += [n for n in m.result.runs if n not in names]
-        stats = []
-        zc = z_bar(len(with_data) * len(names))
-        for n in names:
-            samples = {m.key: m.result.runs[n].samples for m in with_data if n in m.medians}
-            if samples:
-                stats.append(bench_stats(n, samples, threshold, zc))
-        for m in with_data:
-            lacking = [n for n in names if n not in m.result.runs]
-            if lacking:
-                findings["incomplete"].append({"machine": m.key, "error": "no result for "
-                                               + names_list(short(n) for n in lacking)
-                                               + ", which others in its group have"})
-        g = {"name": gname, "machines": [m.key for m in ms], "benchmarks": stats,
-             "note": "" if len(with_data) >= MIN_MACHINES else
-             f"{len(with_data)} machine(s) with results: at least {MIN_MACHINES} are needed to name an outlier"}
-        findings["groups"].append(g)
-        by = {m.key: m for m in with_data}
-        for m in with_data:
-            off = [s.name for s in stats if m.key in s.slower]
-            fast = [s.name for s in stats if m.key in s.faster]
-            measured = [s.name for s in stats if m.key in s.ratios]
-            if off:
-                likely, also = rank_causes(m, with_data, off, measured)
-                findings["off"].append({"machine": m.key, "group": gname, "benchmarks": off,
-                                        "ratios": {n: s.ratios[m.key] for s in stats for n in [s.name] if n in off},
-                                        "likely": likely, "also": also})
-            if fast:
-                findings["faster"].append({"machine": m.key, "group": gname, "benchmarks": fast,
-                                           "ratios": {s.name: s.ratios[m.key] for s in stats if s.name in fast}})
-        splits = {}
-        for s in stats:
-            if s.split:
-                splits.setdefault((tuple(s.split[0]), tuple(s.split[1])), []).append(s)
-        for (slow, fast), ss in splits.items():
-            findings["splits"].append({"group": gname, "slow": list(slow), "fast": list(fast),
-                                       "benchmarks": [s.name for s in ss],
-                                       "slow_ratio": median([s.split[2] for s in ss]),
-                                       "fast_ratio": median([s.split[3] for s in ss]),
-                                       "separating": separating(list(by.values()), slow, fast)})
+        analyse_group(gname, sorted(groups[gname], key=lambda m: (m.host, m.unit)), threshold, findings)
     for m in sorted(machines, key=lambda m: m.key):
-        for n, e in sorted(m.errors.items()):
-            (findings["incomplete"] if e.startswith(compare.COULD_NOT_RUN) else findings["wrong"]).append(
-                {"machine": m.key, "benchmark": n, "error": e})
-        said = False  # a status that says why this machine has no results
-        for st in m.status:
-            if st.get("error"):
-                findings["incomplete"].append({"machine": m.key, "error": st["error"]})
-                said = True
-                continue
-            for i, p in enumerate(st.get("processes", []) or []):
-                rc = p.get("exit_code") if isinstance(p, dict) else None
-                said = said or rc not in (0, None)
-                if rc == 1 and not m.errors:
-                    findings["wrong"].append({"machine": m.key, "benchmark": f"process {i + 1}",
-                                              "error": p.get("error") or "exit 1"})
-                elif rc not in (0, 1):
-                    findings["incomplete"].append({"machine": m.key, "error": f"process {i + 1} exited {rc}: "
-                                                   + (p.get("error") or "no message")})
-        if not m.result and not said:
-            findings["incomplete"].append({"machine": m.key, "error": "no results"})
+        failures(m, findings)
+    findings["incomplete"] += unmeasured_nodes(meta, machines)
+    findings["incomplete"] += gpus_short_of_gres(meta, machines)
+    findings["incomplete"] += one_gpu_twice(machines)
+    findings["incomplete"] += missing_tasks(meta, machines)
+    return findings
+
+
+def group_stats(ms, threshold):
+    """(every benchmark name the group's machines measured, first seen first;
+    the BenchStats of each), over machines with results."""
+    names = []
+    for m in ms:
+        names += [n for n in m.result.runs if n not in names]
+    stats = []
+    zc = z_bar(len(ms) * len(names))
+    for n in names:
+        samples = {m.key: m.result.runs[n].samples for m in ms if n in m.medians}
+        if samples:
+            stats.append(bench_stats(n, samples, threshold, zc))
+    return names, stats
+
+
+def analyse_group(gname, ms, threshold, findings):
+    """One group: its benchmarks, who lacks one, who is off or faster, and its bimodal splits."""
+    with_data = [m for m in ms if m.medians]
+    names, stats = group_stats(with_data, threshold)
+    for m in with_data:
+        lacking = [n for n in names if n not in m.result.runs]
+        if lacking:
+            findings["incomplete"].append({"machine": m.key, "error": "no result for "
+                                           + names_list(short(n) for n in lacking)
+                                           + ", which others in its group have"})
+    findings["groups"].append({"name": gname, "machines": [m.key for m in ms], "benchmarks": stats,
+                               "note": "" if len(with_data) >= MIN_MACHINES else
+                               f"{len(with_data)} machine(s) with results: at least {MIN_MACHINES} are needed "
+                               "to name an outlier"})
+    for m in with_data:
+        off = [s.name for s in stats if m.key in s.slower]
+        fast = [s.name for s in stats if m.key in s.faster]
+        measured = [s.name for s in stats if m.key in s.ratios]
+        if off:
+            likely, also = rank_causes(m, with_data, off, measured)
+            findings["off"].append({"machine": m.key, "group": gname, "benchmarks": off,
+                                    "ratios": {n: s.ratios[m.key] for s in stats for n in [s.name] if n in off},
+                                    "likely": likely, "also": also})
+        if fast:
+            findings["faster"].append({"machine": m.key, "group": gname, "benchmarks": fast,
+                                       "ratios": {s.name: s.ratios[m.key] for s in stats if s.name in fast}})
+    findings["splits"] += bimodal_splits(gname, stats, with_data)
+
+
+def bimodal_splits(gname, stats, group):
+    """The group's bimodal benchmarks, one finding per pair of sides, with what separates the sides."""
+    splits = {}
+    for s in stats:
+        if s.split:
+            splits.setdefault((tuple(s.split[0]), tuple(s.split[1])), []).append(s)
+    return [{"group": gname, "slow": list(slow), "fast": list(fast), "benchmarks": [s.name for s in ss],
+             "slow_ratio": median([s.split[2] for s in ss]), "fast_ratio": median([s.split[3] for s in ss]),
+             "separating": separating(group, slow, fast)} for (slow, fast), ss in splits.items()]
+
+
+def failures(m, findings):
+    """A machine's failed benchmarks and processes (wrong: a failed check,
+    exit 1; incomplete: could not run, another exit code, or no results)."""
+    for n, e in sorted(m.errors.items()):
+        (findings["incomplete"] if e.startswith(compare.COULD_NOT_RUN) else findings["wrong"]).append(
+            {"machine": m.key, "benchmark": n, "error": e})
+    said = False  # a status that says why this machine has no results
+    for st in m.status:
+        if st.get("error"):
+            findings["incomplete"].append({"machine": m.key, "error": st["error"]})
+            said = True
+            continue
+        for i, p in enumerate(st.get("processes", []) or []):
+            rc = p.get("exit_code") if isinstance(p, dict) else None
+            said = said or rc not in (0, None)
+            if rc == 1 and not m.errors:
+                findings["wrong"].append({"machine": m.key, "benchmark": f"process {i + 1}",
+                                          "error": p.get("error") or "exit 1"})
+            elif rc not in (0, 1):
+                findings["incomplete"].append({"machine": m.key, "error": f"process {i + 1} exited {rc}: "
+                                               + (p.get("error") or "no message")})
+    if not m.result and not said:
+        findings["incomplete"].append({"machine": m.key, "error": "no results"})
+
+
+def unmeasured_nodes(meta, machines):
     hosts = {m.host for m in machines}
-    for node in meta.get("expected_nodes", []) or []:
-        if isinstance(node, str) and node not in hosts:
-            findings["incomplete"].append({"machine": node, "error": "no task ran on this node (Slurm placed two "
-                                           "tasks on another node, or this one was busy or went away)"})
-    # Every GPU the nodes' gres list, measured: a node whose task saw fewer
-    # (a broken GPU, or two per-GPU tasks on one GPU) is named.
-    gres = meta.get("expected_gpus")
-    tasks = meta.get("tasks")
-    if isinstance(gres, dict) and (meta.get("mode") != "gpu" or tasks == sum(
+    return [{"machine": node, "error": "no task ran on this node (Slurm placed two tasks on another node, or this "
+             "one was busy or went away)"}
+            for node in meta.get("expected_nodes", []) or [] if isinstance(node, str) and node not in hosts]
+
+
+def gpus_short_of_gres(meta, machines):
+    """Every GPU the nodes' gres list, measured: a node whose task saw fewer
+    (a broken GPU, or two per-GPU tasks on one GPU) is named."""
+    gres, tasks = meta.get("expected_gpus"), meta.get("tasks")
+    if not isinstance(gres, dict) or (meta.get("mode") == "gpu" and tasks != sum(
             n for n in gres.values() if isinstance(n, int))):
-        for node, n in sorted(gres.items()):
-            if not isinstance(n, int) or node not in hosts:
-                continue
-            done = {m.unit for m in machines if m.host == node and m.unit.startswith("gpu") and m.medians}
-            if len(done) < n:
-                findings["incomplete"].append({"machine": node, "error": f"{len(done)} of its {n} GPUs (its gres) "
-                                               "measured"})
-    # Two units of one node that measured one GPU (a per-GPU task that saw
-    # every GPU and took the wrong one): the bus ids tell.
+        return []
+    hosts = {m.host for m in machines}
+    out = []
+    for node, n in sorted(gres.items()):
+        if not isinstance(n, int) or node not in hosts:
+            continue
+        done = {m.unit for m in machines if m.host == node and m.unit.startswith("gpu") and m.medians}
+        if len(done) < n:
+            out.append({"machine": node, "error": f"{len(done)} of its {n} GPUs (its gres) measured"})
+    return out
+
+
+def one_gpu_twice(machines):
+    """Two units of one node that measured one GPU (a per-GPU task that saw
+    every GPU and took the wrong one): the bus ids tell."""
     buses = {}
     for m in machines:
         for st in m.status:
             if st.get("pci_bus_id") and m.medians:
                 buses.setdefault((m.host, st["pci_bus_id"]), set()).add(m.key)
-    for (host, bus), keys in sorted(buses.items()):
-        if len(keys) > 1:
-            findings["incomplete"].append({"machine": host, "error": f"{' and '.join(sorted(keys))} measured one "
-                                           f"GPU (PCI bus {bus})"})
-    seen = {(st.get("task"), st.get("host")) for m in machines for st in m.status}
-    if isinstance(tasks, int) and len({t for t, _ in seen}) < tasks:
-        findings["incomplete"].append({"machine": "-", "error": f"{len({t for t, _ in seen})} of {tasks} array "
-                                       "tasks recorded a result"})
-    return findings
+    return [{"machine": host, "error": f"{' and '.join(sorted(keys))} measured one GPU (PCI bus {bus})"}
+            for (host, bus), keys in sorted(buses.items()) if len(keys) > 1]
+
+
+def missing_tasks(meta, machines):
+    tasks = meta.get("tasks")
+    recorded = {st.get("task") for m in machines for st in m.status}
+    if isinstance(tasks, int) and len(recorded) < tasks:
+        return [{"machine": "-", "error": f"{len(recorded)} of {tasks} array tasks recorded a result"}]
+    return []
 
 
 def grouped_verdicts(machines):
@@ -736,7 +798,7 @@ def grouped_verdicts(machines):
 def context_spread(group):
     """[(feature, [(value, [machines])])] for features whose values differ within a group."""
     out = []
-    for f in FEATURES:
+    for f in features():
         if f.kind == "flag":
             continue
         vals = {}
@@ -767,10 +829,18 @@ def names_list(keys, limit=8):
 
 
 def render(meta, machines, findings, verdicts, threshold, plots):
-    L = []
-    rid = meta.get("run_id") or "(no run.json)"
-    L.append(f"# Fleet run {rid}")
-    L.append("")
+    L = header(meta, machines, findings, threshold)
+    L += ["## Findings", ""] + finding_items(meta, findings, threshold) + [""]
+    L += builds(machines)
+    by = {m.key: m for m in machines}
+    for g in findings["groups"]:
+        L += group_section(g, [by[k] for k in g["machines"]], plots)
+    L += ["## Environment verdicts across nodes", ""] + verdict_items(verdicts, machines) + [""]
+    return "\n".join(L)
+
+
+def header(meta, machines, findings, threshold):
+    L = [f"# Fleet run {meta.get('run_id') or '(no run.json)'}", ""]
     if meta:
         mode = "one per GPU (--gpus-per-task=1)" if meta.get("mode") == "gpu" else "one per node"
         L.append(f"{meta.get('tasks', '?')} array tasks, {mode}, submitted {meta.get('submitted', '?')} from "
@@ -779,115 +849,118 @@ def render(meta, machines, findings, verdicts, threshold, plots):
     L.append(f"{len(machines)} machines (node/unit) in {len(findings['groups'])} group(s). A machine is off when its "
              f"median is more than {100 * threshold:g}% from its group's median and {ROBUST_Z:g} robust standard "
              "deviations from the rest; ratios are time over the group median (above 1: slower).")
-    L.append("")
-    L.append("## Findings")
-    L.append("")
-    items = []
-    for o in findings["off"]:
-        worst = max(o["ratios"].values())
-        line = (f"- **{o['machine']} is off**: slower than its group ({o['group']}) in {len(o['benchmarks'])} "
-                f"benchmark(s), up to {worst:.2f}x the median ({names_list(short(n) for n in o['benchmarks'])}).")
-        if o["likely"]:
-            line += " Likely cause: " + "; ".join(o["likely"]) + "."
-        else:
-            line += (" Nothing in the recorded context or telemetry differs from the group in a way that "
-                     "explains it: look at the node itself (other work on it, cooling, a failing part).")
-        if o["also"]:
-            line += " Also differs: " + "; ".join(o["also"]) + "."
-        items.append(line)
-    for sp in findings["splits"]:
-        line = (f"- **bimodal {sp['group']}**: {len(sp['slow'])} machines at {sp['slow_ratio']:.2f}x "
-                f"({names_list(sp['slow'])}) and {len(sp['fast'])} at {sp['fast_ratio']:.2f}x "
-                f"({names_list(sp['fast'])}) in {len(sp['benchmarks'])} benchmark(s) "
-                f"({names_list(short(n) for n in sp['benchmarks'])}).")
-        line += (" What separates them: " + "; ".join(sp["separating"]) + "." if sp["separating"] else
-                 " Nothing recorded separates the two sides.")
-        items.append(line)
-    for w in findings["wrong"]:
-        items.append(f"- **wrong result on {w['machine']}**: {short(w['benchmark'])}: {w['error']}")
-    for f in findings["faster"]:
-        items.append(f"- {f['machine']} is faster than its group in {len(f['benchmarks'])} benchmark(s) "
-                     f"({names_list(short(n) for n in f['benchmarks'])}): a different setting is likely; see "
-                     "the context differences below.")
-    for i in findings["incomplete"]:
-        items.append(f"- incomplete: {i['machine']}: {i.get('benchmark', '') and short(i['benchmark']) + ': '}"
-                     f"{i['error']}")
-    L += items or [f"- No machine is off: every machine is within {100 * threshold:g}% of its group's median, or "
-                   "within the group's own spread, in every benchmark."]
+    return L + [""]
+
+
+def finding_items(meta, findings, threshold):
+    """The Findings list: who is off and why, bimodal groups, wrong results,
+    faster machines, what is incomplete, and the nodes Slurm left out."""
+    items = [off_item(o) for o in findings["off"]] + [split_item(sp) for sp in findings["splits"]]
+    items += [f"- **wrong result on {w['machine']}**: {short(w['benchmark'])}: {w['error']}"
+              for w in findings["wrong"]]
+    items += [f"- {f['machine']} is faster than its group in {len(f['benchmarks'])} benchmark(s) "
+              f"({names_list(short(n) for n in f['benchmarks'])}): a different setting is likely; see "
+              "the context differences below." for f in findings["faster"]]
+    items += [f"- incomplete: {i['machine']}: {i.get('benchmark', '') and short(i['benchmark']) + ': '}{i['error']}"
+              for i in findings["incomplete"]]
+    items = items or [f"- No machine is off: every machine is within {100 * threshold:g}% of its group's median, "
+                      "or within the group's own spread, in every benchmark."]
     skipped = [n for n in meta.get("skipped_nodes", []) or [] if isinstance(n, str)]
     if skipped:
-        L.append(f"- Not measured, as Slurm listed them at submit (drained, down or not responding): "
-                 f"{names_list(skipped)}.")
-    L.append("")
-    builds = Counter()
+        items.append(f"- Not measured, as Slurm listed them at submit (drained, down or not responding): "
+                     f"{names_list(skipped)}.")
+    return items
+
+
+def off_item(o):
+    worst = max(o["ratios"].values())
+    line = (f"- **{o['machine']} is off**: slower than its group ({o['group']}) in {len(o['benchmarks'])} "
+            f"benchmark(s), up to {worst:.2f}x the median ({names_list(short(n) for n in o['benchmarks'])}).")
+    if o["likely"]:
+        line += " Likely cause: " + "; ".join(o["likely"]) + "."
+    else:
+        line += (" Nothing in the recorded context or telemetry differs from the group in a way that "
+                 "explains it: look at the node itself (other work on it, cooling, a failing part).")
+    if o["also"]:
+        line += " Also differs: " + "; ".join(o["also"]) + "."
+    return line
+
+
+def split_item(sp):
+    line = (f"- **bimodal {sp['group']}**: {len(sp['slow'])} machines at {sp['slow_ratio']:.2f}x "
+            f"({names_list(sp['slow'])}) and {len(sp['fast'])} at {sp['fast_ratio']:.2f}x "
+            f"({names_list(sp['fast'])}) in {len(sp['benchmarks'])} benchmark(s) "
+            f"({names_list(short(n) for n in sp['benchmarks'])}).")
+    return line + (" What separates them: " + "; ".join(sp["separating"]) + "." if sp["separating"] else
+                   " Nothing recorded separates the two sides.")
+
+
+def builds(machines):
+    """Each environment's build and how many machines ran it (each machine's first status)."""
+    count = Counter()
     for m in machines:
         for st in m.status[:1]:
-            builds[(st.get("fingerprint") or "?", st.get("build") or "?")] += 1
-    if builds:
-        L.append("## Builds")
+            count[(st.get("fingerprint") or "?", st.get("build") or "?")] += 1
+    if not count:
+        return []
+    return (["## Builds", ""] + [f"- environment {fp}: {b} ({n} machine(s))" for (fp, b), n in sorted(count.items())]
+            + [""])
+
+
+def group_section(g, group, plots):
+    """A group: the note, the ratios side by side, its plot, each benchmark's
+    spread and outliers, and what differs within the group."""
+    L = [f"## {g['name']}: {len(g['machines'])} machine(s)", ""]
+    if g["note"]:
+        L += [g["note"] + ".", ""]
+    stats = g["benchmarks"]
+    if stats:
+        keys = [k for k in g["machines"] if any(k in s.ratios for s in stats)]
+        head = ["machine"] + [short(s.name) for s in stats]
+        rows = [["fleet median"] + [compare.fmt_value(s.fleet_median, "time") for s in stats]]
+        rows += [[k] + [ratio_text(s.ratios[k], k, s) if k in s.ratios else "-" for s in stats] for k in keys]
+        L += ["Side by side: the fleet median, then each machine's ratio to it.", "",
+              compare.table(head, rows, True), ""]
+        if g["name"] in plots:
+            L += [f"![{g['name']}]({plots[g['name']]})", ""]
+        rows = []
+        for s in stats:
+            rs = sorted(s.ratios.items(), key=lambda kv: kv[1])
+            rows.append([short(s.name), compare.fmt_value(s.fleet_median, "time"), str(len(rs)),
+                         f"{rs[0][1]:.2f} ({rs[0][0]})", f"{rs[-1][1]:.2f} ({rs[-1][0]})",
+                         ", ".join(s.slower) or "-", "yes" if s.split else "-"])
+        L += [compare.table(["benchmark", "fleet median", "machines", "fastest", "slowest", "slower (off)",
+                             "bimodal"], rows, True), ""]
+    spread = context_spread(group)
+    if spread:
+        L += ["What differs within the group:", ""]
+        L += [f"- {label}: " + "; ".join(f"{v} on {names_list(ks, 4)}" for v, ks in vals) for label, vals in spread]
         L.append("")
-        for (fp, b), n in sorted(builds.items()):
-            L.append(f"- environment {fp}: {b} ({n} machine(s))")
-        L.append("")
-    by = {m.key: m for m in machines}
-    for g in findings["groups"]:
-        L.append(f"## {g['name']}: {len(g['machines'])} machine(s)")
-        L.append("")
-        if g["note"]:
-            L.append(g["note"] + ".")
-            L.append("")
-        stats = g["benchmarks"]
-        if stats:
-            keys = [k for k in g["machines"] if any(k in s.ratios for s in stats)]
-            head = ["machine"] + [short(s.name) for s in stats]
-            rows = [["fleet median"] + [compare.fmt_value(s.fleet_median, "time") for s in stats]]
-            rows += [[k] + [ratio_text(s.ratios[k], k, s) if k in s.ratios else "-" for s in stats] for k in keys]
-            L.append("Side by side: the fleet median, then each machine's ratio to it.")
-            L.append("")
-            L.append(compare.table(head, rows, True))
-            L.append("")
-            if g["name"] in plots:
-                L.append(f"![{g['name']}]({plots[g['name']]})")
-                L.append("")
-            rows = []
-            for s in stats:
-                rs = sorted(s.ratios.items(), key=lambda kv: kv[1])
-                rows.append([short(s.name), compare.fmt_value(s.fleet_median, "time"), str(len(rs)),
-                             f"{rs[0][1]:.2f} ({rs[0][0]})", f"{rs[-1][1]:.2f} ({rs[-1][0]})",
-                             ", ".join(s.slower) or "-", "yes" if s.split else "-"])
-            L.append(compare.table(["benchmark", "fleet median", "machines", "fastest", "slowest", "slower (off)",
-                                    "bimodal"], rows, True))
-            L.append("")
-        spread = context_spread([by[k] for k in g["machines"]])
-        if spread:
-            L.append("What differs within the group:")
-            L.append("")
-            for label, vals in spread:
-                L.append(f"- {label}: " + "; ".join(f"{v} on {names_list(ks, 4)}" for v, ks in vals))
-            L.append("")
-    L.append("## Environment verdicts across nodes")
-    L.append("")
+    return L
+
+
+def verdict_items(verdicts, machines):
+    """Each kind of environment verdict, with how many nodes have it (and in which forms)."""
     hosts = sorted({m.host for m in machines})
+
     def count(hs):
         return f"all {len(hosts)} nodes" if len(hs) == len(hosts) else f"{len(hs)} of {len(hosts)} nodes"
 
     def said(msg, fix):
         return f"{msg.rstrip('.')}." + (f" Fix: {fix.rstrip('.')}." if fix else "")
 
-    if verdicts:
-        for v in verdicts:
-            whom = "" if len(v["hosts"]) == len(hosts) else f" ({names_list(v['hosts'])})"
-            if len(v["messages"]) == 1:
-                msg, fix, _ = v["messages"][0]
-                L.append(f"- {count(v['hosts'])}: {v['level']}: {said(msg, fix)}{whom}")
-                continue
-            L.append(f"- {count(v['hosts'])}: {v['level']}: {v['id']}, in {len(v['messages'])} forms{whom}:")
-            for msg, fix, hs in v["messages"]:
-                L.append(f"  - {count(hs)}: {said(msg, fix)} ({names_list(hs)})")
-    else:
-        L.append("- none: every node's report is clean")
-    L.append("")
-    return "\n".join(L)
+    if not verdicts:
+        return ["- none: every node's report is clean"]
+    L = []
+    for v in verdicts:
+        whom = "" if len(v["hosts"]) == len(hosts) else f" ({names_list(v['hosts'])})"
+        if len(v["messages"]) == 1:
+            msg, fix, _ = v["messages"][0]
+            L.append(f"- {count(v['hosts'])}: {v['level']}: {said(msg, fix)}{whom}")
+            continue
+        L.append(f"- {count(v['hosts'])}: {v['level']}: {v['id']}, in {len(v['messages'])} forms{whom}:")
+        L += [f"  - {count(hs)}: {said(msg, fix)} ({names_list(hs)})" for msg, fix, hs in v["messages"]]
+    return L
 
 
 def plot_groups(findings, out_dir, threshold):
