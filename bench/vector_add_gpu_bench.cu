@@ -83,7 +83,7 @@ void BM_flow(benchmark::State& state, int dev, bool pinned) {
     auto flow = [&] {
       CUDA_CHECK(cudaMemcpyAsync(f.da.get(), f.ha.get(), bytes, cudaMemcpyHostToDevice, s));
       CUDA_CHECK(cudaMemcpyAsync(f.db.get(), f.hb.get(), bytes, cudaMemcpyHostToDevice, s));
-      vector_add::vector_add(2, f.da.get(), f.db.get(), f.dc.get(), n, vector_add::kSeedBlock, s);  // the seed's launch
+      vector_add::vector_add(vector_add::kSeedVariant, f.da.get(), f.db.get(), f.dc.get(), n, vector_add::kSeedBlock, s);
       CUDA_CHECK(cudaMemcpyAsync(f.hc.get(), f.dc.get(), bytes, cudaMemcpyDeviceToHost, s));
     };
     const bool good = check_once("flow " + key, [&] {

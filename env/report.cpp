@@ -491,7 +491,7 @@ std::vector<std::pair<std::string, std::string>> context_entries(const Report& r
     c.emplace_back("gpu_name", g->name);
     c.emplace_back("gpu_count", std::to_string(r.gpus.size()));
     c.emplace_back("gpu_index", std::to_string(g->index));
-    c.emplace_back("gpu_compute_capability", std::to_string(g->cc_major) + "." + std::to_string(g->cc_minor));
+    c.emplace_back("gpu_compute_capability", compute_capability(g->cc_major, g->cc_minor));
     c.emplace_back("gpu_sms", std::to_string(g->sms));
     c.emplace_back("gpu_memory_clock_khz", std::to_string(g->memory_clock_khz));
     c.emplace_back("gpu_bus_width_bits", std::to_string(g->bus_width_bits));

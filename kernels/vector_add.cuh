@@ -36,9 +36,10 @@ constexpr int kArraysWritten = 1;
 constexpr std::size_t kBytesPerElement =
     (kArraysRead + kArraysWritten) * sizeof(float);
 
-// The seed's launch: <<<512, 512>>>.
+// The seed's launch: <<<512, 512>>>, the variant whose grid is Grid::Seed.
 constexpr unsigned kSeedGrid = 512;
 constexpr unsigned kSeedBlock = 512;
+constexpr int kSeedVariant = 2;
 
 using hd::aligned16;
 using hd::ceil_div;
@@ -120,6 +121,7 @@ struct Variant {
   std::string description;  // one line
 };
 const std::vector<Variant>& gpu_variants();
+std::vector<int> gpu_variant_ids();
 // The row of variant `id`; throws std::invalid_argument for an unknown one.
 const Variant& gpu_variant(int id);
 

@@ -17,6 +17,12 @@ const std::vector<Variant>& gpu_variants() {
   return v;
 }
 
+std::vector<int> gpu_variant_ids() {
+  std::vector<int> ids;
+  for (const auto& v : gpu_variants()) ids.push_back(v.id);
+  return ids;
+}
+
 const Variant& gpu_variant(int id) {
   for (const auto& v : gpu_variants())
     if (v.id == id) return v;

@@ -386,6 +386,11 @@ int run_train(TrainOptions o, const TrainHooks& hooks) {
   Data d;
   if (const int rc = load_data(o, &d)) return rc;
   std::unique_ptr<DistContext> dist;
+  // The terminate handler never reaches a group that is gone: cleared
+  // before `dist` is destroyed, however this returns.
+  struct ForgetGroup {
+    ~ForgetGroup() { g_dist = nullptr; }
+  } forget;
   try {
     return train(o, p, d, hooks, dist);
   } catch (const ReplicasDiffer& e) {

@@ -14,7 +14,7 @@
 #    (Debian's binary is a debug build), in $CUDABENCH_CACHE/benchmark-release.
 # 3. The project's venv, $CUDABENCH_CACHE/venv: torch==2.11.0 (LibTorch, a
 #    CUDA 13.0 build) and the tools of scripts/requirements.txt; --tests adds
-#    scripts/requirements-test.txt (pytest, atheris).
+#    scripts/requirements-test.txt (pytest, atheris, lizard).
 # Heavy downloads stay in $CUDABENCH_CACHE (default ~/.cache/cudabench).
 # Environment: CUDABENCH_CACHE; Torch_DIR (your own LibTorch: no torch is
 # installed); CUDABENCH_NO_TORCH=1 (skip torch entirely).

@@ -382,7 +382,7 @@ def temporaries(top):
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_bad_input(case, tmp_path):
-    if case.cmd[0] in (BENCH, TRAIN) and not os.access(case.cmd[0], os.X_OK):
+    if case.cmd[0] in (BENCH, TRAIN, TRAIN_PERTURBED) and not os.access(case.cmd[0], os.X_OK):
         pytest.skip(f"{case.cmd[0]} is not built (train needs LibTorch)")
     if case.needs_torch and not os.access(TRAIN, os.X_OK):
         pytest.skip("this build has no LibTorch (no train, no Mnist benchmarks)")

@@ -122,6 +122,11 @@ def test_every_rank_holds_identical_parameters_after_every_step(tmp_path, world)
     assert doc["per_epoch"][0]["images"] == 2048
 
 
+needs_perturbed = pytest.mark.skipif(not os.access(TRAIN_PERTURBED, os.X_OK),
+                                     reason=f"{TRAIN_PERTURBED} is not built (tests off)")
+
+
+@needs_perturbed
 def test_the_check_fails_loudly_when_a_replica_differs(tmp_path):
     out = tmp_path / "run.json"
     # The test's fault: rank 1 nudges a weight after its step 3.
@@ -134,6 +139,7 @@ def test_the_check_fails_loudly_when_a_replica_differs(tmp_path):
     assert not os.listdir(tmp_path)
 
 
+@needs_perturbed
 def test_without_the_check_a_differing_replica_is_still_caught_at_the_end(tmp_path):
     results = run(2, QUICK, {"CUDABENCH_TEST_PERTURB": "0:2"}, program=TRAIN_PERTURBED)
     for rank, (rc, o, e) in enumerate(results):

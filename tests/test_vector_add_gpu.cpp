@@ -55,15 +55,7 @@ TEST_P(GpuVectorAdd, ZeroElementsLaunchesNothing) {
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-namespace {
-std::vector<int> variant_ids() {
-  std::vector<int> ids;
-  for (const auto& v : va::gpu_variants()) ids.push_back(v.id);
-  return ids;
-}
-}  // namespace
-
-INSTANTIATE_TEST_SUITE_P(AllVariants, GpuVectorAdd, ::testing::ValuesIn(variant_ids()));
+INSTANTIATE_TEST_SUITE_P(AllVariants, GpuVectorAdd, ::testing::ValuesIn(va::gpu_variant_ids()));
 
 namespace {
 bool usable(std::string* why) {

@@ -43,11 +43,6 @@ void run_on_host(int variant, Arrays& x, std::size_t n, unsigned block, int sms,
   for (std::size_t t = 0; t < threads; ++t) v.body(x.a, x.b, x.c, n, t, threads);
 }
 
-std::vector<int> variant_ids() {
-  std::vector<int> ids;
-  for (const auto& v : va::gpu_variants()) ids.push_back(v.id);
-  return ids;
-}
 
 }  // namespace
 
@@ -68,7 +63,7 @@ TEST_P(VariantCoverage, EveryElementWrittenOnceAndNothingPastTheEnd) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllVariants, VariantCoverage, ::testing::ValuesIn(variant_ids()));
+INSTANTIATE_TEST_SUITE_P(AllVariants, VariantCoverage, ::testing::ValuesIn(va::gpu_variant_ids()));
 
 TEST(LaunchShape, GridsAreSizedAsDocumented) {
   EXPECT_EQ(va::launch_shape(1, 1000, 256, 132, 8).grid, 4u);
@@ -92,6 +87,13 @@ TEST(LaunchShape, RejectsBadArguments) {
   EXPECT_THROW(va::launch_shape(0, 10, 256, 1, 1), std::invalid_argument);
   EXPECT_THROW(va::launch_shape(1, 10, 0, 1, 1), std::invalid_argument);
   EXPECT_THROW(va::launch_shape(1, 10, 2048, 1, 1), std::invalid_argument);
+}
+
+TEST(VariantTable, TheSeedsVariantHasTheSeedsLaunch) {
+  EXPECT_EQ(va::gpu_variant(va::kSeedVariant).grid, va::Grid::Seed);
+  const va::LaunchShape s = va::launch_shape(va::kSeedVariant, 10'000'000, 256, 132, 8);
+  EXPECT_EQ(s.grid, va::kSeedGrid);
+  EXPECT_EQ(s.block, va::kSeedBlock);
 }
 
 TEST(VariantTable, NumberedAndNamed) {
