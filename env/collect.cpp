@@ -22,6 +22,7 @@ BuildInfo build_info() {
   b.build_type = CUDABENCH_BUILD_TYPE;
   b.torch_version = CUDABENCH_BUILD_TORCH_VERSION;
   b.git_revision = CUDABENCH_BUILD_GIT_REVISION;
+  b.stack = CUDABENCH_BUILD_STACK;
   return b;
 }
 

@@ -164,6 +164,7 @@ struct BuildInfo {
   std::string build_type;
   std::string torch_version;  // LibTorch found at configure ("" if none)
   std::string git_revision;
+  std::string stack;  // the kernels' CUDA and the LibTorch: "cuda13.0-torch2.11.0"
 };
 
 struct Verdict {

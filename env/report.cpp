@@ -222,6 +222,7 @@ Lines runtime_lines(const Report& r) {
   out.push_back({row("host compiler", b.cxx_compiler + ", " + b.build_type + " build, git " + b.git_revision),
                  {{"build/cxx_compiler", b.cxx_compiler}, {"build/build_type", b.build_type},
                   {"build/git_revision", b.git_revision}}});
+  out.push_back({row("stack", b.stack), {{"build/stack", b.stack}}});
   out.push_back(text(""));
   return out;
 }
@@ -467,6 +468,7 @@ std::vector<std::pair<std::string, std::string>> context_entries(const Report& r
   c.emplace_back("cxx_compiler", r.build.cxx_compiler);
   c.emplace_back("cudabench_build_type", r.build.build_type);
   c.emplace_back("cudabench_git", r.build.git_revision);
+  c.emplace_back("cudabench_stack", r.build.stack);
   c.emplace_back("cublas", cublas_str(r.libs.cublas_loaded));
   c.emplace_back("cudnn", cudnn_str(r.libs.cudnn_loaded));
   c.emplace_back("libtorch", r.torch.compiled_in ? r.torch.version : "absent");

@@ -16,6 +16,36 @@ ccache_launcher() {
   fi
 }
 
+# The stack a build is made with (scripts/stacks.py, the choice setup.sh
+# installed): STACK[stack], STACK[venv], STACK[toolkit_root], ... Filled
+# once; stack_plan --stack CUDA:TORCH fills it with that stack instead.
+declare -gA STACK=()
+stack_plan() {
+  local out k v
+  [ $# -gt 0 ] || [ -z "${STACK[stack]:-}" ] || return 0
+  out="$(python3 "$CUDABENCH_ROOT/scripts/stacks.py" plan "$@")" || return
+  STACK=()
+  while IFS='=' read -r k v; do STACK[$k]="$v"; done <<<"$out"
+}
+
+# The CMake arguments that bind a build to STACK, one per line: its venv
+# (LibTorch, the tools) and its toolkit. A build folder made for another
+# stack starts afresh: its cache would keep the other LibTorch.
+# (CMake itself, seeing another compiler, would re-run with its defaults.)
+stack_cmake_args() {
+  local dir="$1" nvcc="${STACK[toolkit_root]}/bin/nvcc" cache="$1/CMakeCache.txt" venv_was nvcc_was
+  [ -x "$nvcc" ] || nvcc=""
+  if [ -f "$cache" ]; then
+    venv_was="$(sed -n 's/^CUDABENCH_VENV_DIR:PATH=//p' "$cache")"
+    nvcc_was="$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$cache")"
+    if [ "$venv_was" != "${STACK[venv]}" ] || [ "${nvcc:-$nvcc_was}" != "$nvcc_was" ]; then
+      rm -rf "$cache" "$dir/CMakeFiles"
+    fi
+  fi
+  echo "-DCUDABENCH_VENV_DIR=${STACK[venv]}"
+  [ -z "$nvcc" ] || printf '%s\n' "-DCMAKE_CUDA_COMPILER=$nvcc" "-DCUDAToolkit_ROOT=${STACK[toolkit_root]}"
+}
+
 # The same for another source tree (the revision gate's base revision).
 # With ccache installed, compiles go through it, with its cache in
 # $CUDABENCH_CACHE/ccache and paths taken relative to the source tree, so
@@ -24,10 +54,12 @@ ccache_launcher() {
 # Usage: configure_and_build_source <source-dir> <build-dir> [cmake args...]
 configure_and_build_source() {
   local src="$1" dir="$2"; shift 2
-  local log launcher=()
+  local log launcher=() stack_args=()
+  stack_plan || return
   mapfile -t launcher < <(ccache_launcher "$src")
+  mapfile -t stack_args < <(stack_cmake_args "$dir")
   log="$(mktemp)"
-  if ! cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >"$log" 2>&1; then
+  if ! cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "${stack_args[@]}" "$@" >"$log" 2>&1; then
     cat "$log" >&2; rm -f "$log"; return 3
   fi
   grep -E '^-- cudabench:' "$log" >&2 || true
@@ -36,9 +68,10 @@ configure_and_build_source() {
   cmake --build "$dir" ${CUDABENCH_BUILD_TARGET:+--target "$CUDABENCH_BUILD_TARGET"} || return 3
 }
 
-# The project's venv python (scripts/setup.sh makes it).
+# The stack's venv python (scripts/setup.sh makes it).
 project_python() {
-  echo "${CUDABENCH_VENV:-${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/venv}/bin/python"
+  stack_plan || return
+  echo "${STACK[venv]}/bin/python"
 }
 
 # A name for this kind of machine: the GPU's, or the CPU's with its core count.

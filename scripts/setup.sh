@@ -5,6 +5,7 @@
 #                              (scripts/run-bench.sh)
 #   scripts/setup.sh --tests   that plus what only the tests need
 #                              (scripts/test.sh)
+#   scripts/setup.sh --plan    print the stack this machine gets; install nothing
 # 1. Debian packages. Always: compilers and build tools, nlohmann_json, CLI11,
 #    zlib, Fashion-MNIST, Gloo's headers (data-parallel train: the PyPI torch
 #    ships c10d's ProcessGroupGloo.hpp but not the Gloo headers it includes).
@@ -12,38 +13,62 @@
 #    sanitizer build, the fuzz targets), Slurm and munge (the fleet test).
 # 2. Google Benchmark 1.7.1 built as Release from Debian's own source package
 #    (Debian's binary is a debug build), in $CUDABENCH_CACHE/benchmark-release.
-# 3. The project's venv, $CUDABENCH_CACHE/venv: torch==2.11.0 (LibTorch, a
-#    CUDA 13.0 build) and the tools of scripts/requirements.txt; --tests adds
+# 3. The stack (scripts/stacks.py chooses it to fit the driver): a venv per
+#    stack, $CUDABENCH_CACHE/stacks/<stack>/venv, with its torch (LibTorch)
+#    and, when the system's nvcc does not fit, the PyPI toolkit of LibTorch's
+#    CUDA; plus the tools of scripts/requirements.txt, and with --tests
 #    scripts/requirements-test.txt (pytest, atheris, lizard).
+#    $CUDABENCH_CACHE/venv links to the chosen stack's venv.
 # Heavy downloads stay in $CUDABENCH_CACHE (default ~/.cache/cudabench).
-# Environment: CUDABENCH_CACHE; Torch_DIR (your own LibTorch: no torch is
-# installed); CUDABENCH_NO_TORCH=1 (skip torch entirely).
-# Exit codes: 0 ready; 2 an unknown argument; 3 something could not be
-# installed (never 1, which the project keeps for a wrong result); 128+N on
+# Environment: CUDABENCH_CACHE; CUDABENCH_TORCH (pin the LibTorch);
+# CUDABENCH_STACK=CUDA:TORCH (install that stack, leaving the chosen one be);
+# Torch_DIR (your own LibTorch: no torch is installed); CUDABENCH_NO_TORCH=1
+# (skip torch entirely); CUDABENCH_VENV (your own venv).
+# Exit codes: 0 ready; 2 an unknown argument, or a driver too old for every
+# stack (one line naming the oldest driver that works); 3 something could not
+# be installed (never 1, which the project keeps for a wrong result); 128+N on
 # signal N.
 set -euo pipefail
 tests=0
 case "${1:-}" in
   "") ;;
   --tests) tests=1 ;;
-  *) echo "setup: unknown argument '$1' (--tests)" >&2; exit 2 ;;
+  --plan) tests=plan ;;
+  *) echo "setup: unknown argument '$1' (--tests, --plan)" >&2; exit 2 ;;
 esac
 # Any failure (apt's 100, a missing command's 127, a step the OOM killer
-# ended, 137) is 3; only a signal to setup itself is 128+N.
-signalled=""
+# ended, 137) is 3; only a signal to setup itself is 128+N, and a plan
+# refused (stacks.py said why) 2.
+exit_as=""
 failed_setup() {
   local rc=$?; [ -z "${work:-}" ] || rm -rf "$work"
-  if [ -n "$signalled" ]; then exit "$signalled"; fi
+  if [ -n "$exit_as" ]; then exit "$exit_as"; fi
   [ "$rc" -eq 0 ] || exit 3
 }
 trap failed_setup EXIT
-trap 'signalled=130; exit 130' INT
-trap 'signalled=143; exit 143' TERM
-trap 'signalled=129; exit 129' HUP
+trap 'exit_as=130; exit 130' INT
+trap 'exit_as=143; exit 143' TERM
+trap 'exit_as=129; exit 129' HUP
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${CUDABENCH_CACHE:-$HOME/.cache/cudabench}"
-mkdir -p "$CACHE"
 say() { echo "setup: $*" >&2; }
+
+# The stack for this machine (scripts/stacks.py: the table and the rule).
+declare -A plan
+read_plan() {
+  local out k v
+  command -v python3 >/dev/null || { say "choosing the stack needs python3"; exit 3; }
+  out="$(python3 "$here/stacks.py" plan)" || { [ $? -ne 2 ] || exit_as=2; exit 3; }
+  while IFS='=' read -r k v; do plan[$k]="$v"; done <<<"$out"
+}
+if [ "$tests" = plan ]; then
+  read_plan
+  say "${plan[why]}"
+  printf 'stack: %s\nvenv: %s\ntoolkit: %s (%s %s)\n' "${plan[stack]}" "${plan[venv]}" \
+    "${plan[toolkit_root]}" "${plan[toolkit]}" "${plan[toolkit_version]}"
+  exit 0
+fi
+mkdir -p "$CACHE"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
@@ -95,19 +120,59 @@ if [ ! -f "$BM/lib/cmake/benchmark/benchmarkConfig.cmake" ] && [ ! -f "$BM/lib64
   work=""
 fi
 
-# ---- 3. The project's virtual environment ----
-VENV="${CUDABENCH_VENV:-$CACHE/venv}"
-want_torch=1
-{ [ -n "${Torch_DIR:-}" ] || [ "${CUDABENCH_NO_TORCH:-0}" = 1 ]; } && want_torch=0
+# ---- 3. The stack: its venv, and a PyPI toolkit when the plan wants one ----
+# NVIDIA's PyPI toolkit comes as one wheel per part (nvidia/cu13/... or
+# nvidia/cuda_nvcc, cuda_runtime ...); nvcc and CMake want one root, so the
+# parts are hard-linked into <toolkit>/root, with the unversioned library
+# names the wheels leave out (without them find_library silently takes
+# another toolkit's library from the system paths).
+install_pypi_toolkit() {
+  local tk="${plan[toolkit_root]%/root}" site part f
+  say "installing ${plan[toolkit_pip]} into $tk"
+  [ -x "$tk/venv/bin/python" ] || python3 -m venv "$tk/venv"
+  "$tk/venv/bin/python" -m pip install -q "${plan[toolkit_pip]}"
+  site="$("$tk/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  work="$tk/root.partial"
+  rm -rf "$work" && mkdir -p "$work"
+  for part in "$site"/nvidia/*/; do
+    [ -d "$part/include" ] || [ -d "$part/lib" ] || [ -d "$part/bin" ] || continue
+    cp -alf "$part". "$work/"
+  done
+  for f in "$work"/lib/lib*.so.[0-9]*; do
+    [ -e "${f%%.so.*}.so" ] || ln -s "$(basename "$f")" "${f%%.so.*}.so"
+  done
+  [ -x "$work/bin/nvcc" ] || { say "${plan[toolkit_pip]} gave no nvcc"; exit 3; }
+  rm -rf "$tk/root"
+  mv "$work" "$tk/root"
+  work=""
+}
+read_plan
+VENV="${plan[venv]}"
 check='import scipy, matplotlib, numpy'
 [ "$tests" = 0 ] || check="$check, pytest, atheris, lizard"
-[ "$want_torch" = 1 ] && check="$check; import torch; assert torch.__version__.startswith('2.11.0'), torch.__version__"
+[ -z "${plan[torch]}" ] || check="$check; import torch; assert torch.__version__.startswith('${plan[torch]}'), torch.__version__"
+said=0
 if ! "$VENV/bin/python" -c "$check" >/dev/null 2>&1; then
+  say "${plan[why]}"
+  said=1
   say "preparing $VENV (pip cache in ~/.cache/pip)"
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
   req=("-r" "$here/requirements.txt")
   [ "$tests" = 0 ] || req+=("-r" "$here/requirements-test.txt")
-  [ "$want_torch" = 1 ] && req+=("torch==2.11.0")
+  [ -z "${plan[torch]}" ] || req+=("torch==${plan[torch]}")
   "$VENV/bin/python" -m pip install -q "${req[@]}"
+fi
+if [ -n "${plan[toolkit_pip]}" ] && [ ! -x "${plan[toolkit_root]}/bin/nvcc" ]; then
+  [ "$said" = 1 ] || say "${plan[why]}"
+  said=1
+  install_pypi_toolkit
+fi
+# $CACHE/venv names the chosen stack's venv for what reads the default (a
+# plain cmake, compare.py, the fleet). Before stacks it was a venv itself.
+if [ -z "${CUDABENCH_VENV:-}${CUDABENCH_STACK:-}" ] && [ "$(readlink "$CACHE/venv" 2>/dev/null)" != "stacks/${plan[stack]}/venv" ]; then
+  [ -L "$CACHE/venv" ] || [ ! -d "$CACHE/venv" ] || rm -rf "$CACHE/venv"
+  ln -sfn "stacks/${plan[stack]}/venv" "$CACHE/venv.new"
+  mv -T "$CACHE/venv.new" "$CACHE/venv"
+  [ "$said" = 1 ] || say "${plan[why]}"
 fi

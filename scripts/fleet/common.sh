@@ -5,14 +5,16 @@
 # which the driver exports.
 
 # What a build depends on beyond the source, one fact per line: the source
-# revision (and a hash of uncommitted changes), the CPU architecture, the
-# OS, glibc, the C++ compiler, nvcc, LibTorch and Google Benchmark. Nodes
-# that print the same text can run the same binary.
+# revision (and a hash of uncommitted changes), the stack (scripts/stacks.py),
+# the CPU architecture, the OS, glibc, the C++ compiler, nvcc, LibTorch and
+# Google Benchmark. Nodes that print the same text can run the same binary.
 fleet_environment() {
   local root="$CUDABENCH_ROOT" cache="${CUDABENCH_CACHE:-$HOME/.cache/cudabench}" nvcc torch venv bm
-  venv="${CUDABENCH_VENV:-$cache/venv}"
+  stack_plan || return
+  venv="${STACK[venv]}"
   echo "source $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)" \
        "$( (git -C "$root" diff HEAD 2>/dev/null || true) | sha256sum | cut -c1-12)"
+  echo "stack ${STACK[stack]}"
   echo "arch $(uname -m)"
   echo "os $( (. /etc/os-release 2>/dev/null && echo "${ID:-?} ${VERSION_ID:-?}") || echo unknown)"
   echo "glibc $(getconf GNU_LIBC_VERSION 2>/dev/null || echo unknown)"
