@@ -10,8 +10,9 @@ function(cudabench_libstdcxx_first target)
 endfunction()
 
 # LibTorch: a user's own (Torch_DIR, or an importable torch in the active
-# python3) takes precedence; else the pinned torch==2.11.0 that
-# scripts/setup.sh installs in CUDABENCH_VENV_DIR.
+# python3) takes precedence; else the stack's torch that scripts/setup.sh
+# installs in CUDABENCH_VENV_DIR (docs/stacks.md; the scripts name it as
+# Torch_DIR themselves).
 set(CUDABENCH_HAVE_TORCH OFF)
 set(CUDABENCH_TORCH_VERSION "")
 set(_cb_torch_skipped OFF)

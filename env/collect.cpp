@@ -58,6 +58,19 @@ GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt, size_t g
   return s;
 }
 
+GpuStatus decide_torch_gpu_status(const DriverInfo& d, const TorchInfo& t, size_t gpus_found,
+                                  size_t gpus_prohibited) {
+  if (!t.compiled_in || t.cuda_version == 0) {
+    GpuStatus s;
+    s.reason = t.compiled_in ? "this build's LibTorch has no CUDA" : "this build has no LibTorch";
+    return s;
+  }
+  RuntimeInfo as_torch;
+  as_torch.compiled_in = true;
+  as_torch.built_version = t.cuda_version;
+  return decide_gpu_status(d, as_torch, gpus_found, gpus_prohibited);
+}
+
 const Report& collect() {
   static const Report report = [] {
     Report r;
@@ -69,11 +82,12 @@ const Report& collect() {
     r.nvml_gpus = probe_nvml_gpus();
     r.runtime = probe_runtime();
     r.torch = probe_torch();  // before listing libraries: it may load some
-    const GpuStatus pre = decide_gpu_status(r.driver, r.runtime, 1);
-    if (pre.usable) r.gpus = probe_gpus();
+    if (decide_gpu_status(r.driver, r.runtime, 1).usable || decide_torch_gpu_status(r.driver, r.torch, 1).usable)
+      r.gpus = probe_gpus();
     const auto prohibited = std::count_if(r.gpus.begin(), r.gpus.end(),
                                           [](const GpuDevice& g) { return g.nvml.compute_mode == 2; });
     r.status = decide_gpu_status(r.driver, r.runtime, r.gpus.size(), static_cast<size_t>(prohibited));
+    r.torch_status = decide_torch_gpu_status(r.driver, r.torch, r.gpus.size(), static_cast<size_t>(prohibited));
     r.libs = probe_library_versions();
     r.loaded = loaded_libraries();
     r.toolkits = discover_toolkits(DiscoveryInput::from_process(r.loaded));

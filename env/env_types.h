@@ -245,7 +245,8 @@ struct Report {
   std::string nvcc_on_path;  // first nvcc on PATH, "" if none
   std::map<std::string, std::string> env_vars;  // the ones that matter, when set
   std::vector<std::string> path_cuda_entries;   // PATH entries mentioning cuda
-  GpuStatus status;
+  GpuStatus status;        // the kernels' (this build's CUDA runtime)
+  GpuStatus torch_status;  // LibTorch's (its own CUDA)
   SystemInfo system;
   std::vector<NvmlGpuInfo> nvml_gpus;  // every GPU NVML lists, whether CUDA can use it or not
   FatbinArchs binary_fatbin;  // this program's own kernels

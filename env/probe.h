@@ -94,6 +94,10 @@ double pcie_bytes_per_s(int generation, int width);
 // `gpus_prohibited`: how many of them NVML reports in compute mode Prohibited.
 GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt,
                             size_t gpus_found, size_t gpus_prohibited = 0);
+// The same for LibTorch, whose CUDA may differ from the kernels' runtime:
+// on a 12.x driver a CUDA 12.8 LibTorch runs where 13.0 kernels cannot.
+GpuStatus decide_torch_gpu_status(const DriverInfo& d, const TorchInfo& t,
+                                  size_t gpus_found, size_t gpus_prohibited = 0);
 
 // Every probe's findings, without verdicts (doctor::examine() adds them).
 // Cached: the first call probes, later calls return the same report.

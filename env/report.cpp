@@ -244,7 +244,9 @@ Lines torch_lines(const Report& r) {
   out.push_back(text(row("version", t.version)));
   out.push_back(text(row("built with CUDA", cuda_str(t.cuda_version) + ", cuDNN " + cudnn_str(t.cudnn_built) +
                                                 " (loaded " + cudnn_str(t.cudnn_runtime) + ")")));
-  out.push_back(text(row("sees a GPU", t.cuda_available ? "yes, " + std::to_string(t.device_count) : std::string("no"))));
+  // Why not, as judged by LibTorch's own CUDA (it may differ from the kernels').
+  const std::string why_not = r.torch_status.usable ? "" : ": " + r.torch_status.reason;
+  out.push_back(text(row("sees a GPU", t.cuda_available ? "yes, " + std::to_string(t.device_count) : "no" + why_not)));
   out.push_back(text(row("library", t.library_path)));
   if (!r.torch_fatbin.file.empty()) out.push_back(text(row("kernels (fatbin)", fatbin_summary(r.torch_fatbin))));
   out.push_back(text(row("NCCL", t.nccl_version.empty() ? "none (" + t.nccl_error + ")"
@@ -457,6 +459,7 @@ std::vector<std::pair<std::string, std::string>> context_entries(const Report& r
   std::vector<std::pair<std::string, std::string>> c;
   const auto& d = r.driver;
   c.emplace_back("gpu_usable", r.status.usable ? "yes" : "no: " + r.status.reason);
+  c.emplace_back("libtorch_gpu_usable", r.torch_status.usable ? "yes" : "no: " + r.torch_status.reason);
   c.emplace_back("cuda_driver", d.libcuda_found ? driver_line(d) : "none: " + r.status.reason);
   c.emplace_back("cuda_driver_version", !d.nvml_driver_version.empty() ? d.nvml_driver_version : d.libcuda_file_version);
   c.emplace_back("cuda_runtime_built", cuda_str(r.runtime.built_version));

@@ -131,8 +131,8 @@ int plan_data_parallel(const TrainOptions& o, Plan* p) {
 // what the driver and LibTorch see.
 int choose_gpu(const TrainOptions& o, const Plan& p, torch::Device* device) {
   const auto& rep = doctor::examine();
-  if (!rep.status.usable) {
-    std::cerr << "train: --device " << o.device << " unavailable: " << rep.status.reason << "\n";
+  if (!rep.torch_status.usable) {  // LibTorch's CUDA against the driver, not the kernels'
+    std::cerr << "train: --device " << o.device << " unavailable: " << rep.torch_status.reason << "\n";
     return kExitBadInput;
   }
   if (!torch::cuda::is_available()) {

@@ -19,22 +19,26 @@ ccache_launcher() {
 # The stack a build is made with (scripts/stacks.py, the choice setup.sh
 # installed): STACK[stack], STACK[venv], STACK[toolkit_root], ... Filled
 # once; stack_plan --stack CUDA:TORCH fills it with that stack instead.
+# Returns 2 when stacks.py refused (it said why), 3 when it failed.
 declare -gA STACK=()
 stack_plan() {
-  local out k v
+  local out k v rc=0
   [ $# -gt 0 ] || [ -z "${STACK[stack]:-}" ] || return 0
-  out="$(python3 "$CUDABENCH_ROOT/scripts/stacks.py" plan "$@")" || return
+  out="$(python3 "$CUDABENCH_ROOT/scripts/stacks.py" plan "$@")" || rc=$?
+  [ "$rc" -eq 0 ] || { [ "$rc" -eq 2 ] && return 2; return 3; }
   STACK=()
   while IFS='=' read -r k v; do STACK[$k]="$v"; done <<<"$out"
 }
 
 # The CMake arguments that bind a build to STACK, one per line: its venv
-# (LibTorch, the tools) and its toolkit. A build folder made for another
-# stack starts afresh: its cache would keep the other LibTorch.
-# (CMake itself, seeing another compiler, would re-run with its defaults.)
+# (the tools), its LibTorch (named, so that neither an outer Torch_DIR nor
+# an importable torch takes its place) and its toolkit. A build folder made
+# for another stack starts afresh: its cache would keep the other LibTorch
+# (CMake itself, seeing another compiler, would re-run with its defaults).
 stack_cmake_args() {
-  local dir="$1" nvcc="${STACK[toolkit_root]}/bin/nvcc" cache="$1/CMakeCache.txt" venv_was nvcc_was
+  local dir="$1" nvcc="${STACK[toolkit_root]}/bin/nvcc" cache="$1/CMakeCache.txt" venv_was nvcc_was torch=()
   [ -x "$nvcc" ] || nvcc=""
+  [ -z "${STACK[torch]}" ] || torch=("${STACK[venv]}"/lib/python3*/site-packages/torch/share/cmake/Torch)
   if [ -f "$cache" ]; then
     venv_was="$(sed -n 's/^CUDABENCH_VENV_DIR:PATH=//p' "$cache")"
     nvcc_was="$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$cache")"
@@ -43,6 +47,7 @@ stack_cmake_args() {
     fi
   fi
   echo "-DCUDABENCH_VENV_DIR=${STACK[venv]}"
+  [ ! -d "${torch[0]:-}" ] || echo "-DTorch_DIR=${torch[0]}"
   [ -z "$nvcc" ] || printf '%s\n' "-DCMAKE_CUDA_COMPILER=$nvcc" "-DCUDAToolkit_ROOT=${STACK[toolkit_root]}"
 }
 
@@ -56,6 +61,10 @@ configure_and_build_source() {
   local src="$1" dir="$2"; shift 2
   local log launcher=() stack_args=()
   stack_plan || return
+  if [ "${STACK[toolkit]}" = pypi ] && [ ! -x "${STACK[toolkit_root]}/bin/nvcc" ]; then
+    echo "build: the stack's toolkit ${STACK[toolkit_root]} is not installed: run scripts/setup.sh" >&2
+    return 3
+  fi
   mapfile -t launcher < <(ccache_launcher "$src")
   mapfile -t stack_args < <(stack_cmake_args "$dir")
   log="$(mktemp)"

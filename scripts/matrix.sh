@@ -1,136 +1,113 @@
 #!/usr/bin/env bash
-# The toolkit matrix: build bench once per CUDA toolkit install, run the same
-# benchmarks with each, and compare them side by side.
+# The stack matrix: build bench and train once per stack, run the same
+# benchmarks with each, interleaved in rounds, and compare them side by side,
+# naming every CUDA in play: the driver's, the kernels' toolkit, LibTorch's.
 #
-#   scripts/matrix.sh                       # every toolkit with nvcc found, plus a pip one
-#   scripts/matrix.sh --toolkit /opt/cuda-12.9 --toolkit /usr/local/cuda-13.0
+#   scripts/matrix.sh                             # the chosen stack and the other LibTorch CUDA major's
+#   scripts/matrix.sh --stack 13.0:2.11.0 --stack 13.0:2.10.0
+#   scripts/matrix.sh --stack 13.2:2.11.0 --stack 13.0:2.11.0    # kernels from PyPI's CUDA 13.2
 #   scripts/matrix.sh -- --benchmark_filter=VectorAdd/cuda_v4
 #
-# Toolkits: those the environment report's discovery finds with a compiler
-# (bench --env=json), plus CUDA $CUDABENCH_MATRIX_PIP (default 13.2.2) from
-# NVIDIA's PyPI wheels (the cuda-toolkit meta-package with nvcc, cudart,
-# cublas, cccl, crt, nvvm), installed into .toolkits/cuda-<version> in this
-# clone the way a user's pip environment holds its own toolkit (downloads stay
-# in ~/.cache/pip). CUDABENCH_MATRIX_PIP=none skips it. --toolkit ROOT names
-# the toolkits instead (repeatable).
-#
-# The builds run in interleaved rounds (CUDABENCH_MATRIX_ROUNDS, default 5:
-# each build once per round, in turn), merged into one file per toolkit with
-# the rounds as repetitions. Each toolkit gets build-matrix/<name> (scripts/matrix_toolkits.py names it:
-# cuda-<version>, or cuda-<version>-pip / -conda; no LibTorch, no tests: the
-# kernels and libraries are what differ). Results go to
-# results/matrix/<machine>/<gpu or cpu>/<name>.json with the build's
-# environment report beside it (.env.txt), then compare.py prints the
-# side-by-side table and report.py writes plots and report.md there.
-# Without a GPU the CPU benchmarks run; with one, the GPU ones.
+# A stack is CUDA:TORCH: the kernels' CUDA (the system nvcc's major.minor,
+# or one NVIDIA's PyPI wheels carry: 13.0 and later) and a LibTorch of the
+# table in scripts/stacks.py (docs/stacks.md). The default: the stack
+# scripts/setup.sh chose, and the newest one of the other LibTorch CUDA major.
+# Each stack gets its venv and toolkit from scripts/setup.sh (CUDABENCH_STACK)
+# and its build in $CUDABENCH_CACHE/stacks/<stack>/build-<clone>, so that no
+# stack rebuilds another. CUDABENCH_MATRIX_ROUNDS rounds (default 5), merged
+# into results/matrix/<machine>/<gpu|cpu>/<stack>.json with the stack's
+# environment report beside it (.env.txt); then the stacks' table
+# (stacks.md), compare.py's side by side (compare.md), report.py's plots.
+# The CPU rows run everywhere (CPU kernels, torch_cpu, MnistTrain/cpu); with
+# a GPU also the CUDA kernels, cuBLAS, Thrust, torch_cuda, MnistTrain/cuda.
+# Exit codes: 0 done; 1 a wrong result; 2 bad arguments or a stack this
+# machine cannot have; 3 set-up or a build failed.
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
 cd "$CUDABENCH_ROOT"
 
-roots=()
+stacks=()
 bench_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --toolkit|--toolkit=*)
-      if [ "$1" = --toolkit ]; then
-        [ $# -ge 2 ] || { echo "matrix: --toolkit needs a folder" >&2; exit 2; }
-        dir="$2"; shift 2
-      else
-        dir="${1#*=}"; shift
-      fi
-      [ -d "$dir" ] || { echo "matrix: --toolkit $dir: no such folder" >&2; exit 2; }
-      roots+=("$(cd "$dir" && pwd -P)") ;;
+    --stack) [ $# -ge 2 ] || { echo "matrix: --stack needs CUDA:TORCH" >&2; exit 2; }
+             stacks+=("$2"); shift 2 ;;
+    --stack=*) stacks+=("${1#*=}"); shift ;;
     --) shift; bench_args=("$@"); break ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "matrix: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-
-bash scripts/setup.sh
-py="$(project_python)"
-
-# ---- a toolkit from PyPI wheels ----
-pip_root=""
-pipver="${CUDABENCH_MATRIX_PIP:-13.2.2}"
-if [ "${#roots[@]}" -eq 0 ] && [ "$pipver" != none ]; then
-  tk=".toolkits/cuda-$pipver"
-  if ! ls "$tk"/lib/python3*/site-packages/nvidia/cu*/bin/nvcc >/dev/null 2>&1; then
-    echo "matrix: installing CUDA $pipver from PyPI wheels into $tk" >&2
-    rm -rf "$tk"
-    python3 -m venv "$tk"
-    "$tk/bin/python" -m pip install -q --upgrade pip >/dev/null
-    "$tk/bin/python" -m pip install -q "cuda-toolkit[nvcc,cudart,cublas,cccl,crt,culibos,nvvm]==$pipver"
-  fi
-  pip_root="$(cd "$(dirname "$(ls "$tk"/lib/python3*/site-packages/nvidia/cu*/bin/nvcc | head -n1)")/.." && pwd -P)"
-  # The wheels carry only versioned libraries (libcudart.so.13); the linker
-  # and CMake's find_library need the unversioned development names, or they
-  # silently take another toolkit's library from the system paths.
-  for f in "$pip_root"/lib/lib*.so.[0-9]*; do
-    base="${f%%.so.*}.so"
-    [ -e "$base" ] || ln -s "$(basename "$f")" "$base"
-  done
+rounds="${CUDABENCH_MATRIX_ROUNDS:-5}"
+case "$rounds" in ""|*[!0-9]*|0) echo "matrix: CUDABENCH_MATRIX_ROUNDS=$rounds: expected a whole number of rounds, 1 or more" >&2; exit 2 ;; esac
+if [ "${#stacks[@]}" -eq 0 ]; then  # the default pair
+  bash scripts/setup.sh
+  chosen="$(python3 scripts/stacks.py matrix)" || exit $(( $? == 2 ? 2 : 3 ))
+  mapfile -t stacks <<<"$chosen"
 fi
-
-# ---- discovery: the environment report of the default build ----
-# Named roots are added to the discovery, so the report describes them too.
-configure_and_build build >/dev/null
-extra="$(IFS=:; echo "${roots[*]:-}")${pip_root:+:$pip_root}"
-mapfile -t plan < <(CUDABENCH_EXTRA_TOOLKITS="$extra" build/bench --env=json \
-  | "$py" "$CUDABENCH_ROOT/scripts/matrix_toolkits.py" --plan "${roots[@]}")
-[ "${#plan[@]}" -gt 0 ] || exit 2  # matrix_toolkits.py said why
-
-machine="$(machine_label)"
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then device="gpu"; else device="cpu"; fi
-out="results/matrix/$machine/$device"
-mkdir -p "$out"
-if [ "$device" = gpu ]; then
-  filter='^(VectorAdd/(cuda_v[1-4]|cublas_geam|thrust)/n:(1048576|10000000|134217728)/|Transfer/h2d_pinned/bytes:40000000/)'
-else
-  filter='^VectorAdd/cpu_(scalar|omp_simd)/n:(1048576|10000000)/'
-fi
-
+# Each one this machine can have, and once, before anything is installed.
 names=()
-for entry in "${plan[@]}"; do
-  root="${entry%%$'\t'*}"
-  name="${entry#*$'\t'}"
-  dir="build-matrix/$name"
-  echo "matrix: $name at $root -> $dir" >&2
-  configure_and_build "$dir" -DCUDABENCH_ENABLE_TORCH=OFF -DCUDABENCH_BUILD_TESTS=OFF \
-    -DCMAKE_CUDA_COMPILER="$root/bin/nvcc" -DCUDAToolkit_ROOT="$root" >/dev/null
-  cudart="$(sed -n 's/^CUDA_cudart_LIBRARY:FILEPATH=//p' "$dir/CMakeCache.txt")"
-  case "$(readlink -f "$cudart")" in
-    "$(readlink -f "$root")"/*) ;;
-    *) echo "matrix: $dir linked libcudart from $cudart, not from $root; refusing to mix toolkits" >&2; exit 3 ;;
-  esac
-  CUDABENCH_EXTRA_TOOLKITS="$root" "$dir/bench" --env > "$out/$name.env.txt"
-  echo "matrix: $name: $(grep -E '^  (built with|loaded) ' "$out/$name.env.txt" | sed 's/^ *//; s/  */ /g' | paste -sd';' -)" >&2
-  names+=("$name")
+for s in "${stacks[@]}"; do
+  stack_plan --stack "$s" || exit
+  case " ${names[*]} " in *" ${STACK[stack]} "*) echo "matrix: --stack $s: ${STACK[stack]} twice" >&2; exit 2 ;; esac
+  names+=("${STACK[stack]}")
 done
 
-# Interleaved rounds: every build runs once per round, in turn, so slow drift
-# of a shared machine falls on all toolkits alike.
-rounds="${CUDABENCH_MATRIX_ROUNDS:-5}"
+machine="$(machine_label)"
+cpu_rows='VectorAdd/(cpu_scalar|cpu_omp_simd|torch_cpu)/n:(1048576|10000000)/|MnistTrain/cpu/batch:64/'
+gpu_rows='VectorAdd/(cuda_v[1-4]|cublas_geam|thrust|torch_cuda)/n:(1048576|10000000|134217728)/|Transfer/h2d_pinned/bytes:40000000/|MnistTrain/cuda/batch:64/'
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  device=gpu; filter="^($cpu_rows|$gpu_rows)"
+else
+  device=cpu; filter="^($cpu_rows)"
+fi
+out="results/matrix/$machine/$device"
+mkdir -p "$out"
+
+# ---- one build per stack ----
+clone="$(printf %s "$CUDABENCH_ROOT" | cksum | cut -d' ' -f1)"
+dirs=()
+for s in "${stacks[@]}"; do
+  CUDABENCH_STACK="$s" bash scripts/setup.sh
+  stack_plan --stack "$s" || exit
+  [ -n "${py:-}" ] || py="${STACK[venv]}/bin/python"  # compare.py and report.py: the first stack's
+  name="${STACK[stack]}"
+  dir="${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/stacks/$name/build-$clone"
+  echo "matrix: $s: ${STACK[why]}; building in $dir" >&2
+  CUDABENCH_BUILD_TARGET=programs configure_and_build "$dir" -DCUDABENCH_BUILD_TESTS=OFF >/dev/null
+  cudart="$(sed -n 's/^CUDA_cudart_LIBRARY:FILEPATH=//p' "$dir/CMakeCache.txt")"
+  case "$(readlink -f "$cudart")" in
+    ""|"$(readlink -f "${STACK[toolkit_root]}")"/*) ;;
+    *) echo "matrix: $dir linked libcudart from $cudart, not from ${STACK[toolkit_root]}; refusing to mix toolkits" >&2; exit 3 ;;
+  esac
+  "$dir/bench" --env > "$out/$name.env.txt.tmp" && mv "$out/$name.env.txt.tmp" "$out/$name.env.txt"
+  dirs+=("$dir")
+done
+
+# ---- interleaved rounds: every stack once per round, in turn, so that slow
+# drift of a shared machine falls on all of them alike ----
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 for r in $(seq 1 "$rounds"); do
   echo "matrix: round $r/$rounds" >&2
-  for name in "${names[@]}"; do
-    "build-matrix/$name/bench" --benchmark_filter="$filter" --benchmark_min_time="${CUDABENCH_MIN_TIME:-0.1}" \
-      --benchmark_out="$tmp/$name.$r.json" --benchmark_out_format=json "${bench_args[@]}" \
-      >/dev/null 2>>"$tmp/$name.log" || { rc=$?; cat "$tmp/$name.log" >&2; exit "$rc"; }
+  for i in "${!names[@]}"; do
+    "${dirs[$i]}/bench" --benchmark_filter="$filter" --benchmark_min_time="${CUDABENCH_MIN_TIME:-0.1}" \
+      --benchmark_out="$tmp/${names[$i]}.$r.json" --benchmark_out_format=json "${bench_args[@]}" \
+      >/dev/null 2>>"$tmp/${names[$i]}.log" || { rc=$?; cat "$tmp/${names[$i]}.log" >&2; exit "$rc"; }
   done
 done
 files=()
-labels=()
 for name in "${names[@]}"; do
-  "$py" scripts/matrix_toolkits.py --merge "$out/$name.json" $(seq -f "$tmp/$name.%g.json" 1 "$rounds")
+  "$py" scripts/matrix.py merge "$out/$name.json" $(seq -f "$tmp/$name.%g.json" 1 "$rounds")
   files+=("$out/$name.json")
-  labels+=("$name")
 done
 
-label_list="$(IFS=,; echo "${labels[*]}")"
+"$py" scripts/matrix.py summary "${files[@]}" --markdown "$out/stacks.md"
+labels="$("$py" scripts/matrix.py labels "${files[@]}")"
+echo
 if [ "${#files[@]}" -ge 2 ]; then
-  "$py" scripts/compare.py "${files[@]}" --labels "$label_list" --report-only --markdown "$out/compare.md"
+  "$py" scripts/compare.py "${files[@]}" --labels "$labels" --report-only --markdown "$out/compare.md"
 fi
-"$py" scripts/report.py "${files[@]}" --labels "$label_list" --out "$out" --title "Toolkit matrix on $machine ($device)"
+driver="$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["context"].get("cuda_driver", "?"))' "${files[0]}")"
+"$py" scripts/report.py "${files[@]}" --labels "$labels" --out "$out" --title "Stack matrix on $machine ($device), driver: $driver"

@@ -68,6 +68,7 @@ if [ "$tests" = plan ]; then
     "${plan[toolkit_root]}" "${plan[toolkit]}" "${plan[toolkit_version]}"
   exit 0
 fi
+read_plan  # before anything is installed: a refusal costs nothing
 mkdir -p "$CACHE"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -146,11 +147,10 @@ install_pypi_toolkit() {
   mv "$work" "$tk/root"
   work=""
 }
-read_plan
 VENV="${plan[venv]}"
 check='import scipy, matplotlib, numpy'
 [ "$tests" = 0 ] || check="$check, pytest, atheris, lizard"
-[ -z "${plan[torch]}" ] || check="$check; import torch; assert torch.__version__.startswith('${plan[torch]}'), torch.__version__"
+[ -z "${plan[torch]}" ] || check="$check; import torch; assert torch.__version__.startswith('${plan[torch]}') and torch.version.cuda == '${plan[torch_cuda]}', torch.__version__"
 said=0
 if ! "$VENV/bin/python" -c "$check" >/dev/null 2>&1; then
   say "${plan[why]}"
@@ -171,8 +171,9 @@ fi
 # $CACHE/venv names the chosen stack's venv for what reads the default (a
 # plain cmake, compare.py, the fleet). Before stacks it was a venv itself.
 if [ -z "${CUDABENCH_VENV:-}${CUDABENCH_STACK:-}" ] && [ "$(readlink "$CACHE/venv" 2>/dev/null)" != "stacks/${plan[stack]}/venv" ]; then
-  [ -L "$CACHE/venv" ] || [ ! -d "$CACHE/venv" ] || rm -rf "$CACHE/venv"
+  [ -L "$CACHE/venv" ] || [ ! -d "$CACHE/venv" ] || mv -T "$CACHE/venv" "$CACHE/venv.old"
   ln -sfn "stacks/${plan[stack]}/venv" "$CACHE/venv.new"
   mv -T "$CACHE/venv.new" "$CACHE/venv"
+  rm -rf "$CACHE/venv.old"
   [ "$said" = 1 ] || say "${plan[why]}"
 fi

@@ -72,7 +72,7 @@ def read_driver():
     except OSError:
         return None, ""
     v = ctypes.c_int(0)
-    if cuda.cuDriverGetVersion(ctypes.byref(v)) != 0 or v.value <= 0:
+    if not hasattr(cuda, "cuDriverGetVersion") or cuda.cuDriverGetVersion(ctypes.byref(v)) != 0 or v.value <= 0:
         return None, ""  # the toolkit's stub answers CUDA_ERROR_STUB_LIBRARY
     return v.value, driver_version_string()
 
@@ -111,7 +111,7 @@ def system_nvcc():
                 continue
             m = re.search(r"release \S+ V(\d+\.\d+\.\d+)", out) or re.search(r"release (\d+\.\d+)", out)
             if m:
-                return os.path.abspath(nvcc), m.group(1)
+                return os.path.realpath(nvcc), m.group(1)  # a link's folder is not the toolkit
     return None, None
 
 
@@ -177,14 +177,15 @@ def choose_toolkit(stack, driver_cuda, nvcc, version, want=None):
     if target >= PYPI_NVCC_SINCE:
         return pypi(cuda_str(target), why)
     cannot = (f"they cannot run on this driver: PyPI has no nvcc for CUDA {cuda_str(target)}; "
-              f"LibTorch's GPU part can")
+              f"LibTorch's GPU part can") if driver_cuda else f"PyPI has no nvcc for CUDA {cuda_str(target)}"
     if nvcc:
         return "system", version, f"kernels with {system}, but {cannot}"
     return pypi(cuda_str(PYPI_NVCC_SINCE), cannot)
 
 
-def plan(env, stack_arg=None, driver=None, nvcc=None):
-    """The plan as an ordered dict of strings, or Refused."""
+def plan(env, stack_arg=None, driver=None, nvcc=None, source="--stack"):
+    """The plan as an ordered dict of strings, or Refused. source: where
+    stack_arg came from, for the message."""
     driver_cuda, driver_version = driver if driver else read_driver()
     nvcc_path, nvcc_version = nvcc if nvcc else system_nvcc()
     want_cuda = None
@@ -192,22 +193,27 @@ def plan(env, stack_arg=None, driver=None, nvcc=None):
     if stack_arg:
         want_cuda, _, torch = stack_arg.partition(":")
         if not re.fullmatch(r"\d+\.\d+", want_cuda) or not torch:
-            raise Refused(f"--stack {stack_arg}: expected CUDA:TORCH, e.g. 13.0:2.11.0")
-        stack = by_torch(torch, f"--stack {stack_arg}")
-        why = f"--stack {stack_arg}: LibTorch {stack.torch} (CUDA {stack.cuda})"
+            raise Refused(f"{source} {stack_arg}: expected CUDA:TORCH, e.g. 13.0:2.11.0")
+        stack = by_torch(torch, f"{source} {stack_arg}")
+        why = f"{source} {stack_arg}: LibTorch {stack.torch} (CUDA {stack.cuda})"
         if not runs(stack, driver_cuda):
             why += f", which this driver cannot run ({driver_words(driver_cuda, driver_version)})"
         own_torch = False
     else:  # with a LibTorch of your own, the pin has nothing to pin
         pin = {} if own_torch else env
         stack, why = choose_torch(driver_cuda, driver_version, pin)
-    kind, tk_version, tk_why = choose_toolkit(stack, driver_cuda, nvcc_path, nvcc_version, want_cuda)
+    try:
+        kind, tk_version, tk_why = choose_toolkit(stack, driver_cuda, nvcc_path, nvcc_version, want_cuda)
+    except Refused as e:
+        raise Refused(str(e).replace("--stack", source, 1)) from None
     tk_cuda = ".".join(tk_version.split(".")[:2])
     cache = env.get("CUDABENCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "cudabench")
     pypi_root = os.path.join(cache, "toolkits", f"cuda-{tk_cuda}")
     torch = "" if own_torch else stack.torch
-    name = f"cuda{tk_cuda}-" + (f"torch{torch}" if torch else "notorch")
-    venv = env.get("CUDABENCH_VENV") or os.path.join(cache, "stacks", name, "venv")
+    name = f"cuda{tk_cuda}-" + (f"torch{torch}" if torch else "owntorch" if env.get("Torch_DIR") else "notorch")
+    # A named stack always gets its own venv: one shared venv would hold
+    # the LibTorch of whichever stack was installed last.
+    venv = (not stack_arg and env.get("CUDABENCH_VENV")) or os.path.join(cache, "stacks", name, "venv")
     if own_torch:
         why = ("Torch_DIR names your own LibTorch" if env.get("Torch_DIR") else "CUDABENCH_NO_TORCH=1: no LibTorch")
     return {
@@ -257,7 +263,8 @@ def main(argv):
     try:
         if cmd == "plan" and len(argv) in (1, 3) and (len(argv) == 1 or argv[1] == "--stack"):
             stack = argv[2] if len(argv) == 3 else os.environ.get("CUDABENCH_STACK") or None
-            for k, v in plan(os.environ, stack).items():
+            source = "--stack" if len(argv) == 3 else "CUDABENCH_STACK"
+            for k, v in plan(os.environ, stack, source=source).items():
                 print(f"{k}={v}")
         elif cmd == "matrix" and len(argv) == 1:
             print("\n".join(matrix_stacks(os.environ)))

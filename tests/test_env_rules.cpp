@@ -94,6 +94,24 @@ TEST(GpuStatus, InitFailureAndOldDriverAndNoBuild) {
   EXPECT_TRUE(decide_gpu_status(good_driver(), cuda13(), 1).usable);
 }
 
+// A 570 driver (CUDA 12.8) with CUDA 13.0 kernels and a CUDA 12.8 LibTorch,
+// the stack setup.sh chooses there: the kernels cannot run, LibTorch can.
+TEST(GpuStatus, LibTorchIsJudgedByItsOwnCuda) {
+  DriverInfo d = good_driver();
+  d.cuda_version = 12080;
+  TorchInfo cu128;
+  cu128.compiled_in = true;
+  cu128.cuda_version = 12080;
+  TorchInfo cu130 = cu128;
+  cu130.cuda_version = 13000;
+  EXPECT_FALSE(decide_gpu_status(d, cuda13(), 1).usable);
+  EXPECT_TRUE(decide_torch_gpu_status(d, cu128, 1).usable);
+  EXPECT_NE(decide_torch_gpu_status(d, cu130, 1).reason.find("only CUDA 12.8"), std::string::npos);
+  EXPECT_EQ(decide_torch_gpu_status(d, TorchInfo{}, 1).reason, "this build has no LibTorch");
+  EXPECT_FALSE(decide_torch_gpu_status(DriverInfo{}, cu128, 0).usable);  // no driver
+  EXPECT_FALSE(decide_torch_gpu_status(d, cu128, 1, 1).usable);          // its one GPU Prohibited
+}
+
 TEST(Verdicts, DriverRuntimeCompatibility) {
   EXPECT_EQ(driver_runtime_verdict(13000, "580.95.05", 13000).level, L::Ok);
   EXPECT_EQ(driver_runtime_verdict(13010, "590.1", 13000).level, L::Ok);

@@ -1,61 +1,13 @@
-"""The toolkit matrix's discovery and build-folder logic (matrix_toolkits.py)."""
+"""The stack matrix's helpers (scripts/matrix.py): the merge of its rounds,
+and the summary that names every CUDA of every stack and the rows a stack
+did not run."""
 import json
 import os
 import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TOOL = os.path.join(ROOT, "scripts", "matrix_toolkits.py")
-
-ENV = {"toolkits": [
-    {"root": "/usr/local/cuda-13.0", "kind": "system", "version": "13.0.88", "has_nvcc": True},
-    {"root": "/venv/site-packages/nvidia/cu13", "kind": "pip", "version": "13.0.96", "has_nvcc": False},
-    {"root": "/work/.toolkits/cuda-13.2.2/site-packages/nvidia/cu13", "kind": "pip", "version": "13.2.86",
-     "has_nvcc": True},
-    {"root": "/opt/conda/envs/a", "kind": "conda", "version": "12.9.86", "has_nvcc": True},
-    {"root": "/opt/conda/envs/b", "kind": "conda", "version": "12.9.86", "has_nvcc": True},
-    {"root": "/opt/odd", "kind": "system", "version": "unknown", "has_nvcc": True},
-]}
-
-
-def plan(env=ENV, *args):
-    r = subprocess.run([sys.executable, TOOL, "--plan", *args], input=json.dumps(env),
-                       capture_output=True, text=True)
-    return r.returncode, [tuple(l.split("\t")) for l in r.stdout.splitlines()], r.stderr
-
-
-def test_only_installs_with_a_compiler_are_built():
-    rc, rows, _ = plan()
-    assert rc == 0
-    roots = [r[0] for r in rows]
-    assert "/venv/site-packages/nvidia/cu13" not in roots  # runtime only
-    assert roots[0] == "/usr/local/cuda-13.0"
-
-
-def test_build_folders_are_named_by_version_and_never_collide():
-    _, rows, _ = plan()
-    names = dict(rows)
-    assert names["/usr/local/cuda-13.0"] == "cuda-13.0.88"
-    assert names["/work/.toolkits/cuda-13.2.2/site-packages/nvidia/cu13"] == "cuda-13.2.86-pip"
-    assert names["/opt/conda/envs/a"] == "cuda-12.9.86-conda"
-    assert names["/opt/conda/envs/b"] == "cuda-12.9.86-conda-2"
-    assert names["/opt/odd"] == "cuda-unknown"
-    assert len(set(names.values())) == len(names)
-
-
-def test_named_roots_keep_their_order_and_unknown_ones_fail():
-    rc, rows, _ = plan(ENV, "/opt/conda/envs/a", "/usr/local/cuda-13.0")
-    assert rc == 0
-    assert [r[0] for r in rows] == ["/opt/conda/envs/a", "/usr/local/cuda-13.0"]
-    rc, rows, err = plan(ENV, "/nowhere")
-    assert rc != 0
-    assert "/nowhere" in err and "not a toolkit" in err
-
-
-def test_no_toolkit_with_nvcc_is_an_error():
-    rc, rows, err = plan({"toolkits": [ENV["toolkits"][1]]})
-    assert rc != 0
-    assert "no CUDA toolkit with nvcc" in err
+TOOL = os.path.join(ROOT, "scripts", "matrix.py")
 
 
 def test_merge_makes_rounds_into_repetitions(tmp_path):
@@ -68,7 +20,7 @@ def test_merge_makes_rounds_into_repetitions(tmp_path):
              "real_time": t, "time_unit": "us"}]}))
         rounds.append(str(p))
     out = tmp_path / "merged.json"
-    r = subprocess.run([sys.executable, TOOL, "--merge", str(out), *rounds], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, TOOL, "merge", str(out), *rounds], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     m = json.loads(out.read_text())
     assert m["context"] == {"round": 0}
@@ -79,3 +31,44 @@ def test_merge_makes_rounds_into_repetitions(tmp_path):
     import compare
     import pytest
     assert compare.load(str(out)).runs["X/n:1"].samples == pytest.approx([10e-6, 11e-6, 12e-6])
+
+
+def stack_file(tmp_path, name, context, rows):
+    p = tmp_path / f"{name}.json"
+    p.write_text(json.dumps({"context": context, "benchmarks": [
+        {"name": r, "run_name": r, "run_type": "iteration", "real_time": 1.0, "time_unit": "us"} for r in rows]}))
+    return str(p)
+
+
+def test_the_summary_names_every_cuda_and_the_rows_a_stack_could_not_run(tmp_path):
+    # A 570 driver: the CUDA 13.0 kernels cannot run, the CUDA 12.8 LibTorch can.
+    common = {"cuda_driver": "570.133.20 (CUDA 12.8)", "cuda_toolkit": "13.0.88",
+              "cuda_toolkit_root": "/usr/local/cuda-13.0",
+              "gpu_usable": "no: the driver supports only CUDA 12.8, this binary needs CUDA 13.0"}
+    a = stack_file(tmp_path, "a", dict(common, cudabench_stack="cuda13.0-torch2.10.0", libtorch="2.10.0",
+                                       libtorch_cuda="12.8", libtorch_gpu_usable="yes"),
+                   ["VectorAdd/torch_cpu/n:1/real_time", "VectorAdd/torch_cuda/n:1/real_time"])
+    b = stack_file(tmp_path, "b", dict(common, cudabench_stack="cuda13.0-torch2.11.0", libtorch="2.11.0",
+                                       libtorch_cuda="13.0",
+                                       libtorch_gpu_usable="no: the driver supports only CUDA 12.8, LibTorch 13.0"),
+                   ["VectorAdd/torch_cpu/n:1/real_time", "VectorAdd/cuda_v4/n:1/manual_time"])
+    md = tmp_path / "stacks.md"
+    r = subprocess.run([sys.executable, TOOL, "summary", a, b, "--markdown", str(md)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    row = next(line for line in lines if line.startswith("| cuda13.0-torch2.10.0 "))
+    assert "570.133.20 (CUDA 12.8)" in row and "13.0.88 (/usr/local/cuda-13.0)" in row and "2.10.0+cu128" in row
+    assert "- `VectorAdd/torch_cuda/n:1/real_time`: not run by cuda13.0-torch2.11.0: " \
+           "the driver supports only CUDA 12.8, LibTorch 13.0" in lines  # LibTorch's own reason
+    assert "- `VectorAdd/cuda_v4/n:1/manual_time`: not run by cuda13.0-torch2.10.0: " \
+           "the driver supports only CUDA 12.8, this binary needs CUDA 13.0" in lines
+    assert md.read_text().splitlines()[1:] == lines
+    r = subprocess.run([sys.executable, TOOL, "labels", a, b], capture_output=True, text=True)
+    assert r.stdout.strip() == "CUDA 13.0.88 + torch 2.10.0+cu128,CUDA 13.0.88 + torch 2.11.0+cu130"
+
+
+def test_a_file_that_is_not_a_benchmark_file_is_exit_2(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    r = subprocess.run([sys.executable, TOOL, "summary", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "bad.json" in r.stderr

@@ -89,7 +89,7 @@ def test_an_unknown_pin_is_exit_2_naming_the_known_ones(tmp_path):
 def test_torch_dir_wins_over_the_table_and_the_pin(tmp_path):
     rc, plan, err = setup_plan(tmp_path, 12080, Torch_DIR="/opt/libtorch/share/cmake/Torch", CUDABENCH_TORCH="2.11.0")
     assert rc == 0, err
-    assert plan["stack"].endswith("-notorch")  # nothing installed: your LibTorch
+    assert plan["stack"].endswith("-owntorch")  # nothing installed: your LibTorch
     assert "Torch_DIR names your own LibTorch" in err
 
 
