@@ -20,8 +20,13 @@ RuntimeInfo probe_runtime() {
   r.built_version = CUDART_VERSION;
   // Needs no driver: it reports the runtime library's own version.
   cudaRuntimeGetVersion(&r.loaded_version);
-  for (const auto& lib : loaded_libraries())
-    if (lib.name.rfind("libcudart", 0) == 0) r.loaded_path = lib.path;
+  // The library that function came from: with a LibTorch of another CUDA
+  // major two runtimes are loaded (libcudart.so.12 and .so.13), and the
+  // first in the process is not necessarily this binary's.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&cudaRuntimeGetVersion), &info) != 0 && info.dli_fname &&
+      std::string(info.dli_fname).find("/libcudart") != std::string::npos)
+    r.loaded_path = info.dli_fname;  // else linked statically
 #endif
   return r;
 }

@@ -2,6 +2,7 @@
 
 #include "common/cli.h"  // short_number
 #include "env/probe.h"    // command_output
+#include "torch_versions.h"
 
 #include <netdb.h>
 
@@ -485,7 +486,11 @@ DataParallel::DataParallel(DistContext& ctx, const std::vector<torch::Tensor>& p
                                              std::unordered_map<size_t, std::string>{},
                                              /*first_bucket_bytes_cap=*/c10d::kDefaultFirstBucketBytes,
                                              /*skip_all_reduce_unused_params=*/false,
-                                             /*use_python_reducer=*/false, std::vector<int64_t>{});
+                                             /*use_python_reducer=*/false
+#if CUDABENCH_TORCH_REDUCER_CAP_LIST
+                                             , /*bucket_bytes_cap_list=*/std::vector<int64_t>{}
+#endif
+  );
 }
 
 DataParallel::~DataParallel() = default;

@@ -1,6 +1,7 @@
 #include "trainer.h"
 
 #include "distributed.h"
+#include "torch_versions.h"
 
 #include <ATen/autocast_mode.h>
 
@@ -89,12 +90,15 @@ void capture_graph(at::cuda::CUDAGraph& graph, const std::function<void()>& body
     }
     if (!owned) {
       const auto dev = stream.device_index();
+      std::vector<std::function<void()>> steps{
+          [&] { c10::cuda::CUDACachingAllocator::endAllocateToPool(dev, pool); },
+          [&] { c10::cuda::CUDACachingAllocator::releasePool(dev, pool); }};
+#if CUDABENCH_TORCH_HOST_POOLS
       auto* host = at::getHostAllocator(at::kCUDA);
-      for (const auto& step : std::vector<std::function<void()>>{
-               [&] { c10::cuda::CUDACachingAllocator::endAllocateToPool(dev, pool); },
-               [&] { host->end_allocate_to_pool(pool); },
-               [&] { c10::cuda::CUDACachingAllocator::releasePool(dev, pool); },
-               [&] { host->release_pool(pool); }}) {
+      steps.insert(steps.begin() + 1, [&] { host->end_allocate_to_pool(pool); });
+      steps.push_back([&] { host->release_pool(pool); });
+#endif
+      for (const auto& step : steps) {
         try {
           step();  // a step already done by capture_end throws: nothing to undo
         } catch (...) {

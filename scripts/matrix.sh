@@ -65,6 +65,9 @@ fi
 out="results/matrix/$machine/$device"
 mkdir -p "$out"
 
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
 # ---- one build per stack ----
 clone="$(printf %s "$CUDABENCH_ROOT" | cksum | cut -d' ' -f1)"
 dirs=()
@@ -75,7 +78,8 @@ for s in "${stacks[@]}"; do
   name="${STACK[stack]}"
   dir="${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/stacks/$name/build-$clone"
   echo "matrix: $s: ${STACK[why]}; building in $dir" >&2
-  CUDABENCH_BUILD_TARGET=programs configure_and_build "$dir" -DCUDABENCH_BUILD_TESTS=OFF >/dev/null
+  CUDABENCH_BUILD_TARGET=programs configure_and_build "$dir" -DCUDABENCH_BUILD_TESTS=OFF >"$tmp/build.log" \
+    || { rc=$?; tail -n 40 "$tmp/build.log" >&2; exit "$rc"; }
   cudart="$(sed -n 's/^CUDA_cudart_LIBRARY:FILEPATH=//p' "$dir/CMakeCache.txt")"
   case "$(readlink -f "$cudart")" in
     ""|"$(readlink -f "${STACK[toolkit_root]}")"/*) ;;
@@ -87,8 +91,6 @@ done
 
 # ---- interleaved rounds: every stack once per round, in turn, so that slow
 # drift of a shared machine falls on all of them alike ----
-tmp="$(mktemp -d)"
-trap 'rm -rf "$tmp"' EXIT
 for r in $(seq 1 "$rounds"); do
   echo "matrix: round $r/$rounds" >&2
   for i in "${!names[@]}"; do

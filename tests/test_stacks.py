@@ -152,3 +152,32 @@ def test_the_matrix_pairs_the_chosen_stack_with_the_other_libtorch_cuda_major(mo
 def test_the_docs_hold_the_table():
     with open(os.path.join(ROOT, "docs", "stacks.md")) as f:
         assert stacks.table() in f.read()
+
+
+def cmake_args(tmp_path, cache_text, venv, make_nvcc=True):
+    """scripts/lib.sh's stack_cmake_args for a build folder whose cache holds cache_text."""
+    build = tmp_path / "build"
+    (build / "CMakeFiles").mkdir(parents=True, exist_ok=True)
+    (build / "CMakeCache.txt").write_text(cache_text)
+    tk = tmp_path / "tk"
+    if make_nvcc:
+        (tk / "bin").mkdir(parents=True, exist_ok=True)
+        (tk / "bin" / "nvcc").write_text("#!/bin/sh\n")
+        (tk / "bin" / "nvcc").chmod(0o755)
+    script = (f'CUDABENCH_ROOT={ROOT}; . {ROOT}/scripts/lib.sh; '
+              f'STACK=([stack]=s [venv]={venv} [toolkit_root]={tk} [torch]=); stack_cmake_args {build}')
+    r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines(), (build / "CMakeCache.txt").exists()
+
+
+def test_a_build_folder_of_another_stack_starts_afresh(tmp_path):
+    nvcc = tmp_path / "tk" / "bin" / "nvcc"
+    same = f"CUDABENCH_VENV_DIR:PATH=/v/a\nCMAKE_CUDA_COMPILER:FILEPATH={nvcc}\n"
+    args, kept = cmake_args(tmp_path, same, "/v/a")
+    assert kept and args == ["-DCUDABENCH_VENV_DIR=/v/a", f"-DCMAKE_CUDA_COMPILER={nvcc}",
+                             f"-DCUDAToolkit_ROOT={tmp_path / 'tk'}"]
+    _, kept = cmake_args(tmp_path, same, "/v/b")  # another stack's venv
+    assert not kept and not (tmp_path / "build" / "CMakeFiles").exists()
+    _, kept = cmake_args(tmp_path, "CUDABENCH_VENV_DIR:PATH=/v/a\nCMAKE_CUDA_COMPILER:STRING=/other/nvcc\n", "/v/a")
+    assert not kept  # another compiler: CMake would re-run with its defaults, dropping ours
