@@ -324,14 +324,16 @@ void libtorch(const Report& r, std::vector<Verdict>& out) {
                        "LibTorch is a CPU-only build: training on the GPU is unavailable",
                        "use a CUDA build of LibTorch (pip torch from the CUDA index)"));
   }
-  // Which copy of cuBLAS LibTorch gets.
+  // Which copy of cuBLAS LibTorch gets. Only a soname of LibTorch's own
+  // CUDA major is one it would load (libcudart.so.13 is not CUDA 12.8's).
   if (r.torch.compiled_in && !r.torch.library_path.empty()) {
     const auto pos = r.torch.library_path.find("/site-packages/");
+    const std::string soname_major = ".so." + std::to_string(r.torch.cuda_version / 1000);
     if (pos != std::string::npos) {
       const std::string site = r.torch.library_path.substr(0, pos + 15);
       for (const auto& lib : r.loaded)
         if ((lib.name.rfind("libcublas.so", 0) == 0 || lib.name.rfind("libcudart.so", 0) == 0) &&
-            lib.path.rfind(site, 0) != 0)
+            lib.path.rfind(site, 0) != 0 && lib.name.find(soname_major) != std::string::npos)
           out.push_back(make("torch.shared_libs", L::Info,
                              lib.name + " comes from " + lib.path +
                                  " (loaded first); LibTorch's own copy under " + site +

@@ -296,6 +296,9 @@ TEST(Verdicts, SaysWhichCopyOfCublasLibTorchGets) {
   const Verdict* same = find(v, "torch.cuda_differs");
   ASSERT_NE(same, nullptr);
   EXPECT_EQ(same->level, L::Ok);
+  // A CUDA 12.8 LibTorch loads libcublas.so.12, its own: the kernels' .so.13 is not its copy.
+  r.torch.cuda_version = 12080;
+  EXPECT_EQ(find(evaluate(r), "torch.shared_libs"), nullptr);
 }
 
 TEST(PcieRate, GenerationTimesWidthAfterEncoding) {
