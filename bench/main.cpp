@@ -45,11 +45,9 @@ int print_env(const BenchOptions& o, const env::Report& report) {
 
 // The GPUs the GPU families run on. A GPU in compute mode Prohibited can run
 // nothing: "all" and the default leave it out, naming it is an error.
-// The kernels' GPU status decides, or LibTorch's where only it can run there.
 int choose_devices(const BenchOptions& o, const env::Report& report, RunOptions* run) {
   const std::string& spec = o.devices;
-  const env::GpuStatus& status = report.status.usable ? report.status : report.torch_status;
-  if (!status.usable) {
+  if (!report.status.usable) {
     if (spec.empty() || spec == "all") return kExitOk;
     std::cerr << "bench: --devices " << spec << ": no GPU is usable: " << report.status.reason << "\n";
     return kExitBadInput;
@@ -93,7 +91,7 @@ int init_google_benchmark(const char* argv0, std::vector<std::string> pass_on) {
 // JSON output file after the run (on the console it would bury the table).
 void add_context(const env::Report& report, const RunOptions& run) {
   for (const auto& [k, v] : env::context_entries(report, run.devices.front())) benchmark::AddCustomContext(k, v);
-  if (!report.status.usable && !report.torch_status.usable) return;
+  if (!report.status.usable) return;
   std::string devs;
   for (int d : run.devices) devs += (devs.empty() ? "" : ",") + std::to_string(d);
   benchmark::AddCustomContext("gpu_devices", devs);
@@ -111,12 +109,16 @@ std::string register_benchmarks(const env::Report& report, const RunOptions& run
   } else {
     bench::add_note("cudabench: GPU benchmarks not run: " + report.status.reason);
   }
-  // LibTorch's CUDA may differ from the kernels' (docs/stacks.md): its own
-  // status, said when it is not the one already said.
+  // LibTorch's CUDA may differ from the kernels' (docs/stacks.md). Its GPU
+  // rows need both: bench times them with this build's runtime (events,
+  // buffers, the L2 flush). Each reason is said once.
   const env::GpuStatus& t = report.torch_status;
   if (report.torch.compiled_in && !t.usable && t.reason != report.status.reason)
     bench::add_note("cudabench: LibTorch GPU benchmarks not run: " + t.reason);
-  return bench::register_torch(run, t.usable);
+  else if (report.torch.compiled_in && t.usable && !report.status.usable)
+    bench::add_note("cudabench: LibTorch GPU benchmarks not run either: bench times them with this build's "
+                    "CUDA runtime (a toolkit this driver runs fixes both: docs/stacks.md)");
+  return bench::register_torch(run, t.usable && report.status.usable);
 }
 
 void say_notes() {

@@ -68,7 +68,10 @@ GpuStatus decide_torch_gpu_status(const DriverInfo& d, const TorchInfo& t, size_
   RuntimeInfo as_torch;
   as_torch.compiled_in = true;
   as_torch.built_version = t.cuda_version;
-  return decide_gpu_status(d, as_torch, gpus_found, gpus_prohibited);
+  GpuStatus s = decide_gpu_status(d, as_torch, gpus_found, gpus_prohibited);
+  if (const auto at = s.reason.find("this binary needs"); at != std::string::npos)
+    s.reason.replace(at, 17, "LibTorch needs");
+  return s;
 }
 
 const Report& collect() {

@@ -135,6 +135,13 @@ int choose_gpu(const TrainOptions& o, const Plan& p, torch::Device* device) {
     std::cerr << "train: --device " << o.device << " unavailable: " << rep.torch_status.reason << "\n";
     return kExitBadInput;
   }
+  // A CUDA graph and a data-parallel run's GPU timing call this build's own
+  // CUDA runtime (events, capture), which may be another major than LibTorch's.
+  if ((o.cfg.cuda_graph || p.launch) && !rep.status.usable) {
+    std::cerr << "train: --device " << o.device << (o.cfg.cuda_graph ? " --cuda-graph" : " data-parallel")
+              << " unavailable: " << rep.status.reason << " (plain --device " << o.device << " runs: docs/stacks.md)\n";
+    return kExitBadInput;
+  }
   if (!torch::cuda::is_available()) {
     std::cerr << "train: --device " << o.device << " unavailable: LibTorch sees no GPU\n";
     return kExitBadInput;

@@ -65,6 +65,10 @@ configure_and_build_source() {
     echo "build: the stack's toolkit ${STACK[toolkit_root]} is not installed: run scripts/setup.sh" >&2
     return 3
   fi
+  if [ -n "${STACK[torch]}" ] && ! compgen -G "${STACK[venv]}/lib/python3*/site-packages/torch/share/cmake/Torch" >/dev/null; then
+    echo "build: the stack's LibTorch ${STACK[torch]} is not installed in ${STACK[venv]}: run scripts/setup.sh" >&2
+    return 3
+  fi
   mapfile -t launcher < <(ccache_launcher "$src")
   mapfile -t stack_args < <(stack_cmake_args "$dir")
   log="$(mktemp)"

@@ -53,13 +53,19 @@ def merge(out, rounds):
     compare.write_whole(out, json.dumps(merged, indent=1) + "\n")
 
 
-# LibTorch's rows: their GPU status is LibTorch's own (its CUDA may differ
-# from the kernels'; docs/stacks.md).
+# LibTorch's rows: they need LibTorch's GPU (its CUDA may differ from the
+# kernels'; docs/stacks.md) and, as bench times them, the kernels' too.
 TORCH_ROW = re.compile(r"^Mnist|/torch_")
 
 
 def reason(usable):
     return usable[len("no: "):] if usable.startswith("no: ") else "this build did not run it"
+
+
+def why_not_run(name, facts):
+    if TORCH_ROW.search(name) and facts["torch_gpu"].startswith("no: "):
+        return reason(facts["torch_gpu"])
+    return reason(facts["gpu"])
 
 
 def stack_facts(doc):
@@ -92,7 +98,7 @@ def summary_lines(docs):
             if b.get("run_type", "iteration") == "iteration" and b.get("name") not in names:
                 names.append(b.get("name"))
     ran = [{b.get("name") for b in d["benchmarks"]} for d in docs]
-    missing = [f"- `{n}`: not run by {f['stack']}: {reason(f['torch_gpu'] if TORCH_ROW.search(n) else f['gpu'])}"
+    missing = [f"- `{n}`: not run by {f['stack']}: {why_not_run(n, f)}"
                for n in names for f, r in zip(facts, ran) if n not in r]
     if missing:
         lines += ["", "Rows a stack did not run:"] + missing

@@ -162,6 +162,10 @@ if ! "$VENV/bin/python" -c "$check" >/dev/null 2>&1; then
   [ "$tests" = 0 ] || req+=("-r" "$here/requirements-test.txt")
   [ -z "${plan[torch]}" ] || req+=("torch==${plan[torch]}")
   "$VENV/bin/python" -m pip install -q "${req[@]}"
+  if ! err="$("$VENV/bin/python" -c "$check" 2>&1)"; then
+    say "$VENV still fails its check after pip install: $(echo "$err" | tail -n1)"
+    exit 3
+  fi
 fi
 if [ -n "${plan[toolkit_pip]}" ] && [ ! -x "${plan[toolkit_root]}/bin/nvcc" ]; then
   [ "$said" = 1 ] || say "${plan[why]}"
@@ -171,6 +175,7 @@ fi
 # $CACHE/venv names the chosen stack's venv for what reads the default (a
 # plain cmake, compare.py, the fleet). Before stacks it was a venv itself.
 if [ -z "${CUDABENCH_VENV:-}${CUDABENCH_STACK:-}" ] && [ "$(readlink "$CACHE/venv" 2>/dev/null)" != "stacks/${plan[stack]}/venv" ]; then
+  rm -rf "$CACHE/venv.old"  # a run stopped before its rm
   [ -L "$CACHE/venv" ] || [ ! -d "$CACHE/venv" ] || mv -T "$CACHE/venv" "$CACHE/venv.old"
   ln -sfn "stacks/${plan[stack]}/venv" "$CACHE/venv.new"
   mv -T "$CACHE/venv.new" "$CACHE/venv"

@@ -14,7 +14,8 @@ dlopen: nvidia-smi is not always there). LibTorch: the newest in STACKS whose
 CUDA the driver runs (CUDA 13.x needs a 13.x driver; CUDA 12.x runs on any
 12.x driver, by minor-version compatibility); with no driver, the newest.
 Kernels: the system's nvcc when the driver can run what it builds (its CUDA
-major, by minor-version compatibility). When it cannot, or there is none, a
+major, by minor-version compatibility): CUDACXX, PATH, /usr/local/cuda, or a
+side-by-side /usr/local/cuda-X.Y. When it cannot, or there is none, a
 toolkit from NVIDIA's PyPI wheels of the driver's CUDA, installed under the
 cache. PyPI carries nvcc only from CUDA 13.0 on (nvidia-cuda-nvcc-cu12, 12.0
 to 12.9, holds ptxas and libnvvm but no nvcc), so on a 12.x driver the
@@ -26,13 +27,14 @@ Settings: CUDABENCH_STACK=CUDA:TORCH names the whole stack, as --stack does
 (scripts/matrix.sh sets it); CUDABENCH_TORCH pins the LibTorch (a version in
 STACKS), the toolkit still chosen by the rule; Torch_DIR
 (a LibTorch of your own) or CUDABENCH_NO_TORCH=1 means none is installed;
-CUDACXX names the system's nvcc (else nvcc on PATH, else
-/usr/local/cuda/bin/nvcc); CUDABENCH_CACHE, CUDABENCH_VENV.
+CUDACXX names the system's nvcc (else nvcc on PATH, else /usr/local/cuda,
+else /usr/local/cuda-X.Y; CUDABENCH_NVCC_SEARCH); CUDABENCH_CACHE, CUDABENCH_VENV.
 
 Exit codes: 0 a plan; 2 a driver too old for every stack, or a setting or
 --stack the table does not know (one line naming it).
 """
 import ctypes
+import glob
 import os
 import re
 import subprocess
@@ -97,22 +99,39 @@ def driver_version_string():
         return ""
 
 
-def system_nvcc():
-    """(the system's nvcc, its version "13.0.88"), or (None, None)."""
+# Where else to look after CUDACXX and PATH: the default toolkit, then those
+# installed side by side (newest first). CUDABENCH_NVCC_SEARCH replaces the
+# list (':'-separated globs; the tests make it empty).
+NVCC_SEARCH = "/usr/local/cuda/bin/nvcc:/usr/local/cuda-*/bin/nvcc"
+
+
+def nvcc_version(nvcc):
+    """ "13.0.88" from nvcc --version, or None."""
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"release \S+ V(\d+\.\d+\.\d+)", out) or re.search(r"release (\d+\.\d+)", out)
+    return m.group(1) if m else None
+
+
+def system_nvcc(driver_cuda=None):
+    """(the system's nvcc, its version "13.0.88"), or (None, None): the
+    first of CUDACXX, PATH and NVCC_SEARCH that the driver can run, else
+    the first found."""
     candidates = [os.environ.get("CUDACXX", "")]
-    for d in os.environ.get("PATH", "").split(os.pathsep):
-        candidates.append(os.path.join(d, "nvcc"))
-    candidates.append("/usr/local/cuda/bin/nvcc")
+    candidates += [os.path.join(d, "nvcc") for d in os.environ.get("PATH", "").split(os.pathsep)]
+    for pattern in os.environ.get("CUDABENCH_NVCC_SEARCH", NVCC_SEARCH).split(":"):
+        numbers = lambda p: [int(x) for x in re.findall(r"\d+", p)]  # noqa: E731
+        candidates += sorted(glob.glob(pattern), key=numbers, reverse=True) if pattern else []
+    found = []
     for nvcc in candidates:
-        if nvcc and os.access(nvcc, os.X_OK):
-            try:
-                out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
-            except (OSError, subprocess.TimeoutExpired):
-                continue
-            m = re.search(r"release \S+ V(\d+\.\d+\.\d+)", out) or re.search(r"release (\d+\.\d+)", out)
-            if m:
-                return os.path.realpath(nvcc), m.group(1)  # a link's folder is not the toolkit
-    return None, None
+        if nvcc and os.access(nvcc, os.X_OK) and os.path.realpath(nvcc) not in (f[0] for f in found):
+            version = nvcc_version(nvcc)
+            if version:  # the real path: a link's folder is not the toolkit
+                found.append((os.path.realpath(nvcc), version))
+    runnable = [f for f in found if driver_cuda is None or driver_cuda >= major(f[1]) * 1000]
+    return (runnable or found or [(None, None)])[0]
 
 
 def by_torch(version, why):
@@ -176,8 +195,9 @@ def choose_toolkit(stack, driver_cuda, nvcc, version, want=None):
     why = f"the system's nvcc is CUDA {version}, which this driver cannot run" if nvcc else "no system nvcc"
     if target >= PYPI_NVCC_SINCE:
         return pypi(cuda_str(target), why)
-    cannot = (f"they cannot run on this driver: PyPI has no nvcc for CUDA {cuda_str(target)}; "
-              f"LibTorch's GPU part can") if driver_cuda else f"PyPI has no nvcc for CUDA {cuda_str(target)}"
+    cannot = (f"they cannot run on this driver: PyPI has no nvcc for CUDA {cuda_str(target)} (install a CUDA "
+              f"{major(cuda_str(target))}.x toolkit, CUDACXX=<its nvcc>); train --device cuda runs on LibTorch's"
+              ) if driver_cuda else f"PyPI has no nvcc for CUDA {cuda_str(target)}"
     if nvcc:
         return "system", version, f"kernels with {system}, but {cannot}"
     return pypi(cuda_str(PYPI_NVCC_SINCE), cannot)
@@ -187,7 +207,7 @@ def plan(env, stack_arg=None, driver=None, nvcc=None, source="--stack"):
     """The plan as an ordered dict of strings, or Refused. source: where
     stack_arg came from, for the message."""
     driver_cuda, driver_version = driver if driver else read_driver()
-    nvcc_path, nvcc_version = nvcc if nvcc else system_nvcc()
+    nvcc_path, nvcc_version = nvcc if nvcc else system_nvcc(driver_cuda)
     want_cuda = None
     own_torch = bool(env.get("Torch_DIR")) or env.get("CUDABENCH_NO_TORCH") == "1"
     if stack_arg:
@@ -237,7 +257,8 @@ def matrix_stacks(env):
     """The chosen stack, then the newest of the other LibTorch CUDA major:
     one the driver runs if there is one (else the newest, whose GPU rows the
     matrix then shows as not run, with the reason), as CUDA:TORCH lines."""
-    driver, nvcc = read_driver(), system_nvcc()
+    driver = read_driver()
+    nvcc = system_nvcc(driver[0])
     env = {k: v for k, v in env.items() if k not in ("Torch_DIR", "CUDABENCH_NO_TORCH")}
     first = plan(env, driver=driver, nvcc=nvcc)
     chosen = by_torch(first["torch"], "the chosen stack")

@@ -106,7 +106,7 @@ TEST(GpuStatus, LibTorchIsJudgedByItsOwnCuda) {
   cu130.cuda_version = 13000;
   EXPECT_FALSE(decide_gpu_status(d, cuda13(), 1).usable);
   EXPECT_TRUE(decide_torch_gpu_status(d, cu128, 1).usable);
-  EXPECT_NE(decide_torch_gpu_status(d, cu130, 1).reason.find("only CUDA 12.8"), std::string::npos);
+  EXPECT_NE(decide_torch_gpu_status(d, cu130, 1).reason.find("only CUDA 12.8, LibTorch needs CUDA 13.0"), std::string::npos);
   EXPECT_EQ(decide_torch_gpu_status(d, TorchInfo{}, 1).reason, "this build has no LibTorch");
   EXPECT_FALSE(decide_torch_gpu_status(DriverInfo{}, cu128, 0).usable);  // no driver
   EXPECT_FALSE(decide_torch_gpu_status(d, cu128, 1, 1).usable);          // its one GPU Prohibited

@@ -41,30 +41,39 @@ def stack_file(tmp_path, name, context, rows):
 
 
 def test_the_summary_names_every_cuda_and_the_rows_a_stack_could_not_run(tmp_path):
-    # A 570 driver: the CUDA 13.0 kernels cannot run, the CUDA 12.8 LibTorch can.
-    common = {"cuda_driver": "570.133.20 (CUDA 12.8)", "cuda_toolkit": "13.0.88",
-              "cuda_toolkit_root": "/usr/local/cuda-13.0",
-              "gpu_usable": "no: the driver supports only CUDA 12.8, this binary needs CUDA 13.0"}
-    a = stack_file(tmp_path, "a", dict(common, cudabench_stack="cuda13.0-torch2.10.0", libtorch="2.10.0",
-                                       libtorch_cuda="12.8", libtorch_gpu_usable="yes"),
-                   ["VectorAdd/torch_cpu/n:1/real_time", "VectorAdd/torch_cuda/n:1/real_time"])
-    b = stack_file(tmp_path, "b", dict(common, cudabench_stack="cuda13.0-torch2.11.0", libtorch="2.11.0",
-                                       libtorch_cuda="13.0",
-                                       libtorch_gpu_usable="no: the driver supports only CUDA 12.8, LibTorch 13.0"),
-                   ["VectorAdd/torch_cpu/n:1/real_time", "VectorAdd/cuda_v4/n:1/manual_time"])
+    # A 570 driver (CUDA 12.8). a: CUDA 12.8 kernels and LibTorch 2.10 run all;
+    # b: LibTorch 2.11 (CUDA 13.0) cannot; c: CUDA 13.0 kernels cannot, and
+    # bench times LibTorch's rows with the kernels' runtime.
+    driver = {"cuda_driver": "570.133.20 (CUDA 12.8)"}
+    no13 = "no: the driver supports only CUDA 12.8, this binary needs CUDA 13.0"
+    rows = ["VectorAdd/torch_cpu/n:1/real_time", "VectorAdd/torch_cuda/n:1/real_time",
+            "VectorAdd/cuda_v4/n:1/manual_time"]
+    a = stack_file(tmp_path, "a", dict(driver, cudabench_stack="cuda12.8-torch2.10.0", cuda_toolkit="12.8.93",
+                                       cuda_toolkit_root="/usr/local/cuda-12.8", libtorch="2.10.0",
+                                       libtorch_cuda="12.8", gpu_usable="yes", libtorch_gpu_usable="yes"), rows)
+    b = stack_file(tmp_path, "b", dict(driver, cudabench_stack="cuda12.8-torch2.11.0", cuda_toolkit="12.8.93",
+                                       cuda_toolkit_root="/usr/local/cuda-12.8", libtorch="2.11.0",
+                                       libtorch_cuda="13.0", gpu_usable="yes",
+                                       libtorch_gpu_usable="no: the driver supports only CUDA 12.8, LibTorch needs "
+                                                           "CUDA 13.0"), [rows[0], rows[2]])
+    c = stack_file(tmp_path, "c", dict(driver, cudabench_stack="cuda13.0-torch2.10.0", cuda_toolkit="13.0.88",
+                                       cuda_toolkit_root="/usr/local/cuda-13.0", libtorch="2.10.0",
+                                       libtorch_cuda="12.8", gpu_usable=no13, libtorch_gpu_usable="yes"), rows[:1])
     md = tmp_path / "stacks.md"
-    r = subprocess.run([sys.executable, TOOL, "summary", a, b, "--markdown", str(md)], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, TOOL, "summary", a, b, c, "--markdown", str(md)],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     row = next(line for line in lines if line.startswith("| cuda13.0-torch2.10.0 "))
     assert "570.133.20 (CUDA 12.8)" in row and "13.0.88 (/usr/local/cuda-13.0)" in row and "2.10.0+cu128" in row
-    assert "- `VectorAdd/torch_cuda/n:1/real_time`: not run by cuda13.0-torch2.11.0: " \
-           "the driver supports only CUDA 12.8, LibTorch 13.0" in lines  # LibTorch's own reason
-    assert "- `VectorAdd/cuda_v4/n:1/manual_time`: not run by cuda13.0-torch2.10.0: " \
-           "the driver supports only CUDA 12.8, this binary needs CUDA 13.0" in lines
+    assert [line for line in lines if line.startswith("- ")] == [
+        "- `VectorAdd/torch_cuda/n:1/real_time`: not run by cuda12.8-torch2.11.0: "
+        "the driver supports only CUDA 12.8, LibTorch needs CUDA 13.0",
+        "- `VectorAdd/torch_cuda/n:1/real_time`: not run by cuda13.0-torch2.10.0: " + no13[4:],
+        "- `VectorAdd/cuda_v4/n:1/manual_time`: not run by cuda13.0-torch2.10.0: " + no13[4:]]
     assert md.read_text().splitlines()[1:] == lines
-    r = subprocess.run([sys.executable, TOOL, "labels", a, b], capture_output=True, text=True)
-    assert r.stdout.strip() == "CUDA 13.0.88 + torch 2.10.0+cu128,CUDA 13.0.88 + torch 2.11.0+cu130"
+    r = subprocess.run([sys.executable, TOOL, "labels", a, c], capture_output=True, text=True)
+    assert r.stdout.strip() == "CUDA 12.8.93 + torch 2.10.0+cu128,CUDA 13.0.88 + torch 2.10.0+cu128"
 
 
 def test_a_file_that_is_not_a_benchmark_file_is_exit_2(tmp_path):

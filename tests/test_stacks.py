@@ -37,7 +37,7 @@ def setup_plan(tmp_path, driver_cuda, **env):
     full = {k: v for k, v in os.environ.items()
             if k not in ("Torch_DIR", "CUDABENCH_TORCH", "CUDABENCH_NO_TORCH", "CUDABENCH_VENV")}
     full.update(CUDABENCH_FAKE_GPU=str(machine), CUDABENCH_CACHE=str(tmp_path / "cache"),
-                CUDACXX=fake_nvcc(tmp_path, "13.0.88"),
+                CUDACXX=fake_nvcc(tmp_path, "13.0.88"), CUDABENCH_NVCC_SEARCH="", PATH="/usr/bin:/bin",
                 LD_LIBRARY_PATH=f"{FAKES}/cuda:{FAKES}/nvml:" + os.environ.get("LD_LIBRARY_PATH", ""))
     full.update(env)
     r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "setup.sh"), "--plan"], env=full,
@@ -141,12 +141,28 @@ def test_a_stack_argument_names_a_toolkit_the_machine_can_have():
 
 
 def test_the_matrix_pairs_the_chosen_stack_with_the_other_libtorch_cuda_major(monkeypatch):
-    monkeypatch.setattr(stacks, "system_nvcc", lambda: (SYSTEM, "13.0.88"))
+    monkeypatch.setattr(stacks, "system_nvcc", lambda driver_cuda=None: (SYSTEM, "13.0.88"))
     for driver, want in [((None, ""), ["13.0:2.11.0", "13.0:2.10.0"]),
                          ((13000, "580"), ["13.0:2.11.0", "13.0:2.10.0"]),
                          ((12080, "570"), ["13.0:2.10.0", "13.0:2.11.0"])]:  # 2.11.0 kept, its GPU rows shown unrunnable
         monkeypatch.setattr(stacks, "read_driver", lambda d=driver: d)
         assert stacks.matrix_stacks({}) == want
+
+
+def test_a_side_by_side_toolkit_the_driver_runs_is_chosen(tmp_path, monkeypatch):
+    nvccs = {}
+    for version in ("12.4.131", "12.8.93", "13.0.88"):
+        folder = tmp_path / f"cuda-{version.rsplit('.', 1)[0]}" / "bin"
+        folder.mkdir(parents=True)
+        nvccs[version] = fake_nvcc(folder, version)
+    monkeypatch.setenv("CUDABENCH_NVCC_SEARCH", str(tmp_path / "cuda-*" / "bin" / "nvcc"))
+    monkeypatch.setenv("CUDACXX", nvccs["13.0.88"])
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert stacks.system_nvcc(13000) == (nvccs["13.0.88"], "13.0.88")  # CUDACXX first
+    assert stacks.system_nvcc(None) == (nvccs["13.0.88"], "13.0.88")
+    assert stacks.system_nvcc(12080) == (nvccs["12.8.93"], "12.8.93")  # the newest a 570 driver runs
+    plan = stacks.plan({}, driver=(12080, "570.133.20"))
+    assert plan["stack"] == "cuda12.8-torch2.10.0" and "cannot run" not in plan["why"]
 
 
 def test_the_docs_hold_the_table():
