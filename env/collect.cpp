@@ -26,12 +26,13 @@ BuildInfo build_info() {
   return b;
 }
 
-GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt, size_t gpus_found,
-                            size_t gpus_prohibited) {
+namespace {
+// Whether the driver can run code built with CUDA `built_version`; `who`
+// names that code in the reason ("this binary", "LibTorch").
+GpuStatus driver_status(const DriverInfo& d, int built_version, const std::string& who, size_t gpus_found,
+                        size_t gpus_prohibited) {
   GpuStatus s;
-  if (!rt.compiled_in) {
-    s.reason = "this build has no CUDA (nvcc was not found at configure time)";
-  } else if (!d.libcuda_found) {
+  if (!d.libcuda_found) {
     s.reason = d.libcuda_is_stub
                    ? "no NVIDIA driver: libcuda.so.1 not found (only the toolkit's stub " +
                          d.libcuda_path + " is on the library path)"
@@ -47,15 +48,26 @@ GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt, size_t g
     s.reason = "the NVIDIA driver is loaded but sees no GPU";
   } else if (gpus_prohibited >= gpus_found) {
     s.reason = "every GPU is in compute mode Prohibited (nvidia-smi -c): no CUDA context can be created";
-  } else if (d.cuda_version && rt.built_version &&
+  } else if (d.cuda_version && built_version &&
              Version::from_cuda_int(d.cuda_version).major <
-                 Version::from_cuda_int(rt.built_version).major) {
-    s.reason = "the driver supports only CUDA " + Version::from_cuda_int(d.cuda_version).major_minor() +
-               ", this binary needs CUDA " + Version::from_cuda_int(rt.built_version).major_minor();
+                 Version::from_cuda_int(built_version).major) {
+    s.reason = "the driver supports only CUDA " + Version::from_cuda_int(d.cuda_version).major_minor() + ", " + who +
+               " needs CUDA " + Version::from_cuda_int(built_version).major_minor();
   } else {
     s.usable = true;
   }
   return s;
+}
+}  // namespace
+
+GpuStatus decide_gpu_status(const DriverInfo& d, const RuntimeInfo& rt, size_t gpus_found,
+                            size_t gpus_prohibited) {
+  if (!rt.compiled_in) {
+    GpuStatus s;
+    s.reason = "this build has no CUDA (nvcc was not found at configure time)";
+    return s;
+  }
+  return driver_status(d, rt.built_version, "this binary", gpus_found, gpus_prohibited);
 }
 
 GpuStatus decide_torch_gpu_status(const DriverInfo& d, const TorchInfo& t, size_t gpus_found,
@@ -65,13 +77,7 @@ GpuStatus decide_torch_gpu_status(const DriverInfo& d, const TorchInfo& t, size_
     s.reason = t.compiled_in ? "this build's LibTorch has no CUDA" : "this build has no LibTorch";
     return s;
   }
-  RuntimeInfo as_torch;
-  as_torch.compiled_in = true;
-  as_torch.built_version = t.cuda_version;
-  GpuStatus s = decide_gpu_status(d, as_torch, gpus_found, gpus_prohibited);
-  if (const auto at = s.reason.find("this binary needs"); at != std::string::npos)
-    s.reason.replace(at, 17, "LibTorch needs");
-  return s;
+  return driver_status(d, t.cuda_version, "LibTorch", gpus_found, gpus_prohibited);
 }
 
 const Report& collect() {

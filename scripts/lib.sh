@@ -35,10 +35,10 @@ stack_plan() {
 # an importable torch takes its place) and its toolkit. A build folder made
 # for another stack starts afresh: its cache would keep the other LibTorch
 # (CMake itself, seeing another compiler, would re-run with its defaults).
+# Usage: stack_cmake_args <build-dir> <Torch_DIR or "">
 stack_cmake_args() {
-  local dir="$1" nvcc="${STACK[toolkit_root]}/bin/nvcc" cache="$1/CMakeCache.txt" venv_was nvcc_was torch=()
+  local dir="$1" torch_dir="$2" nvcc="${STACK[toolkit_root]}/bin/nvcc" cache="$1/CMakeCache.txt" venv_was nvcc_was
   [ -x "$nvcc" ] || nvcc=""
-  [ -z "${STACK[torch]}" ] || torch=("${STACK[venv]}"/lib/python3*/site-packages/torch/share/cmake/Torch)
   if [ -f "$cache" ]; then
     venv_was="$(sed -n 's/^CUDABENCH_VENV_DIR:PATH=//p' "$cache")"
     nvcc_was="$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$cache")"
@@ -47,7 +47,7 @@ stack_cmake_args() {
     fi
   fi
   echo "-DCUDABENCH_VENV_DIR=${STACK[venv]}"
-  [ ! -d "${torch[0]:-}" ] || echo "-DTorch_DIR=${torch[0]}"
+  [ -z "$torch_dir" ] || echo "-DTorch_DIR=$torch_dir"
   [ -z "$nvcc" ] || printf '%s\n' "-DCMAKE_CUDA_COMPILER=$nvcc" "-DCUDAToolkit_ROOT=${STACK[toolkit_root]}"
 }
 
@@ -59,18 +59,21 @@ stack_cmake_args() {
 # Usage: configure_and_build_source <source-dir> <build-dir> [cmake args...]
 configure_and_build_source() {
   local src="$1" dir="$2"; shift 2
-  local log launcher=() stack_args=()
+  local log launcher=() stack_args=() torch_dir=""
   stack_plan || return
   if [ "${STACK[toolkit]}" = pypi ] && [ ! -x "${STACK[toolkit_root]}/bin/nvcc" ]; then
     echo "build: the stack's toolkit ${STACK[toolkit_root]} is not installed: run scripts/setup.sh" >&2
     return 3
   fi
-  if [ -n "${STACK[torch]}" ] && ! compgen -G "${STACK[venv]}/lib/python3*/site-packages/torch/share/cmake/Torch" >/dev/null; then
-    echo "build: the stack's LibTorch ${STACK[torch]} is not installed in ${STACK[venv]}: run scripts/setup.sh" >&2
-    return 3
+  if [ -n "${STACK[torch]}" ]; then
+    torch_dir="$(compgen -G "${STACK[venv]}/lib/python3*/site-packages/torch/share/cmake/Torch" | head -n1)" || true
+    [ -n "$torch_dir" ] || {
+      echo "build: the stack's LibTorch ${STACK[torch]} is not installed in ${STACK[venv]}: run scripts/setup.sh" >&2
+      return 3
+    }
   fi
   mapfile -t launcher < <(ccache_launcher "$src")
-  mapfile -t stack_args < <(stack_cmake_args "$dir")
+  mapfile -t stack_args < <(stack_cmake_args "$dir" "$torch_dir")
   log="$(mktemp)"
   if ! cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "${stack_args[@]}" "$@" >"$log" 2>&1; then
     cat "$log" >&2; rm -f "$log"; return 3

@@ -53,19 +53,19 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CACHE="${CUDABENCH_CACHE:-$HOME/.cache/cudabench}"
 say() { echo "setup: $*" >&2; }
 
-# The stack for this machine (scripts/stacks.py: the table and the rule).
-declare -A plan
+# The stack for this machine (scripts/stacks.py: the table and the rule),
+# read into STACK by lib.sh's stack_plan, as every build reads it.
+CUDABENCH_ROOT="$(cd "$here/.." && pwd)"
+. "$here/lib.sh"
 read_plan() {
-  local out k v
   command -v python3 >/dev/null || { say "choosing the stack needs python3"; exit 3; }
-  out="$(python3 "$here/stacks.py" plan)" || { [ $? -ne 2 ] || exit_as=2; exit 3; }
-  while IFS='=' read -r k v; do plan[$k]="$v"; done <<<"$out"
+  stack_plan || { [ $? -ne 2 ] || exit_as=2; exit 3; }
 }
 if [ "$tests" = plan ]; then
   read_plan
-  say "${plan[why]}"
-  printf 'stack: %s\nvenv: %s\ntoolkit: %s (%s %s)\n' "${plan[stack]}" "${plan[venv]}" \
-    "${plan[toolkit_root]}" "${plan[toolkit]}" "${plan[toolkit_version]}"
+  say "${STACK[why]}"
+  printf 'stack: %s\nvenv: %s\ntoolkit: %s (%s %s)\n' "${STACK[stack]}" "${STACK[venv]}" \
+    "${STACK[toolkit_root]}" "${STACK[toolkit]}" "${STACK[toolkit_version]}"
   exit 0
 fi
 read_plan  # before anything is installed: a refusal costs nothing
@@ -128,10 +128,10 @@ fi
 # names the wheels leave out (without them find_library silently takes
 # another toolkit's library from the system paths).
 install_pypi_toolkit() {
-  local tk="${plan[toolkit_root]%/root}" site part f
-  say "installing ${plan[toolkit_pip]} into $tk"
+  local tk="${STACK[toolkit_root]%/root}" site part f
+  say "installing ${STACK[toolkit_pip]} into $tk"
   [ -x "$tk/venv/bin/python" ] || python3 -m venv "$tk/venv"
-  "$tk/venv/bin/python" -m pip install -q "${plan[toolkit_pip]}"
+  "$tk/venv/bin/python" -m pip install -q "${STACK[toolkit_pip]}"
   site="$("$tk/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   work="$tk/root.partial"
   rm -rf "$work" && mkdir -p "$work"
@@ -142,43 +142,43 @@ install_pypi_toolkit() {
   for f in "$work"/lib/lib*.so.[0-9]*; do
     [ -e "${f%%.so.*}.so" ] || ln -s "$(basename "$f")" "${f%%.so.*}.so"
   done
-  [ -x "$work/bin/nvcc" ] || { say "${plan[toolkit_pip]} gave no nvcc"; exit 3; }
+  [ -x "$work/bin/nvcc" ] || { say "${STACK[toolkit_pip]} gave no nvcc"; exit 3; }
   rm -rf "$tk/root"
   mv "$work" "$tk/root"
   work=""
 }
-VENV="${plan[venv]}"
+VENV="${STACK[venv]}"
 check='import scipy, matplotlib, numpy'
 [ "$tests" = 0 ] || check="$check, pytest, atheris, lizard"
-[ -z "${plan[torch]}" ] || check="$check; import torch; assert torch.__version__.startswith('${plan[torch]}') and torch.version.cuda == '${plan[torch_cuda]}', torch.__version__"
+[ -z "${STACK[torch]}" ] || check="$check; import torch; assert torch.__version__.startswith('${STACK[torch]}') and torch.version.cuda == '${STACK[torch_cuda]}', torch.__version__"
 said=0
 if ! "$VENV/bin/python" -c "$check" >/dev/null 2>&1; then
-  say "${plan[why]}"
+  say "${STACK[why]}"
   said=1
   say "preparing $VENV (pip cache in ~/.cache/pip)"
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
   req=("-r" "$here/requirements.txt")
   [ "$tests" = 0 ] || req+=("-r" "$here/requirements-test.txt")
-  [ -z "${plan[torch]}" ] || req+=("torch==${plan[torch]}")
+  [ -z "${STACK[torch]}" ] || req+=("torch==${STACK[torch]}")
   "$VENV/bin/python" -m pip install -q "${req[@]}"
   if ! err="$("$VENV/bin/python" -c "$check" 2>&1)"; then
     say "$VENV still fails its check after pip install: $(echo "$err" | tail -n1)"
     exit 3
   fi
 fi
-if [ -n "${plan[toolkit_pip]}" ] && [ ! -x "${plan[toolkit_root]}/bin/nvcc" ]; then
-  [ "$said" = 1 ] || say "${plan[why]}"
+if [ -n "${STACK[toolkit_pip]}" ] && [ ! -x "${STACK[toolkit_root]}/bin/nvcc" ]; then
+  [ "$said" = 1 ] || say "${STACK[why]}"
   said=1
   install_pypi_toolkit
 fi
 # $CACHE/venv names the chosen stack's venv for what reads the default (a
 # plain cmake, compare.py, the fleet). Before stacks it was a venv itself.
-if [ -z "${CUDABENCH_VENV:-}${CUDABENCH_STACK:-}" ] && [ "$(readlink "$CACHE/venv" 2>/dev/null)" != "stacks/${plan[stack]}/venv" ]; then
+if [ -z "${CUDABENCH_VENV:-}${CUDABENCH_STACK:-}" ] && [ "$(readlink "$CACHE/venv" 2>/dev/null)" != "stacks/${STACK[stack]}/venv" ]; then
   rm -rf "$CACHE/venv.old"  # a run stopped before its rm
   [ -L "$CACHE/venv" ] || [ ! -d "$CACHE/venv" ] || mv -T "$CACHE/venv" "$CACHE/venv.old"
-  ln -sfn "stacks/${plan[stack]}/venv" "$CACHE/venv.new"
+  ln -sfn "stacks/${STACK[stack]}/venv" "$CACHE/venv.new"
   mv -T "$CACHE/venv.new" "$CACHE/venv"
   rm -rf "$CACHE/venv.old"
-  [ "$said" = 1 ] || say "${plan[why]}"
+  [ "$said" = 1 ] || say "${STACK[why]}"
 fi

@@ -121,8 +121,9 @@ def system_nvcc(driver_cuda=None):
     the first found."""
     candidates = [os.environ.get("CUDACXX", "")]
     candidates += [os.path.join(d, "nvcc") for d in os.environ.get("PATH", "").split(os.pathsep)]
+    def numbers(path):  # cuda-12.10 after cuda-12.9
+        return [int(x) for x in re.findall(r"\d+", path)]
     for pattern in os.environ.get("CUDABENCH_NVCC_SEARCH", NVCC_SEARCH).split(":"):
-        numbers = lambda p: [int(x) for x in re.findall(r"\d+", p)]  # noqa: E731
         candidates += sorted(glob.glob(pattern), key=numbers, reverse=True) if pattern else []
     found = []
     for nvcc in candidates:
@@ -130,7 +131,7 @@ def system_nvcc(driver_cuda=None):
             version = nvcc_version(nvcc)
             if version:  # the real path: a link's folder is not the toolkit
                 found.append((os.path.realpath(nvcc), version))
-    runnable = [f for f in found if driver_cuda is None or driver_cuda >= major(f[1]) * 1000]
+    runnable = [f for f in found if driver_runs(driver_cuda, major(f[1]) * 1000)]
     return (runnable or found or [(None, None)])[0]
 
 
@@ -141,8 +142,13 @@ def by_torch(version, why):
     raise Refused(f"{why}: LibTorch {version} is not in the table ({', '.join(s.torch for s in STACKS)})")
 
 
+def driver_runs(driver_cuda, needed):
+    """Whether the driver runs code that needs driver CUDA `needed` (no driver: assume so)."""
+    return driver_cuda is None or driver_cuda >= needed
+
+
 def runs(stack, driver_cuda):
-    return driver_cuda is None or driver_cuda >= stack.driver_cuda
+    return driver_runs(driver_cuda, stack.driver_cuda)
 
 
 def driver_words(driver_cuda, driver):
@@ -178,8 +184,9 @@ def pypi(cuda, why):
     return "pypi", cuda, f"kernels with CUDA {cuda} from PyPI ({why})"
 
 
-def choose_toolkit(stack, driver_cuda, nvcc, version, want=None):
-    """("system" or "pypi", its CUDA: "13.0.88" or "13.0", why). want: a --stack's CUDA."""
+def choose_toolkit(stack, driver_cuda, nvcc, version, want=None, source="--stack"):
+    """("system" or "pypi", its CUDA: "13.0.88" or "13.0", why). want: the
+    CUDA a stack named in `source` asks for."""
     system = f"{nvcc} (CUDA {version})"
     if want:
         if nvcc and version.startswith(want + "."):
@@ -187,9 +194,9 @@ def choose_toolkit(stack, driver_cuda, nvcc, version, want=None):
         if number(want) >= PYPI_NVCC_SINCE:
             return pypi(want, "named")
         have = f"the system's nvcc is CUDA {version}" if nvcc else "there is no system nvcc"
-        raise Refused(f"--stack {want}:{stack.torch}: no nvcc of CUDA {want} ({have}, and PyPI "
+        raise Refused(f"{source} {want}:{stack.torch}: no nvcc of CUDA {want} ({have}, and PyPI "
                       f"carries nvcc only from CUDA {cuda_str(PYPI_NVCC_SINCE)} on)")
-    if nvcc and (driver_cuda is None or driver_cuda >= major(version) * 1000):
+    if nvcc and driver_runs(driver_cuda, major(version) * 1000):
         return "system", version, f"kernels with {system}"
     target = driver_cuda or number(stack.cuda)
     why = f"the system's nvcc is CUDA {version}, which this driver cannot run" if nvcc else "no system nvcc"
@@ -222,10 +229,7 @@ def plan(env, stack_arg=None, driver=None, nvcc=None, source="--stack"):
     else:  # with a LibTorch of your own, the pin has nothing to pin
         pin = {} if own_torch else env
         stack, why = choose_torch(driver_cuda, driver_version, pin)
-    try:
-        kind, tk_version, tk_why = choose_toolkit(stack, driver_cuda, nvcc_path, nvcc_version, want_cuda)
-    except Refused as e:
-        raise Refused(str(e).replace("--stack", source, 1)) from None
+    kind, tk_version, tk_why = choose_toolkit(stack, driver_cuda, nvcc_path, nvcc_version, want_cuda, source)
     tk_cuda = ".".join(tk_version.split(".")[:2])
     cache = env.get("CUDABENCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "cudabench")
     pypi_root = os.path.join(cache, "toolkits", f"cuda-{tk_cuda}")

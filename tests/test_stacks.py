@@ -181,7 +181,7 @@ def cmake_args(tmp_path, cache_text, venv, make_nvcc=True):
         (tk / "bin" / "nvcc").write_text("#!/bin/sh\n")
         (tk / "bin" / "nvcc").chmod(0o755)
     script = (f'CUDABENCH_ROOT={ROOT}; . {ROOT}/scripts/lib.sh; '
-              f'STACK=([stack]=s [venv]={venv} [toolkit_root]={tk} [torch]=); stack_cmake_args {build}')
+              f'STACK=([stack]=s [venv]={venv} [toolkit_root]={tk} [torch]=); stack_cmake_args {build} ""')
     r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return r.stdout.splitlines(), (build / "CMakeCache.txt").exists()
