@@ -297,8 +297,9 @@ def main(argv):
             print(table())
         else:
             raise Refused("usage: stacks.py plan [--stack CUDA:TORCH] | matrix | table")
-    except Refused as e:
-        print(f"setup: {e}", file=sys.stderr)
+    except Refused as e:  # in the words of the script that asked: --stack is the matrix's
+        who = "matrix" if cmd == "matrix" or "--stack" in argv else "setup"
+        print(f"{who}: {e}", file=sys.stderr)
         return 2
     return 0
 
