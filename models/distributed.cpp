@@ -14,6 +14,8 @@
 #include <mutex>
 #include <sstream>
 #include <future>
+#include <iostream>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -67,7 +69,7 @@ uint64_t parameter_hash(const std::vector<torch::Tensor>& params) {
 
 struct DistContext::Heartbeat {};
 DistContext::DistContext(const Launch& launch, const std::string& backend, torch::Device device,
-                         std::chrono::milliseconds timeout)
+                         std::chrono::milliseconds timeout, const Settings&)
     : launch_(launch), backend_(backend), device_(device), timeout_(timeout) {
   throw std::runtime_error("this build has no data-parallel training (configure found no Gloo headers)");
 }
@@ -97,7 +99,45 @@ namespace {
 constexpr auto kBeatInterval = std::chrono::milliseconds(500);
 constexpr auto kDiagnoseWindow = std::chrono::milliseconds(3000);
 
+constexpr auto kRendezvousGrace = std::chrono::milliseconds(5000);
+
 std::string beat_key(int rank) { return "cudabench/beat/" + std::to_string(rank); }
+
+// Ends the process when the rendezvous has not finished by its deadline.
+// TCPStore's client, and Gloo's rendezvous, can wait forever on a peer that
+// accepted the connection and never answers, whatever their timeouts say:
+// a watchdog thread is the one deadline that holds.
+class Deadline {
+ public:
+  Deadline(std::chrono::milliseconds limit, std::string message) {
+    thread_ = std::thread([st = state_, limit, message = std::move(message)] {
+      std::unique_lock<std::mutex> lk(st->m);
+      if (st->cv.wait_for(lk, limit, [&] { return st->disarmed; })) return;
+      std::cerr << message << std::endl;
+      std::_Exit(kExitFailed);
+    });
+  }
+  ~Deadline() { disarm(); }
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
+  void disarm() {
+    {
+      std::lock_guard<std::mutex> lk(state_->m);
+      state_->disarmed = true;
+    }
+    state_->cv.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  struct State {
+    std::mutex m;
+    std::condition_variable cv;
+    bool disarmed = false;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+  std::thread thread_;
+};
 
 bool resolves(const std::string& host) {
   addrinfo hints{};
@@ -165,8 +205,33 @@ struct DistContext::Heartbeat {
 };
 
 DistContext::DistContext(const Launch& launch, const std::string& backend, torch::Device device,
-                         std::chrono::milliseconds timeout)
+                         std::chrono::milliseconds timeout, const Settings& settings)
     : launch_(launch), backend_(backend), device_(device), timeout_(timeout) {
+  Deadline deadline(timeout_ + kRendezvousGrace,
+                    "train: rank " + std::to_string(launch_.rank) + ": stopped: the rendezvous at " +
+                        launch_.master_addr + ":" + std::to_string(launch_.master_port) + " did not finish within " +
+                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()) +
+                        " s (--dist-timeout) and a grace; is another program listening on MASTER_PORT?");
+  connect_store();
+  // A connection of its own: the main thread may sit in a store call.
+  heartbeat_ = std::make_unique<Heartbeat>(store_->clone(), launch_.rank);
+  try {
+    compare_settings(settings);
+    join_group();
+  } catch (const GroupBadInput&) {
+    throw;
+  } catch (const std::exception& e) {
+    deadline.disarm();
+    // Gloo's rendezvous waits for every rank up to the timeout: name the
+    // ranks that did not come, or that came and went.
+    const auto m = error_line(e);
+    const auto who = diagnose();
+    stop_heartbeat();
+    throw RankLost(who.empty() ? m : "lost " + who + ": " + m);
+  }
+}
+
+void DistContext::connect_store() {
   if (launch_.master_addr_is_node_name && !resolves(launch_.master_addr)) {
     const auto addr = slurm_node_addr(launch_.master_addr);
     if (addr.empty())
@@ -174,6 +239,8 @@ DistContext::DistContext(const Launch& launch, const std::string& backend, torch
                                " (first of the step's node list) has no address; set MASTER_ADDR");
     launch_.master_addr = addr;
   }
+  if (!resolves(launch_.master_addr))
+    throw GroupBadInput("MASTER_ADDR=" + launch_.master_addr + ": no such host (the name does not resolve)");
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(launch_.master_port);
   o.isServer = launch_.rank == 0 && !launch_.agent_store;
@@ -192,18 +259,27 @@ DistContext::DistContext(const Launch& launch, const std::string& backend, torch
                    launch_.master_addr + ":" + std::to_string(launch_.master_port) +
                    (o.isServer ? "" : (launch_.agent_store ? " (torchrun's agent)" : " (rank 0)")) + ": " + m);
   }
-  // A connection of its own: the main thread may sit in a store call.
-  heartbeat_ = std::make_unique<Heartbeat>(store_->clone(), launch_.rank);
-  try {
-    join_group();
-  } catch (const std::exception& e) {
-    // Gloo's rendezvous waits for every rank up to the timeout: name the
-    // ranks that did not come, or that came and went.
-    const auto m = error_line(e);
-    const auto who = diagnose();
-    stop_heartbeat();
-    throw RankLost(who.empty() ? m : "lost " + who + ": " + m);
+}
+
+// Every rank publishes its settings and reads everyone's, so that each one
+// finds the same difference and says the same line. Rank 0, which serves
+// the store, leaves only once every rank has read them.
+void DistContext::compare_settings(const Settings& mine) {
+  const std::string key = "cudabench/settings/";
+  store_->set(key + std::to_string(launch_.rank), encode_settings(mine));
+  std::vector<Settings> all;
+  for (int r = 0; r < launch_.world; ++r) {
+    const auto bytes = store_->get(key + std::to_string(r));
+    all.push_back(decode_settings(std::string(bytes.begin(), bytes.end())));
   }
+  const std::string differs = settings_disagreement(all);
+  store_->add(key + "read", 1);
+  if (differs.empty()) return;
+  if (launch_.rank == 0 && !launch_.agent_store)
+    while (store_->add(key + "read", 0) < launch_.world)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // bounded by the rendezvous deadline
+  stop_heartbeat();
+  throw GroupBadInput(differs);
 }
 
 void DistContext::join_group() {

@@ -54,11 +54,14 @@ struct AllreduceTiming {
 class DistContext {
  public:
   // Joins the group: the store (rank 0 serves it unless torchrun's agent
-  // does), the heartbeat, then the process group. `timeout` bounds the
-  // rendezvous and every collective. Throws RankLost when a rank does not
-  // join in time.
+  // does), the heartbeat, the ranks' settings compared, then the process
+  // group. `timeout` bounds every collective; the whole rendezvous ends
+  // within it and a few seconds, whatever a peer does (a silent listener
+  // on MASTER_PORT): else the process exits 3, naming the store. Throws
+  // RankLost when a rank does not join in time, GroupBadInput when
+  // MASTER_ADDR does not resolve or the ranks' `settings` differ.
   DistContext(const Launch& launch, const std::string& backend, torch::Device device,
-              std::chrono::milliseconds timeout);
+              std::chrono::milliseconds timeout, const Settings& settings);
   ~DistContext();
   DistContext(const DistContext&) = delete;
   DistContext& operator=(const DistContext&) = delete;
@@ -94,6 +97,8 @@ class DistContext {
   AllreduceTiming time_allreduce(const std::vector<int64_t>& bucket_bytes, int iterations);
 
  private:
+  void connect_store();
+  void compare_settings(const Settings& mine);
   void join_group();
   struct Heartbeat;
   void stop_heartbeat();

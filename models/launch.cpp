@@ -1,5 +1,6 @@
 #include "launch.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -106,4 +107,42 @@ std::optional<Launch> launch_from_env(const EnvLookup& env) {
   return l;
 }
 
+std::string encode_settings(const Settings& s) {
+  std::string out;
+  for (const auto& [flag, value] : s) out += flag + "=" + value + "\n";
+  return out;
+}
+
+Settings decode_settings(const std::string& text) {
+  Settings out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const auto end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    const auto eq = line.find('=');
+    if (eq != std::string::npos) out.emplace_back(line.substr(0, eq), line.substr(eq + 1));
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string settings_disagreement(const std::vector<Settings>& by_rank) {
+  if (by_rank.empty()) return "";
+  const Settings& first = by_rank.front();
+  for (std::size_t r = 1; r < by_rank.size(); ++r) {
+    for (std::size_t i = 0; i < std::max(first.size(), by_rank[r].size()); ++i) {
+      const auto a = i < first.size() ? first[i] : std::pair<std::string, std::string>{"?", "(none)"};
+      const auto b = i < by_rank[r].size() ? by_rank[r][i] : std::pair<std::string, std::string>{a.first, "(none)"};
+      if (a.first != b.first)
+        return "ranks disagree on what they check: rank 0 has " + a.first + ", rank " + std::to_string(r) + " has " +
+               b.first + " (are they the same build of train?)";
+      if (a.second != b.second)
+        return "ranks disagree on " + a.first + ": " + a.second + " on rank 0, " + b.second + " on rank " +
+               std::to_string(r) + " (give every rank the same)";
+    }
+  }
+  return "";
+}
+
 }  // namespace cudabench::models
+

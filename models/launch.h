@@ -9,6 +9,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace cudabench::models {
 
@@ -45,5 +47,21 @@ std::optional<Launch> launch_from_env(const EnvLookup& env);
 // The first host of a Slurm host list: "gpu[07-09,12],login1" -> "gpu07".
 // Throws LaunchError on a list it cannot read.
 std::string first_slurm_host(const std::string& nodelist);
+
+// Bad input that shows only when the ranks meet (a MASTER_ADDR that does
+// not resolve, ranks given different settings): what() is one line, exit 2.
+struct GroupBadInput : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// The settings every rank must be given alike, as (flag, value) pairs,
+// published by each rank at the rendezvous and compared there.
+using Settings = std::vector<std::pair<std::string, std::string>>;
+std::string encode_settings(const Settings& s);  // one "flag=value" line each
+Settings decode_settings(const std::string& text);
+// "" when every rank has rank 0's settings, else one line naming the first
+// flag that differs and its values: "ranks disagree on --seed: 1 on rank 0,
+// 2 on rank 1 (give every rank the same)".
+std::string settings_disagreement(const std::vector<Settings>& by_rank);
 
 }  // namespace cudabench::models

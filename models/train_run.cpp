@@ -350,6 +350,34 @@ int write_summary(const TrainOptions& o, const Plan& p, const Data& d, int64_t t
   return kExitOk;
 }
 
+// What every rank must be given alike: one table, compared at the
+// rendezvous (a rank with another --test-limit would skew rank 0's sums).
+Settings settings_that_must_agree(const TrainOptions& o, const Plan& p, const Data& d) {
+  const TrainConfig& c = o.cfg;
+  auto num = [](double x) { return short_number(x); };
+  auto yes = [](bool b) { return std::string(b ? "on" : "off"); };
+  return {{"--device", c.device.is_cuda() ? "cuda" : "cpu"},
+          {"--backend", p.backend},
+          {"--epochs", std::to_string(c.epochs)},
+          {"--batch-size", std::to_string(c.batch_size)},
+          {"--lr", num(p.base_lr)},
+          {"--lr-batch", std::to_string(o.lr_batch)},
+          {"--momentum", num(c.momentum)},
+          {"--seed", std::to_string(c.seed)},
+          {"--limit", std::to_string(o.limit)},
+          {"--test-limit", std::to_string(o.test_limit)},
+          {"--bucket-mb", num(o.bucket_mb)},
+          {"--dist-timeout", num(o.dist_timeout)},
+          {"--check-sync", yes(o.check_sync)},
+          {"--bf16", yes(c.bf16)},
+          {"--channels-last", yes(c.channels_last)},
+          {"--cuda-graph", yes(c.cuda_graph)},
+          {"--tf32", c.tf32 ? yes(*c.tf32) : "default"},
+          {"--no-dropout", yes(!c.dropout)},
+          {"the dataset's training images (--data-dir)", std::to_string(d.train.images.count)},
+          {"the dataset's test images (--data-dir)", std::to_string(d.test.images.count)}};
+}
+
 // The training itself, inside the group when data-parallel. `dist` is the
 // caller's, so that its catch can ask the group who was lost.
 int train(const TrainOptions& o, const Plan& p, const Data& d, const TrainHooks& hooks,
@@ -360,7 +388,8 @@ int train(const TrainOptions& o, const Plan& p, const Data& d, const TrainHooks&
 #endif
     dist = std::make_unique<DistContext>(
         *p.launch, p.backend, o.cfg.device,
-        std::chrono::milliseconds(static_cast<int64_t>(std::ceil(o.dist_timeout * 1000))));
+        std::chrono::milliseconds(static_cast<int64_t>(std::ceil(o.dist_timeout * 1000))),
+        settings_that_must_agree(o, p, d));
     g_dist = dist.get();
   }
   Trainer trainer(o.cfg);
@@ -403,6 +432,9 @@ int run_train(TrainOptions o, const TrainHooks& hooks) {
   } catch (const ReplicasDiffer& e) {
     std::cerr << p.who << e.what() << "\n";
     return kExitWrongResult;
+  } catch (const GroupBadInput& e) {  // thrown before the group exists: nothing to tear down
+    std::cerr << p.who << e.what() << "\n";
+    return kExitBadInput;
   } catch (const std::exception& e) {
     const std::string msg = o.debug ? std::string(e.what()) : error_line(e);
     if (!p.launch) {

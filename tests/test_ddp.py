@@ -267,3 +267,86 @@ def test_the_scaling_series_reports_images_per_second_efficiency_and_bus_bandwid
     # Every run's rank-0 JSON is kept: 2 world sizes x 2 repetitions.
     assert sorted(p for p in os.listdir(out / "runs") if p.endswith(".json")) == \
         ["n1-r1.json", "n1-r2.json", "n2-r1.json", "n2-r2.json"]
+
+
+# ---- where the ranks meet: every wait has a deadline, every difference is said ----
+
+def listener(behaviour):
+    """A TCP listener on a free port that accepts and then stays silent, or
+    closes at once: not a rendezvous store. Returns (port, stop)."""
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    held, done = [], threading.Event()
+
+    def serve():
+        srv.settimeout(0.2)
+        while not done.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            (held.append(c) if behaviour == "silent" else c.close())
+
+    threading.Thread(target=serve, daemon=True).start()
+
+    def stop():
+        done.set()
+        for c in held:
+            c.close()
+        srv.close()
+    return srv.getsockname()[1], stop
+
+
+@pytest.mark.parametrize("behaviour", ["silent", "closes"])
+def test_a_listener_that_is_not_the_store_ends_the_rank_within_the_timeout(behaviour):
+    port, stop = listener(behaviour)
+    try:
+        t0 = time.monotonic()
+        p = subprocess.run([TRAIN, *QUICK, "--dist-timeout", "5"], env=rank_env(1, 2, port), capture_output=True,
+                           text=True, timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        stop()
+    assert p.returncode == 3, p.stderr
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("train: rank 1: stopped: "), p.stderr
+    assert f"127.0.0.1:{port}" in lines[0], lines[0]
+    assert took < 5 + 5 + 3, f"took {took:.1f} s for --dist-timeout 5"
+
+
+def test_a_master_addr_that_does_not_resolve_is_said_at_once():
+    t0 = time.monotonic()
+    results = run(2, [*QUICK, "--dist-timeout", "30"], extra_env={"MASTER_ADDR": "no-such-host.invalid"}, timeout=60)
+    took = time.monotonic() - t0
+    for rank, (rc, o, e) in enumerate(results):
+        assert rc == 2, f"rank {rank}: {e}"
+        assert e.strip() == f"train: rank {rank}: MASTER_ADDR=no-such-host.invalid: no such host " \
+                            "(the name does not resolve)", e
+    assert took < 15, f"took {took:.1f} s"
+
+
+BASE_RUN = ["--epochs", "1", "--limit", "512", "--test-limit", "512", "--batch-size", "64", "--seed", "1",
+            "--quiet", "--threads", "1"]
+
+
+@pytest.mark.parametrize("flag,rank1", [("--test-limit", "320"), ("--seed", "2"), ("--batch-size", "32"),
+                                        ("--limit", "256"), ("--epochs", "2")])
+def test_ranks_given_different_settings_all_exit_2_naming_the_flag(tmp_path, flag, rank1):
+    def args(rank):
+        a = list(BASE_RUN)
+        if rank == 1:
+            a[a.index(flag) + 1] = rank1
+        return a
+    rank0 = BASE_RUN[BASE_RUN.index(flag) + 1]
+    out = tmp_path / "run.json"
+    port = free_port()
+    procs = [subprocess.Popen([TRAIN, *args(r), "--json", str(out), "--dist-timeout", "20"],
+                              env=rank_env(r, 2, port), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for r in range(2)]
+    for rank, (rc, o, e) in enumerate(finish(procs, timeout=60)):
+        assert rc == 2, f"rank {rank}: {e}"
+        assert e.strip() == (f"train: rank {rank}: ranks disagree on {flag}: {rank0} on rank 0, {rank1} on rank 1 "
+                             "(give every rank the same)"), e
+    assert not out.exists()

@@ -149,3 +149,21 @@ TEST(Launch, FirstHostOfSlurmHostLists) {
     EXPECT_THROW(cb::first_slurm_host(bad), cb::LaunchError) << bad;
   }
 }
+
+TEST(Launch, RanksSettingsComparedFlagByFlag) {
+  const cb::Settings a{{"--seed", "1"}, {"--test-limit", "512"}};
+  EXPECT_EQ(cb::decode_settings(cb::encode_settings(a)), a);
+  EXPECT_EQ(cb::settings_disagreement({a, a, a}), "");
+  auto b = a;
+  b[1].second = "320";
+  EXPECT_EQ(cb::settings_disagreement({a, a, b}),
+            "ranks disagree on --test-limit: 512 on rank 0, 320 on rank 2 (give every rank the same)");
+  EXPECT_EQ(cb::settings_disagreement({b, a}),
+            "ranks disagree on --test-limit: 320 on rank 0, 512 on rank 1 (give every rank the same)");
+  // Another build of train checks other settings: said, not compared value by value.
+  const cb::Settings c{{"--seed", "1"}};
+  EXPECT_NE(cb::settings_disagreement({a, c}).find("ranks disagree on --test-limit: 512 on rank 0, (none)"),
+            std::string::npos);
+  const cb::Settings d{{"--seed", "1"}, {"--epochs", "1"}};
+  EXPECT_NE(cb::settings_disagreement({a, d}).find("the same build of train"), std::string::npos);
+}
