@@ -40,10 +40,12 @@ default 0.05), --history DIR
 DIR/<rev-a>.json when that is absent).
 
 Exit codes: 0 no regression; 1 a benchmark slower beyond the bar with
-significance, or a failed check in build B; 2 bad input (a bench that is
-not there, options it refuses, a filter that matches nothing, a bad floors
-file); 3 a process failed without a result (crash, killed) or an internal
-error; 130 interrupted. A failed check in A alone is reported, not failed
+significance, missing from B's results, or a failed check in build B; 2 bad
+input (a bench that is not there, options it refuses (its first process
+exits 2), a filter that matches nothing, a bad floors file); 3 a process
+failed without a usable result (crash, killed, a malformed JSON, exit 2
+after good ones: each named with its log) or an internal error; 130
+interrupted. A failed check in A alone is reported, not failed
 on: a commit that fixes its parent must pass.
 """
 import argparse
@@ -72,7 +74,7 @@ RETRIES = 3
 
 
 def proc_stat():
-    """(busy seconds, stolen seconds) of all CPUs since boot, or None."""
+    """(busy, stolen, all) seconds of all CPUs since boot, from /proc/stat, or None."""
     try:
         with open("/proc/stat") as f:
             v = [int(x) for x in f.readline().split()[1:9]]
@@ -80,28 +82,33 @@ def proc_stat():
         return None
     hz = os.sysconf("SC_CLK_TCK")
     user, nice, system, _idle, _iowait, irq, softirq, steal = v
-    return (user + nice + system + irq + softirq) / hz, steal / hz
+    return (user + nice + system + irq + softirq) / hz, steal / hz, sum(v) / hz
 
 
 class LoadMeter:
     """The share of the machine's CPU time that others took while a child ran:
-    busy time not spent by our children or by us, plus steal."""
+    busy time not spent by our children or by us, plus steal, out of all the
+    CPU time /proc/stat counted meanwhile. (Not out of wall time x
+    os.cpu_count(): /proc/stat counts in ticks, so a short process saw
+    whole ticks over a few ms, and it may count other CPUs than
+    os.cpu_count() does; either made shares of 241%.) Always in [0, 1]."""
 
     def __init__(self):
-        self.t0, self.stat0 = time.monotonic(), proc_stat()
+        self.stat0 = proc_stat()
         r = resource.getrusage(resource.RUSAGE_CHILDREN)
         self.children0, self.self0 = r.ru_utime + r.ru_stime, time.process_time()
 
     def share(self):
         stat = proc_stat()
-        wall = time.monotonic() - self.t0
-        if stat is None or self.stat0 is None or wall <= 0:
+        if stat is None or self.stat0 is None or stat[2] <= self.stat0[2]:
             return 0.0
         r = resource.getrusage(resource.RUSAGE_CHILDREN)
         ours = (r.ru_utime + r.ru_stime - self.children0) + (time.process_time() - self.self0)
         foreign = max(0.0, stat[0] - self.stat0[0] - ours)
         stolen = max(0.0, stat[1] - self.stat0[1])
-        return (foreign + stolen) / (wall * (os.cpu_count() or 1))
+        return min(1.0, (foreign + stolen) / (stat[2] - self.stat0[2]))
+
+
 # Google Benchmark's own fields; every other number in an entry is a counter.
 GB_FIELDS = {"family_index", "per_family_instance_index", "repetition_index", "repetitions", "threads",
              "iterations"}
@@ -178,6 +185,7 @@ def parse_env(pairs, opt):
 class Side:
     def __init__(self, name, bench, env, wrap):
         self.name, self.bench, self.env, self.wrap = name, bench, env, wrap
+        self.good = 0  # processes of this side that gave a result
         if not (os.path.isfile(bench) and os.access(bench, os.X_OK)):
             raise BadInput(f"--{name.lower()} {bench}: no such executable (build it first)")
 
@@ -200,24 +208,25 @@ def run_process(side, i, args, workdir, extra):
     with open(log, errors="replace") as f:
         lines = [x.strip() for x in f if x.strip()]
     last = lines[-1] if lines else ""
-    if rc == 2:
+    who = f"process {i} of {side.name} ({side.bench})"
+    if rc == 2 and not side.good:
         raise BadInput(f"{side.bench} refused its arguments: {last}")
+    if rc == 2:  # it ran with these arguments before: not a refusal
+        raise ToolError(f"{who} failed (exit 2) after {side.good} good one(s): {last or 'no message'}; see {log}")
     no_match = BadInput(f"--filter '{args.filter}' matches no benchmark of {side.bench}")
     if any(x.startswith("Failed to match any benchmarks") for x in lines):
         raise no_match
-    doc = None
-    if rc in (0, EXIT_WRONG) and os.path.exists(out):
-        try:
-            with open(out) as f:
-                doc = json.load(f)
-        except (OSError, json.JSONDecodeError):
-            doc = None
-    if not isinstance(doc, dict):
+    if rc not in (0, EXIT_WRONG) or not os.path.exists(out):
         how = f"signal {-rc}" if rc < 0 else f"exit {rc}"
-        raise ToolError(f"side {side.name} process {i} ({side.bench}) failed without a result ({how}): "
-                        f"{last or 'no message'}; log: {log}")
+        raise ToolError(f"{who} failed without a result ({how}): {last or 'no message'}; log: {log}")
+    try:
+        doc = compare.read_json(out)
+        compare.load_doc(doc, out)  # the checks compare makes, here, where the process is known
+    except BadInput as e:
+        raise ToolError(f"{who} wrote a result that cannot be used: {compare.one_line(e)}; log: {log}")
     if not doc.get("benchmarks"):
         raise no_match
+    side.good += 1
     return doc
 
 
@@ -374,11 +383,11 @@ def cmd_run(args, extra):
             print(f"ab: the history was not kept: {e}", file=sys.stderr)
     a, b = files[0].runs, files[1].runs
     for side, runs in (("A", a), ("B", b)):
-        failed = [n for n in names if runs[n].error]
+        failed = [n for n in names if n in runs and runs[n].error]
         if failed:
             print(f"ab: {len(failed)} benchmark(s) of {side} ({files[0 if side == 'A' else 1].label}) failed "
                   f"their check: {failed[0]}: {runs[failed[0]].error}", file=sys.stderr)
-    if any(b[n].error for n in names):
+    if any(n in b and b[n].error for n in names):
         return EXIT_WRONG
     return rc
 
@@ -468,6 +477,7 @@ def cmd_trials(args, extra):
         print(f"ab: trial {t + 1}/{args.n} ({walls[-1]:.0f} s, {reruns[-1]} processes run again): "
               f"{line or 'all same'}", file=sys.stderr, flush=True)
     verdicts = ["slower", "faster", "same", "noisy", "error"]
+    verdicts += [v for v in ("missing", "new") if any(v in c for c in tally.values())]
     rows = []
     for n, c in tally.items():
         ch = sorted(changes[n])

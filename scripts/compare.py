@@ -20,6 +20,12 @@ without aggregate suffixes); every repetition is a sample. For each pair:
            label "throttled: <reasons>"): a slowdown then says nothing
            about the code
   error    a run failed (error_occurred) in either file
+  missing  in the baseline but not in a later file (it stopped running):
+           fails the gate like slower
+  new      in a later file but not in the baseline: listed, never a failure
+
+With --filter, only the benchmarks whose name matches count (the others are
+not read at all).
 
 The report starts with what differs between the two runs: the recorded
 context (toolkit, driver, GPU and its settings, host) and the GPU clocks
@@ -35,7 +41,8 @@ process (what scripts/ab.py writes); repetitions within one process are not
 independent samples.
 
 Exit codes: 0 no regression; 1 some benchmark is slower beyond the bar
-with significance (the CI gate; --report-only always exits 0 here); 2 bad input
+with significance, missing from a later file, or failed its check there
+(the CI gate; --report-only always exits 0 here); 2 bad input
 (unreadable JSON, not Google Benchmark output, no benchmarks in common,
 mismatched or unknown units, a bad floors file); 3 the tool could not run
 (scipy missing, or an internal error), never read as a regression. Run with a
@@ -47,6 +54,7 @@ Why Python: scipy's Mann-Whitney U and matplotlib (scripts/report.py) are the
 well-kept libraries for the statistics and the plots; the C++ side needs none.
 """
 import argparse
+import errno
 import functools
 import json
 import math
@@ -54,7 +62,9 @@ import os
 import random
 import re
 import signal
+import stat
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,6 +80,7 @@ CLOCK_COUNTERS = ["sm_clock_mhz", "mem_clock_mhz"]
 CLOCK_TOLERANCE = 0.01
 THROTTLED = "throttled: "
 COULD_NOT_RUN = "could not run: "  # bench's prefix for an error that is not a wrong result
+MAX_JSON_BYTES = 256 << 20  # a result file larger than this is refused, never read whole
 
 
 class BadInput(Exception):
@@ -116,16 +127,30 @@ class ResultFile:
     context: dict
     runs: dict  # name -> Run
     label: str = ""
-    benchmarks: list = field(default_factory=list)  # the file's entries, as read
+    benchmarks: list = field(default_factory=list)  # the file's entries (those the filter kept)
 
 
 def read_json(path):
-    """A JSON file's content; BadInput, naming the file, when it cannot be read."""
+    """A JSON file's content; BadInput, naming the file, when it cannot be
+    read, is not a regular file (a FIFO, /dev/zero: never waited on or read
+    without end) or is over MAX_JSON_BYTES."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting for a writer
     except OSError as e:
         raise BadInput(f"{path}: cannot read ({e.strerror})")
+    too_big = BadInput(f"{path}: larger than the {MAX_JSON_BYTES / 2**20:g} MiB limit for a JSON file")
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadInput(f"{path}: not a regular file: expected a JSON file")
+        if st.st_size > MAX_JSON_BYTES:
+            raise too_big
+        try:
+            raw = f.read(MAX_JSON_BYTES + 1)  # it may have grown since
+        except OSError as e:
+            raise BadInput(f"{path}: cannot read ({e.strerror})")
+    if len(raw) > MAX_JSON_BYTES:
+        raise too_big
     return decode_json(raw, path)
 
 
@@ -144,38 +169,66 @@ def decode_json(raw, path):
         raise BadInput(f"{path}: JSON nested too deeply")
 
 
+def refuse_stdout(path, flag):
+    """BadInput for an output named "-": a file name is expected, never a file called "-"."""
+    if path == "-":
+        raise BadInput(f"{flag} -: expected a file name (the report already goes to stdout)")
+
+
+def write_target(path):
+    """What writing `path` replaces: the file at the end of its symbolic
+    links (a chain, a dangling one), so that a link stays a link."""
+    target = os.path.realpath(path)
+    if os.path.islink(target):  # realpath stops at a loop
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+    return target
+
+
+def temp_beside(target):
+    """A new empty file beside `target`, with a short name (target's own
+    name may be near the 255-byte limit): its path."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp.")
+    os.close(fd)
+    os.chmod(tmp, 0o644)
+    return tmp
+
+
 def check_writable(path, flag):
     """BadInput naming `flag` unless a file can be written at `path` (tried
     beside it, then removed): found before any work, not after."""
-    if os.path.isdir(path):
-        raise BadInput(f"{flag} {path}: cannot write: is a directory")
-    if os.path.exists(path) and not os.path.isfile(path):  # a device or a pipe: written in place
-        if os.access(path, os.W_OK):
-            return
-        raise BadInput(f"{flag} {path}: cannot write: permission denied")
-    tmp = f"{path}.tmp.{os.getpid()}"
+    refuse_stdout(path, flag)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        target = write_target(path)
     except OSError as e:
         raise BadInput(f"{flag} {path}: cannot write: {e.strerror}")
-    os.close(fd)
-    os.unlink(tmp)
+    if os.path.isdir(target):
+        raise BadInput(f"{flag} {path}: cannot write: is a directory")
+    if os.path.exists(target) and not os.path.isfile(target):  # a device or a pipe: written in place
+        if os.access(target, os.W_OK):
+            return
+        raise BadInput(f"{flag} {path}: cannot write: permission denied")
+    try:
+        os.unlink(temp_beside(target))
+    except OSError as e:
+        raise BadInput(f"{flag} {path}: cannot write: {e.strerror}")
 
 
-def load(path, metric="time"):
+def load(path, metric="time", name_filter=None):
     """Read one Google Benchmark JSON file into samples per benchmark."""
-    return load_doc(read_json(path), path, metric)
+    return load_doc(read_json(path), path, metric, name_filter)
 
 
-def load_doc(doc, path, metric="time"):
+def load_doc(doc, path, metric="time", name_filter=None):
     """A Google Benchmark document (read from `path`) as samples per
-    benchmark; BadInput naming the file and the entry for anything else."""
+    benchmark; BadInput naming the file and the entry for anything else.
+    name_filter (a regex): the entries whose run name it does not match are
+    left out before their numbers are read."""
+    wanted = compile_filter(name_filter) if isinstance(name_filter, str) else name_filter
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise BadInput(f"{path}: not Google Benchmark JSON (no 'benchmarks' list)")
     if not isinstance(doc.get("context", {}), dict):
         raise BadInput(f"{path}: 'context' is a {type(doc['context']).__name__}: expected an object")
-    runs = {}
-    aggregates = {}
+    runs, aggregates, kept = {}, {}, []
     for i, b in enumerate(doc["benchmarks"]):
         if not isinstance(b, dict) or not isinstance(b.get("name"), str) or not b["name"]:
             raise BadInput(f"{path}: benchmarks[{i}] has no name (expected an object with a 'name' string)")
@@ -184,6 +237,9 @@ def load_doc(doc, path, metric="time"):
         if not isinstance(b.get("label", ""), str):
             raise BadInput(f"{path}: {b['name']}: 'label' must be a string")
         name = b.get("run_name") or b["name"]
+        if wanted and not wanted.search(name):
+            continue
+        kept.append(b)
         run = runs.setdefault(name, Run(name))
         if b.get("error_occurred"):
             run.error = str(b.get("error_message") or "error")
@@ -202,7 +258,7 @@ def load_doc(doc, path, metric="time"):
             for a in aggs:
                 if a.get("aggregate_name") == "median":
                     runs[name].samples.append(_value(a, metric, path))
-    return ResultFile(path, doc.get("context", {}), runs, benchmarks=doc["benchmarks"])
+    return ResultFile(path, doc.get("context", {}), runs, benchmarks=kept)
 
 
 def finite_number(x):
@@ -291,6 +347,9 @@ def noise_floor(pool, n_a, n_b, quantile=FLOOR_QUANTILE, draws=FLOOR_DRAWS):
         changes.append(abs(median(b) / median(a) - 1.0))
     changes.sort()
     return changes[min(len(changes) - 1, int(math.ceil(quantile * len(changes))) - 1)]
+
+
+VERDICTS = ("faster", "slower", "same", "noisy", "error", "missing", "new")  # as the summary counts them
 
 
 @dataclass
@@ -423,11 +482,17 @@ def fmt_change(c):
     return "-" if c != c else f"{100 * c:+.1f}%"
 
 
+def md_cell(x):
+    """One Markdown table cell's text: a `|` would start a new column and a
+    newline end the row, so `|` is escaped and newlines become spaces. Every
+    Markdown table of the scripts goes through here (table())."""
+    return " ".join(str(x).splitlines()).replace("|", "\\|")
+
+
 def table(headers, rows, markdown):
     if markdown:
-        out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-        out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-        return "\n".join(out)
+        line = lambda r: "| " + " | ".join(md_cell(c) for c in r) + " |"
+        return "\n".join([line(headers), "|" + "|".join("---" for _ in headers) + "|"] + [line(r) for r in rows])
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
@@ -441,19 +506,34 @@ def compile_filter(rx):
 
 
 def compare(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None, floors=None):
-    """Verdicts of every later file against the first: {label: [Verdict]}.
-    floors: {name: [process medians of an A/A run]} (load_floors)."""
+    """Verdicts of every later file against the first: (names, {label:
+    [Verdict per name]}). A benchmark of the baseline that a later file
+    lacks is "missing" there (it fails the gate), one only in later files
+    "new" where it is. floors: {name: [process medians of an A/A run]}."""
+    wanted = compile_filter(name_filter) if name_filter else None
+    keep = lambda n: not wanted or wanted.search(n)
     base = files[0]
-    names = [n for n in base.runs if all(n in f.runs for f in files[1:])]
-    if name_filter:
-        names = [n for n in names if compile_filter(name_filter).search(n)]
-    if not names:
-        raise BadInput("no benchmarks in common" + (f" matching '{name_filter}'" if name_filter else "") +
-                       " between " + ", ".join(f.path for f in files))
+    names = [n for n in base.runs if keep(n)]
+    names += list(dict.fromkeys(n for f in files[1:] for n in f.runs if n not in base.runs and keep(n)))
+    for f in files[1:]:
+        if not any(n in base.runs and n in f.runs for n in names):
+            raise BadInput("no benchmarks in common" + (f" matching '{name_filter}'" if name_filter else "") +
+                           " between " + ", ".join(x.path for x in (base, f)))
     floors = floors or {}
-    return names, {f.label: [judge(n, base.runs[n], f.runs[n], metric, threshold, alpha, floors.get(n))
-                             for n in names]
-                   for f in files[1:]}
+
+    def verdict(n, f):
+        a, b = base.runs.get(n), f.runs.get(n)
+        if a and b:
+            return judge(n, a, b, metric, threshold, alpha, floors.get(n))
+        if a:
+            return Verdict(n, "missing", n_base=len(a.samples), note=f"not in {f.label}: did it stop running?")
+        if b:
+            broke = b.error.startswith(COULD_NOT_RUN)
+            return Verdict(n, "new", new=median(b.samples) if b.samples else float("nan"), n_new=len(b.samples),
+                           note="not in the baseline" + (f"; new: {b.error}" if b.error else ""),
+                           new_failed=bool(b.error) and not broke, new_broke=broke)
+        return Verdict(n, "absent")
+    return names, {f.label: [verdict(n, f) for n in names] for f in files[1:]}
 
 
 def render(files, names, results, metric, threshold, alpha, markdown):
@@ -482,11 +562,12 @@ def render(files, names, results, metric, threshold, alpha, markdown):
     else:
         rows = []
         for i, n in enumerate(names):
-            base = median(files[0].runs[n].samples) if files[0].runs[n].samples else float("nan")
-            row = [n, fmt_value(base, metric)]
+            base = files[0].runs.get(n)
+            row = [n, fmt_value(median(base.samples) if base and base.samples else float("nan"), metric)]
             for f in files[1:]:
                 v = results[f.label][i]
-                row.append(f"{fmt_value(v.new, metric)} ({fmt_change(v.change)}, {v.verdict})")
+                row.append("-" if v.verdict == "absent" else
+                           f"{fmt_value(v.new, metric)} ({fmt_change(v.change)}, {v.verdict})")
             rows.append(row)
         out.append(table(["benchmark"] + [f.label + (" (baseline)" if j == 0 else "") for j, f in enumerate(files)],
                          rows, markdown))
@@ -495,16 +576,16 @@ def render(files, names, results, metric, threshold, alpha, markdown):
         for v in vs:
             counts[v.verdict] = counts.get(v.verdict, 0) + 1
     out.append("")
-    out.append("Summary: " + ", ".join(f"{k} {counts[k]}" for k in ("faster", "slower", "same", "noisy", "error")
-                                      if k in counts))
+    out.append("Summary: " + ", ".join(f"{k} {counts[k]}" for k in VERDICTS if k in counts))
     return "\n".join(out)
 
 
 def write_whole(path, text_or_writer):
-    """Write `path` whole or not at all: a temporary file beside it, fsync'd,
-    then renamed over it; removed on any failure or interruption (ToolError,
-    naming the file, when the disk is full). `text_or_writer`: the text, or
-    a function that writes to the path it is given (matplotlib's savefig)."""
+    """Write `path` whole or not at all: a temporary file beside it (beside
+    the file its symbolic links lead to), fsync'd, then renamed over it;
+    removed on any failure or interruption (ToolError, naming the file, when
+    the disk is full). `text_or_writer`: the text, or a function that writes
+    to the path it is given (matplotlib's savefig)."""
     def emit(target):
         if callable(text_or_writer):
             text_or_writer(target)
@@ -512,22 +593,21 @@ def write_whole(path, text_or_writer):
             with open(target, "w", encoding="utf-8") as f:
                 f.write(text_or_writer)
 
-    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
-        # A device or a pipe (/dev/stdout, /dev/full): written in place, never replaced.
-        try:
-            return emit(path)
-        except OSError as e:
-            raise ToolError(f"{path}: cannot write: {e.strerror or e}")
-    tmp = f"{path}.tmp.{os.getpid()}"
+    refuse_stdout(path, "output")
+    tmp = None
     try:
+        target = write_target(path)
+        if os.path.exists(target) and not os.path.isfile(target) and not os.path.isdir(target):
+            return emit(target)  # a device or a pipe (/dev/stdout, /dev/full): written in place, never replaced
+        tmp = temp_beside(target)
         emit(tmp)
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except OSError as e:
         raise ToolError(f"{path}: cannot write: {e.strerror or e}")
     finally:
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.unlink(tmp)
 
 
@@ -537,6 +617,7 @@ def finish(files, names, results, metric="time", threshold=0.05, alpha=0.05, mar
     The code does not depend on anyone reading the output: a closed pipe
     (`| head`) does not hide a regression."""
     slower = [v.name for vs in results.values() for v in vs if v.verdict == "slower"]
+    missing = sorted({v.name for vs in results.values() for v in vs if v.verdict == "missing"})
     failed = sorted({v.name for vs in results.values() for v in vs if v.new_failed})
     broke = sorted({v.name for vs in results.values() for v in vs if v.new_broke})
     if markdown:
@@ -553,7 +634,10 @@ def finish(files, names, results, metric="time", threshold=0.05, alpha=0.05, mar
     if slower:
         print(f"{tool}: {len(slower)} benchmark(s) slower beyond the bar (p < {alpha:g}): "
               + ", ".join(slower[:10]), file=sys.stderr)
-    if failed or slower:
+    if missing:
+        print(f"{tool}: {len(missing)} benchmark(s) of the baseline missing from the new run: "
+              + ", ".join(missing[:10]), file=sys.stderr)
+    if failed or slower or missing:
         return EXIT_REGRESSION
     if broke:
         print(f"{tool}: {len(broke)} benchmark(s) could not run in the new run: " + ", ".join(broke[:10]),
@@ -692,7 +776,7 @@ def main(argv=None):
             compile_filter(a.filter)
         if a.markdown:
             check_writable(a.markdown, "--markdown")
-        files = [load(p, a.metric) for p in a.files]
+        files = [load(p, a.metric, a.filter) for p in a.files]
         set_labels(files, a.labels.split(",") if a.labels is not None else None)
         floors = load_floors(a.floors) if a.floors else None
         names, results = compare(files, a.metric, a.threshold, a.alpha, a.filter, floors)

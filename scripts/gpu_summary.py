@@ -19,11 +19,13 @@ Goals on an H200 (from published numbers):
   10 MNIST epochs at batch 64                <= 6 s eager, <= 2 s with the CUDA graph
 """
 import glob
-import json
 import os
 import re
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402  (only the standard library on import)
 
 RAW = re.compile(r"^VectorAdd/cuda_v\d+$")
 LIBRARIES = ["cublas_geam", "thrust", "torch_cuda"]
@@ -34,10 +36,11 @@ OK, NO = "\u2714", "\u2718"
 
 
 def load(path):
+    """A JSON file's content, or None when it is missing or unreadable
+    (compare.read_json: never a FIFO, never without a size bound)."""
     try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        return compare.read_json(path)
+    except compare.BadInput:
         return None
 
 

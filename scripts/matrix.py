@@ -37,10 +37,9 @@ def fail(msg):
 
 def read(path):
     try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        fail(f"{path}: {e}")
+        doc = compare.read_json(path)
+    except compare.BadInput as e:
+        fail(str(e))
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         fail(f"{path}: not a Google Benchmark JSON file")
     return doc
@@ -90,8 +89,7 @@ def summary_lines(docs):
     facts = [stack_facts(d) for d in docs]
     rows = [("stack", "driver's CUDA", "kernels' toolkit", "LibTorch", "GPU for the kernels", "GPU for LibTorch")]
     rows += [(f["stack"], f["driver"], f["kernels"], f["torch"], f["gpu"], f["torch_gpu"]) for f in facts]
-    lines = ["| " + " | ".join(str(v).replace("|", "\\|") for v in r) + " |" for r in rows]
-    lines.insert(1, "|" + "---|" * len(rows[0]))
+    lines = compare.table(rows[0], rows[1:], True).split("\n")
     names = []
     for d in docs:
         for b in d["benchmarks"]:
@@ -105,8 +103,16 @@ def summary_lines(docs):
     return lines
 
 
+def writable(path, flag):
+    try:
+        compare.check_writable(path, flag)
+    except compare.BadInput as e:
+        fail(str(e))
+
+
 def main(argv):
     if len(argv) >= 3 and argv[0] == "merge":
+        writable(argv[1], "merge OUT")
         merge(argv[1], argv[2:])
     elif len(argv) >= 2 and argv[0] == "labels":
         print(",".join(stack_facts(read(p))["label"] for p in argv[1:]))
@@ -118,6 +124,7 @@ def main(argv):
                 fail("--markdown needs a file")
             md = args[i + 1]
             args = args[:i] + args[i + 2:]
+            writable(md, "--markdown")
         lines = summary_lines([read(p) for p in args])
         print("\n".join(lines))
         if md:

@@ -125,18 +125,14 @@ def plot_mnist(datasets, labels, path):
 
 def headline_table(datasets, labels):
     sizes = {10_000_000: "1e7", 1 << 27: "2^27"}
-    lines = ["| benchmark | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
-    keys = sorted({k for d in datasets for k in d if k[0] in ("VectorAdd", "VectorAddFlow") and k[2] in sizes})
-    for k in keys:
-        cells = []
-        for d in datasets:
-            v = d.get(k)
-            cells.append(f"{v[0]:.1f} GB/s" if v and v[0] else "-")
-        lines.append(f"| {k[0]}/{k[1]} n={sizes[k[2]]} | " + " | ".join(cells) + " |")
+    rows = []
+    for k in sorted({k for d in datasets for k in d if k[0] in ("VectorAdd", "VectorAddFlow") and k[2] in sizes}):
+        rows.append([f"{k[0]}/{k[1]} n={sizes[k[2]]}"] + [f"{d[k][0]:.1f} GB/s" if d.get(k) and d[k][0] else "-"
+                                                          for d in datasets])
     for k in sorted({k for d in datasets for k in d if k[0] in ("MnistTrain", "MnistEval")}):
-        cells = [f"{d[k][1]:.0f} img/s" if k in d and d[k][1] else "-" for d in datasets]
-        lines.append(f"| {k[0]}/{k[1]} batch={k[2]} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) if keys or len(lines) > 2 else ""
+        rows.append([f"{k[0]}/{k[1]} batch={k[2]}"] + [f"{d[k][1]:.0f} img/s" if k in d and d[k][1] else "-"
+                                                       for d in datasets])
+    return compare.table(["benchmark"] + labels, rows, True) if rows else ""
 
 
 def load_history(folder):
@@ -223,19 +219,20 @@ def history_report(folder, out, title):
     history = load_history(folder)
     prepare_out(out)
     plot_history(history, title, os.path.join(out, "trend.png"))
-    md = [f"# {title}", "", "![trend](trend.png)", "", "| commit | date | subject | verdicts against the parent |",
-          "|---|---|---|---|"]
+    rows = []
     for info, _ in reversed(history):
         vs = info.get("verdicts", {})
         counts = {}
         for v in vs.values():
             counts[v.get("verdict")] = counts.get(v.get("verdict"), 0) + 1
-        flagged = [f"{n} {v['verdict']} {100 * v['change']:+.1f}%" for n, v in sorted(vs.items())
-                   if v.get("verdict") in ("slower", "faster")]
+        flagged = [f"{n} {v['verdict']}" + ("" if v["verdict"] == "missing" else f" {100 * v['change']:+.1f}%")
+                   for n, v in sorted(vs.items()) if v.get("verdict") in ("slower", "faster", "missing")]
         when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(info["time"])) if "time" in info else "-"
         summary = ", ".join(f"{k} {c}" for k, c in sorted(counts.items())) or "(no parent measured)"
-        md.append(f"| `{info['commit'][:10]}` | {when} | {info.get('subject', '')[:60]} | "
-                  f"{summary}{'; ' + '; '.join(flagged) if flagged else ''} |")
+        rows.append([f"`{info['commit'][:10]}`", when, info.get("subject", "")[:60],
+                     summary + ("; " + "; ".join(flagged) if flagged else "")])
+    md = [f"# {title}", "", "![trend](trend.png)", "",
+          compare.table(["commit", "date", "subject", "verdicts against the parent"], rows, True)]
     compare.write_whole(os.path.join(out, "history.md"), "\n".join(md) + "\n")
     print(f"report: wrote {os.path.join(out, 'history.md')} ({len(history)} commits)")
     return 0
@@ -250,15 +247,12 @@ def file_report(a):
     labels = [doc.label for doc in docs]
     prepare_out(a.out)
     datasets = [d for _, d in loaded]
-    md = [f"# {a.title}", ""]
-    md.append("| run | file | toolkit | GPU | driver | LibTorch | host | CPUs |")
-    md.append("|---|---|---|---|---|---|---|---|")
-    for label, doc in zip(labels, docs):
-        c = doc.context
-        md.append(f"| {label} | `{os.path.relpath(doc.path, a.out)}` | {c.get('cuda_toolkit', '-')} | "
-                  f"{c.get('gpu_name', '-')} | {c.get('cuda_driver_version') or 'none'} | {c.get('libtorch', '-')} | "
-                  f"{c.get('host_name', '-')} | {c.get('num_cpus', '-')} |")
-    md.append("")
+    runs = [[label, f"`{os.path.relpath(doc.path, a.out)}`", doc.context.get("cuda_toolkit", "-"),
+             doc.context.get("gpu_name", "-"), doc.context.get("cuda_driver_version") or "none",
+             doc.context.get("libtorch", "-"), doc.context.get("host_name", "-"), doc.context.get("num_cpus", "-")]
+            for label, doc in zip(labels, docs)]
+    md = [f"# {a.title}", "", compare.table(["run", "file", "toolkit", "GPU", "driver", "LibTorch", "host", "CPUs"],
+                                            runs, True), ""]
     for fname, ok, caption in (
             ("vector_add.png", plot_lines(datasets, labels, "VectorAdd", "VectorAdd: c = a + b, GB/s (12 bytes/element)",
                                           "elements", os.path.join(a.out, "vector_add.png")), "Vector add throughput"),

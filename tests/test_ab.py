@@ -275,3 +275,65 @@ def test_compare_without_scipy_says_how_in_one_line_and_exits_3():
 def test_an_internal_error_is_never_exit_1(capsys):
     assert compare.guarded("compare", lambda: {}["missing"]) == compare.EXIT_TOOL
     assert "compare: internal error: KeyError" in capsys.readouterr().err
+
+
+def fake_b(tmp_path, body):
+    """A bench for side B: a python script whose `body` runs with `out` (the
+    --benchmark_out path), `n` (this script's run count, from 0) and `fake()`
+    (hand over to fake_gbench.py with these arguments)."""
+    path = tmp_path / "fake_b.py"
+    path.write_text(f"#!{sys.executable}\n" + "\n".join([
+        "import json, os, sys",
+        f"count = {str(tmp_path / 'b.count')!r}",
+        "n = os.path.getsize(count) if os.path.exists(count) else 0",
+        "open(count, 'a').write('x')",
+        "out = next(a.split('=', 1)[1] for a in sys.argv if a.startswith('--benchmark_out='))",
+        f"fake = lambda args=sys.argv[1:]: os.execv(sys.executable, [sys.executable, {FAKE!r}, *args])",
+        body]) + "\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_benchmark_that_b_no_longer_runs_fails_the_gate(tmp_path):
+    b = fake_b(tmp_path, "fake([a if not a.startswith('--benchmark_filter=') else '--benchmark_filter=steady'"
+                         " for a in sys.argv[1:]])")
+    r, _ = run_ab(tmp_path, "--b", b, processes=2)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"missing from the new run: {OTHER}" in r.stderr and "Traceback" not in r.stderr
+    assert "missing" in next(x for x in r.stdout.splitlines() if x.startswith(OTHER))
+    assert OTHER in (tmp_path / "out" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("body,words", [
+    ("json.dump([1, 2], open(out, 'w'))", "no 'benchmarks' list"),
+    ("json.dump({'benchmarks': [{'real_time': 1}]}, open(out, 'w'))", "benchmarks[0] has no name"),
+    ("open(out, 'w').write('{\"benchmarks\": [')", "not valid JSON"),
+])
+def test_a_malformed_result_names_the_process_and_its_log(tmp_path, body, words):
+    r, _ = run_ab(tmp_path, "--b", fake_b(tmp_path, body), processes=2)
+    assert r.returncode == 3, r.stdout + r.stderr
+    log = tmp_path / "out" / "processes" / "B00.stderr"
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "ab: process 0 of B (" in r.stderr and words in r.stderr and f"log: {log}" in r.stderr
+
+
+def test_a_b_that_exits_2_after_good_processes_failed_it_did_not_refuse(tmp_path):
+    b = fake_b(tmp_path, "sys.exit(2) if n == 2 else fake()")
+    r, order = run_ab(tmp_path, "--b", b, processes=3)  # ABBAAB: the third B exits 2
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "process 2 of B" in r.stderr and "failed (exit 2) after 2 good one(s)" in r.stderr
+    assert str(tmp_path / "out" / "processes" / "B02.stderr") in r.stderr and "refused" not in r.stderr
+    # Its first process exiting 2: it refuses these flags.
+    (tmp_path / "b.count").unlink()
+    r, _ = run_ab(tmp_path, "--b", fake_b(tmp_path, "print('no such flag', file=sys.stderr); sys.exit(2)"))
+    assert r.returncode == 2 and "refused its arguments: no such flag" in r.stderr, r.stderr
+
+
+def test_the_load_share_stays_within_0_and_1(monkeypatch):
+    # /proc/stat counts whole ticks: a short process can see two ticks of
+    # busy CPUs in less wall time than that.
+    stats = iter([(100.0, 5.0, 1000.0), (100.02, 5.0, 1000.02), (100.0, 5.0, 1000.0), (100.0, 5.3, 1000.2)])
+    monkeypatch.setattr(ab, "proc_stat", lambda: next(stats))
+    for _ in range(2):
+        share = ab.LoadMeter().share()
+        assert 0.0 <= share <= 1.0

@@ -205,3 +205,126 @@ def test_files_of_one_name_in_different_folders_are_labelled_by_folder(tmp_path)
     files = [compare.load(p) for p in paths]
     compare.set_labels(files, None)
     assert [x.label.split(" (")[-1] for x in files] == ["node1/cpu.json)", "node2/cpu.json)"]
+
+
+def variant(tmp_path, name, mutate, source="base.json"):
+    """A fixture with `mutate(doc)` applied, written to tmp_path/name."""
+    import json
+    with open(f(source)) as fh:
+        doc = json.load(fh)
+    mutate(doc)
+    p = tmp_path / name
+    p.write_text(json.dumps(doc))
+    return str(p)
+
+
+def drop(pattern):
+    return lambda doc: doc.update(benchmarks=[b for b in doc["benchmarks"] if pattern not in b["name"]])
+
+
+def test_a_benchmark_missing_from_the_new_file_is_named_and_fails_the_gate(tmp_path):
+    new = variant(tmp_path, "new.json", drop("cpu_scalar"))
+    md = tmp_path / "r.md"
+    r = run(f("base.json"), new, "--markdown", str(md))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert r.stderr.count("\n") == 1 and "missing from the new run" in r.stderr and B in r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith(B))
+    assert "missing" in line
+    assert any(x.startswith(f"| {B} |") and "missing" in x for x in md.read_text().splitlines())
+    assert run(f("base.json"), new, "--report-only").returncode == 0
+    # Only the benchmarks the filter matches count.
+    r = run(f("base.json"), new, "--filter", "cuda_v4")
+    assert r.returncode == 0 and B not in r.stdout, r.stdout + r.stderr
+
+
+def test_a_benchmark_only_in_the_new_file_is_new_not_a_failure(tmp_path):
+    r = run(variant(tmp_path, "old.json", drop("cpu_scalar")), f("base.json"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith(B))
+    assert "new" in line and "not in the baseline" in line
+    # Three files: missing in one, there in the other.
+    r = run(f("base.json"), variant(tmp_path, "new.json", drop("cpu_scalar")), f("identical.json"))
+    assert r.returncode == 1 and "missing" in r.stderr
+    assert "missing" in next(x for x in r.stdout.splitlines() if x.startswith(B))
+
+
+def test_the_filter_applies_before_the_metric_is_read(tmp_path):
+    no_bps = variant(tmp_path, "nobps.json", lambda d: [b.pop("bytes_per_second", None) for b in d["benchmarks"]
+                                                         if "cuda_v4" in b["name"]])
+    r = run(f("base.json"), no_bps, "--metric", "bytes_per_second", "--filter", "cpu_scalar")
+    assert r.returncode == 0, r.stderr
+    assert B in r.stdout and A not in r.stdout
+    assert compare.load(no_bps, "bytes_per_second", "cpu_scalar").runs.keys() == {B}
+    assert run(f("base.json"), no_bps, "--metric", "bytes_per_second").returncode == 2
+
+
+def test_markdown_cells_escape_pipes_and_newlines(tmp_path):
+    assert compare.md_cell("a|b\nc") == "a\\|b c"
+    assert compare.table(["x|y"], [["1|2"]], True).splitlines()[0] == "| x\\|y |"
+    odd = "VectorAdd/a|b/n:1"
+    piped = variant(tmp_path, "piped.json", lambda d: [b.update(name=odd, run_name=odd) for b in d["benchmarks"]
+                                                        if "cpu_scalar" in b["name"]])
+    md = tmp_path / "r.md"
+    r = run(piped, piped, "--labels", "old|er,new", "--markdown", str(md), "--report-only")
+    assert r.returncode == 0, r.stderr
+    import re
+    rows = [x for x in md.read_text().splitlines() if x.startswith("|")]
+    assert any("old\\|er" in x for x in rows) and any("VectorAdd/a\\|b/n:1" in x for x in rows)
+    head = next(x for x in rows if x.startswith("| benchmark |"))
+    cols = len(re.findall(r"(?<!\\)\|", head))
+    for x in rows[rows.index(head):]:
+        assert len(re.findall(r"(?<!\\)\|", x)) == cols, x
+
+
+def test_write_whole_writes_through_symlinks_and_keeps_them(tmp_path):
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "report.md"
+    target.write_text("old")
+    (tmp_path / "link1").symlink_to(target)
+    (tmp_path / "link2").symlink_to(tmp_path / "link1")  # a chain
+    compare.check_writable(str(tmp_path / "link2"), "--markdown")
+    compare.write_whole(str(tmp_path / "link2"), "new")
+    assert (tmp_path / "link2").is_symlink() and (tmp_path / "link1").is_symlink()
+    assert target.read_text() == "new"
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "real" / "later.md")
+    compare.write_whole(str(dangling), "made")
+    assert dangling.is_symlink() and (tmp_path / "real" / "later.md").read_text() == "made"
+    assert oct((tmp_path / "real" / "later.md").stat().st_mode & 0o777) == "0o644"
+    assert not [p for _, _, ns in os.walk(tmp_path) for p in ns if ".tmp." in p]
+
+
+def test_write_whole_takes_names_up_to_the_limit(tmp_path):
+    long = tmp_path / ("r" * 252 + ".md")  # 255 bytes: the temp file's name must not grow from it
+    compare.check_writable(str(long), "--markdown")
+    compare.write_whole(str(long), "x")
+    assert long.read_text() == "x" and os.listdir(tmp_path) == [long.name]
+
+
+def test_an_output_named_dash_is_a_usage_error(tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "compare.py"), f("base.json"),
+                        f("base.json"), "--markdown", "-"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == "compare: --markdown -: expected a file name (the report already goes to stdout)\n"
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(compare.BadInput):
+        compare.write_whole("-", "x")
+
+
+def test_only_regular_files_are_read_and_only_up_to_the_limit(tmp_path, monkeypatch):
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "compare.py"), f("base.json"), path],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2, r.stderr
+        assert r.stderr == f"compare: {path}: not a regular file: expected a JSON file\n"
+    big = tmp_path / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(compare.MAX_JSON_BYTES + 1)  # sparse: no disk, and never read
+    with pytest.raises(compare.BadInput, match="big.json: larger than the 256 MiB limit"):
+        compare.read_json(str(big))
+    monkeypatch.setattr(compare, "MAX_JSON_BYTES", 10)
+    (tmp_path / "small.json").write_text('{"a": [1, 2, 3]}')
+    with pytest.raises(compare.BadInput, match="limit"):
+        compare.read_json(str(tmp_path / "small.json"))

@@ -46,3 +46,29 @@ def test_runs_on_several_gpus_are_one_line_per_device(tmp_path):
     _, rows = report.rows(str(path))
     assert rows[("VectorAdd", "cuda_v4 dev:0", 1048576)][0] == 1000.0
     assert rows[("VectorAdd", "cuda_v4 dev:1", 1048576)][0] == 2000.0
+
+
+def test_report_tables_escape_pipes_and_list_a_missing_benchmark(tmp_path):
+    import json
+    import re
+    with open(os.path.join(FIX, "regression.json")) as f:
+        doc = json.load(f)
+    doc["benchmarks"] = [b for b in doc["benchmarks"] if "cpu_scalar" not in b["name"]]
+    doc["context"]["host_name"] = "rack|7"
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps(doc))
+    out = tmp_path / "r"
+    r = run(os.path.join(FIX, "base.json"), str(new), "--out", str(out), "--labels", "old|er,new")
+    assert r.returncode == 0, r.stderr
+    md = (out / "report.md").read_text()
+    assert "old\\|er" in md and "rack\\|7" in md
+    assert any(x.startswith("| VectorAdd/cpu_scalar/n:1000000/real_time |") and "missing" in x
+               for x in md.splitlines())
+    cells = lambda x: len(re.findall(r"(?<!\\)\|", x))
+    table = []
+    for line in md.splitlines() + [""]:
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        assert len({cells(x) for x in table}) <= 1, table  # every row of a table has its header's columns
+        table = []
