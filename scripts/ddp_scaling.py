@@ -30,11 +30,15 @@ more cores, not fewer threads each.
 Writes into --out (default results/ddp-scaling): scaling.json, scaling.md,
 and runs/ (each run's rank-0 JSON and every rank's stderr).
 Exit codes: 0 done; 1 a run gave a wrong result (diverged, replicas
-differ); 2 bad usage; 3 a run failed; 128+N on signal N.
+differ); 2 bad usage, ours or train's (a rank that exits 2 stops the run
+at once, its line passed on, and what this run wrote into --out removed);
+3 a run failed; 128+N on signal N.
 """
 import argparse
 import json
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -46,6 +50,7 @@ from compare import BadInput, ToolError  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+GRACE = 5  # seconds a stopped rank has between SIGTERM and SIGKILL, and after SIGKILL
 
 
 class WrongResult(Exception):
@@ -73,51 +78,84 @@ def summary(xs):
     return {"median": compare.median(xs), "min": xs[0], "max": xs[-1], "samples": xs}
 
 
+def launch(a, n, args, errs, procs):
+    """Start one run's ranks into `procs`, each in its own process group:
+    plain processes with torchrun's variables, or one srun."""
+    base = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS and not k.startswith("TORCHELASTIC_")}
+    if a.launcher == "srun":
+        with open(errs[0], "w") as err:
+            procs.append(subprocess.Popen(["srun", "-n", str(n), "--kill-on-bad-exit=1", a.train, *args], env=base,
+                                          stdout=subprocess.DEVNULL, stderr=err, start_new_session=True))
+        return
+    port = free_port()
+    for r in range(n):
+        env = dict(base, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(port))
+        with open(errs[r], "w") as err:
+            procs.append(subprocess.Popen([a.train, *args], env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                          start_new_session=True))
+
+
+def wait_all(procs, deadline):
+    """Wait for every rank; a rank that exits 2 (its arguments are bad)
+    ends the wait at once, as it would leave the rest waiting for it.
+    False when the deadline passes first."""
+    while True:
+        codes = [p.poll() for p in procs]
+        if None not in codes or compare.EXIT_BAD_INPUT in codes:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
+def stop(procs):
+    """SIGTERM each running rank's process group, SIGKILL whatever is left
+    after GRACE seconds; no wait without a deadline."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        live = [p for p in procs if p.poll() is None]
+        for p in live:
+            try:
+                os.killpg(p.pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + GRACE
+        for p in live:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+
+
 def run_once(a, n, rep, train_args, runs_dir):
-    """One run at world size n: the rank-0 JSON, or an exception."""
+    """One run at world size n: the rank-0 JSON, or an exception: BadInput
+    when a rank exits 2 (train refused what it was given), WrongResult
+    for exit 1, ToolError otherwise."""
     tag = f"n{n}-r{rep + 1}"
     out = os.path.join(runs_dir, f"{tag}.json")
-    args = [*train_args, "--json", out]
     errs = [os.path.join(runs_dir, f"{tag}.rank{r}.err") for r in range(n)]
-    base = {k: v for k, v in os.environ.items() if k not in LAUNCH_VARS and not k.startswith("TORCHELASTIC_")}
     procs = []
     try:
-        if a.launcher == "srun":
-            with open(errs[0], "w") as err:
-                procs.append(subprocess.Popen(["srun", "-n", str(n), "--kill-on-bad-exit=1", a.train, *args],
-                                              env=base, stdout=subprocess.DEVNULL, stderr=err))
-        else:
-            port = free_port()
-            for r in range(n):
-                env = dict(base, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
-                           MASTER_PORT=str(port))
-                with open(errs[r], "w") as err:
-                    procs.append(subprocess.Popen([a.train, *args], env=env, stdout=subprocess.DEVNULL, stderr=err))
-        deadline = time.monotonic() + a.run_timeout
-        for p in procs:
-            p.wait(timeout=max(1, deadline - time.monotonic()))
-    except subprocess.TimeoutExpired:
-        raise ToolError(f"{tag}: the run took longer than --run-timeout {a.run_timeout:g} s")
+        launch(a, n, [*train_args, "--json", out], errs, procs)
+        if not wait_all(procs, time.monotonic() + a.run_timeout):
+            raise ToolError(f"{tag}: the run took longer than --run-timeout {a.run_timeout:g} s")
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        stop(procs)
     codes = [p.returncode for p in procs]
     if any(c != 0 for c in codes):
-        first = next((i for i, c in enumerate(codes) if c != 0))
-        with open(errs[min(first, len(errs) - 1)]) as f:
+        bad = compare.EXIT_BAD_INPUT
+        first = codes.index(bad) if bad in codes else next(i for i, c in enumerate(codes) if c != 0)
+        with open(errs[min(first, len(errs) - 1)], errors="replace") as f:
             why = compare.one_line(f.read()) or f"exit {codes[first]}"
-        if 1 in codes:
-            raise WrongResult(f"{tag}: {why}")
-        raise ToolError(f"{tag}: {why}")
+        raise (BadInput if bad in codes else WrongResult if 1 in codes else ToolError)(f"{tag}: {why}")
     try:
         return compare.read_json(out)
     except BadInput as e:  # train said 0 but left no JSON: its failure, not the user's input
         raise ToolError(f"{tag}: {e}")
 
 
-def scale(a, extra):
+def plan(a, extra):
+    """(world sizes, train's arguments, threads per rank), from checked arguments."""
     ranks = parse_ranks(a.ranks)
     if not os.access(a.train, os.X_OK):
         raise BadInput(f"--train {a.train}: not an executable (build it: scripts/run-bench.sh, or cmake)")
@@ -140,16 +178,34 @@ def scale(a, extra):
         train_args += ["--backend", a.backend]
     if a.limit:
         train_args += ["--limit", str(a.limit)]
-    train_args += extra
-    runs_dir = os.path.join(a.out, "runs")
-    try:
-        os.makedirs(runs_dir, exist_ok=True)
-    except OSError as e:
-        raise BadInput(f"--out {a.out}: cannot create: {e.strerror or e}")
-    compare.check_writable(os.path.join(a.out, "scaling.json"), "--out")
+    return ranks, train_args + extra, threads
 
+
+def first_missing(path):
+    """The topmost folder of `path` that does not exist yet (what makedirs creates), or None."""
+    path, top = os.path.abspath(path), None
+    while not os.path.exists(path):
+        top, path = path, os.path.dirname(path)
+    return top
+
+
+def discard(made, runs_dir, kept):
+    """Leave nothing half: remove the folder this invocation made, else the
+    files it added to an existing runs/ (those in `kept` were there before)."""
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
+        return
+    try:
+        for name in set(os.listdir(runs_dir)) - kept:
+            os.remove(os.path.join(runs_dir, name))
+    except OSError:
+        pass
+
+
+def measure(a, ranks, train_args, runs_dir):
+    """{world size: each run's rank-0 JSON}, runs interleaved: 1 2 4 1 2 4 ..."""
     docs = {n: [] for n in ranks}
-    for rep in range(a.repetitions):  # interleaved: 1 2 4 1 2 4 ...
+    for rep in range(a.repetitions):
         for n in ranks:
             doc = run_once(a, n, rep, train_args, runs_dir)
             docs[n].append(doc)
@@ -157,6 +213,24 @@ def scale(a, extra):
             print(f"ddp_scaling: {n} rank(s), run {rep + 1}/{a.repetitions}: {last['images_per_second']:.0f} "
                   f"images/s, all-reduce {doc['distributed']['allreduce']['seconds_per_step'] * 1e3:.3f} ms/step",
                   file=sys.stderr)
+    return docs
+
+
+def scale(a, extra):
+    ranks, train_args, threads = plan(a, extra)
+    runs_dir = os.path.join(a.out, "runs")
+    made, kept = first_missing(runs_dir), set()
+    try:  # bad usage, found here or by train, leaves no folder or file behind
+        try:
+            os.makedirs(runs_dir, exist_ok=True)
+            kept = set(os.listdir(runs_dir))
+        except OSError as e:
+            raise BadInput(f"--out {a.out}: cannot create: {e.strerror or e}")
+        compare.check_writable(os.path.join(a.out, "scaling.json"), "--out")
+        docs = measure(a, ranks, train_args, runs_dir)
+    except BadInput:
+        discard(made, runs_dir, kept)
+        raise
 
     base_n = ranks[0]
     ips = {n: summary([d["per_epoch"][-1]["images_per_second"] for d in docs[n]]) for n in ranks}

@@ -426,6 +426,54 @@ def test_a_task_whose_build_failed_is_named(tmp_path):
     assert "incomplete: node99/cpu: the build for environment 0123abcd failed on node99" in md
 
 
+def damaged_fleet(tmp_path, name, damage):
+    """Six nodes, node03's file `name` damaged: "half" cuts it in half,
+    "gone" removes it; the report of it, its stderr's lines."""
+    run = write_fleet(str(tmp_path), fleet16()[:6])
+    path = os.path.join(run, "node03", name)
+    if damage == "half":
+        with open(path, "rb") as f:
+            data = f.read()
+        with open(path, "wb") as f:
+            f.write(data[:len(data) // 2])
+    else:
+        os.remove(path)
+    r, doc, md = report(run)
+    return r, doc, md, r.stderr.strip().splitlines()
+
+
+@pytest.mark.parametrize("name,damage,why", [
+    ("gpu0.json", "half", "not valid JSON"),
+    ("gpu0.json", "gone", "cannot read (No such file or directory)"),
+    ("gpu0.env.json", "half", "not valid JSON"),
+    ("gpu0.env.json", "gone", "cannot read (No such file or directory)"),
+    ("gpu0.status.json", "half", "not valid JSON"),
+    ("gpu0.status.json", "gone", "missing, though the node's results are there (node03/gpu0.env.json, "
+                                 "node03/gpu0.json)"),
+])
+def test_a_nodes_unreadable_file_is_named_and_the_rest_reported(tmp_path, name, damage, why):
+    # The run is incomplete (3), not bad usage: the report is written for the
+    # readable nodes, and names the file and why, in it and in one line.
+    r, doc, md, lines = damaged_fleet(tmp_path, name, damage)
+    assert r.returncode == 3, r.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"fleet: the run is incomplete: node03/{name}: {why}"), lines
+    assert [(u["machine"], u["file"]) for u in doc["unreadable"]] == [("node03/gpu0", f"node03/{name}")]
+    assert f"- incomplete: node03/gpu0: node03/{name}: {why}" in md
+    assert not any("no task ran" in i["error"] or i["error"] == "no results" for i in doc["incomplete"]), \
+        doc["incomplete"]
+    measured = {m["machine"] for m in doc["machines"] if m["medians_s"]}
+    assert measured >= {f"node{i:02d}/gpu0" for i in (1, 2, 4, 5, 6)}
+    assert "fleet: report in" in r.stdout
+
+
+def test_a_run_folder_with_nothing_in_it_is_bad_usage(tmp_path):
+    r = subprocess.run([sys.executable, FLEET, "report", str(tmp_path), "--no-plots"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        f"fleet: {tmp_path}: no fleet results (no <host>/<unit>.status.json and no run.json)"]
+    assert not os.path.exists(tmp_path / "fleet.md")
+
+
 def test_two_tasks_on_one_node_are_merged_as_more_processes(tmp_path):
     nodes = fleet16()[:4]
     run = write_fleet(str(tmp_path), nodes)

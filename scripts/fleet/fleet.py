@@ -45,10 +45,12 @@ every node are grouped: "3 of 16 nodes: ...".
 
 Exit codes: 0 no machine is off; 1 a machine is off: slower than its group
 beyond the bar, on the slow side of a bimodal group, or with a wrong result
-(a failed check, a kernel fault); 2 bad input (no such run folder, a file
-that is not what it should be); 3 the fleet run is incomplete (a node with
-no results, a build that failed, a benchmark that could not run), or the
-tool could not run. --report-only exits 0 for 1 and 3.
+(a failed check, a kernel fault); 2 bad usage (no such run folder, one
+with no fleet results in it, a bad --threshold); 3 the fleet run is
+incomplete (a node with no results, a build that failed, a benchmark that
+could not run, a node's file that cannot be read or is missing: the report
+is written from the rest, and each such file named in it and in one line on
+stderr), or the tool could not run. --report-only exits 0 for 1 and 3.
 """
 import argparse
 import functools
@@ -74,6 +76,7 @@ MIN_MACHINES = 3  # fewer than this: ratios are shown, nobody is named
 ROBUST_Z = 3.5  # the least robust z for a machine to be named
 FAMILY_ALPHA = 0.005  # the chance that a fleet with nothing off names somebody
 EXIT_OK, EXIT_OFF, EXIT_BAD, EXIT_INCOMPLETE = 0, 1, 2, 3
+NO_STATUS = "missing, though the node's results are there"
 
 
 # ---------------------------------------------------------------- merge
@@ -196,54 +199,114 @@ def check_name(x, what, path):
     return x
 
 
+def unreadable(run_dir, path, e):
+    """A file of the run that cannot be used: {machine, file, error}, the
+    file relative to the run folder (its node first) and why."""
+    rel = os.path.relpath(path, run_dir)
+    why = compare.one_line(e)
+    why = why[len(path):].lstrip(": ") if why.startswith(path) else why
+    node, _, name = rel.partition(os.sep)
+    unit = re.sub(r"(\.status|\.env)?\.json$", "", name)
+    return {"machine": f"{node}/{unit}" if name else "-", "file": rel, "error": why}
+
+
+def read_status(path):
+    """A status file, checked: an object with names where names go (they become paths)."""
+    st = compare.read_json(path)
+    if not isinstance(st, dict):
+        raise BadInput(f"{path}: expected an object")
+    for key in ("host", "unit"):
+        check_name(st.get(key), key, path)
+    for key in ("results", "env"):
+        if st.get(key):
+            check_name(st[key], key, path)
+    return st
+
+
+def machine_for(machines, st):
+    """The machine a status belongs to: a unit's name for another GPU (its PCI bus id) is another machine."""
+    host, unit = st["host"], st["unit"]
+    bus = st.get("pci_bus_id") if isinstance(st.get("pci_bus_id"), str) else ""
+    prior = machines.get((host, unit))
+    if prior and bus and any(x.get("pci_bus_id") not in (None, "", bus) for x in prior.status):
+        unit = f"{unit}@{bus}"  # the same name for another GPU: never merged with it
+    m = machines.setdefault((host, unit), Machine(host, unit))
+    dev = st.get("device", -1)
+    if m.device < 0 and isinstance(dev, int) and not isinstance(dev, bool):
+        m.device = dev  # the first GPU recorded; a later failure record has none
+    m.status.append(st)
+    return m
+
+
+def add_results(m, rpath):
+    """A task's results into its machine (another task on the same unit: more processes)."""
+    doc = compare.read_json(rpath)
+    rf = compare.load_doc(doc, rpath)
+    m.docs.append(doc)
+    if m.result is None:
+        m.result = rf
+        return
+    for n, r in rf.runs.items():
+        mine = m.result.runs.setdefault(n, compare.Run(n))
+        mine.samples += r.samples
+        mine.throttled += r.throttled
+        mine.error = mine.error or r.error
+    m.result.benchmarks += rf.benchmarks
+
+
+def without_status(run_dir, used):
+    """Results or environment reports that no status file names (a task
+    that ended before it recorded how): named, left out."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(glob.escape(run_dir), "*", "*.json"))):
+        stem = re.sub(r"(\.env)?\.json$", "", path)
+        if path.endswith(".status.json") or path in used or os.path.exists(stem + ".status.json"):
+            continue
+        out.setdefault(stem + ".status.json", []).append(os.path.relpath(path, run_dir))
+    return [dict(unreadable(run_dir, st, ""), error=f"{NO_STATUS} ({', '.join(rels)}): the task did not record how "
+                 "it ended; they are left out of the report") for st, rels in out.items()]
+
+
 def load_run(run_dir):
+    """(run.json, the machines, the files that could not be used: each
+    named with why, for the report to name, never to stop it)."""
     if not os.path.isdir(run_dir):
         raise BadInput(f"{run_dir}: no such run folder")
-    meta = {}
+    meta, lost = {}, []
     if os.path.exists(os.path.join(run_dir, "run.json")):
-        meta = compare.read_json(os.path.join(run_dir, "run.json"))
-        if not isinstance(meta, dict):
-            raise BadInput(f"{run_dir}/run.json: expected an object")
-    machines = {}
+        try:
+            meta = compare.read_json(os.path.join(run_dir, "run.json"))
+            if not isinstance(meta, dict):
+                raise BadInput("expected an object")
+        except BadInput as e:
+            meta = {}
+            lost.append(unreadable(run_dir, os.path.join(run_dir, "run.json"), e))
+    machines, used = {}, set()
     for path in sorted(glob.glob(os.path.join(glob.escape(run_dir), "*", "*.status.json"))):
-        st = compare.read_json(path)
-        if not isinstance(st, dict):
-            raise BadInput(f"{path}: expected an object")
-        host = check_name(st.get("host"), "host", path)
-        unit = check_name(st.get("unit"), "unit", path)
-        bus = st.get("pci_bus_id") if isinstance(st.get("pci_bus_id"), str) else ""
-        prior = machines.get((host, unit))
-        if prior and bus and any(x.get("pci_bus_id") not in (None, "", bus) for x in prior.status):
-            unit = f"{unit}@{bus}"  # the same name for another GPU: never merged with it
-        m = machines.setdefault((host, unit), Machine(host, unit))
-        dev = st.get("device", -1)
-        if m.device < 0 and isinstance(dev, int) and not isinstance(dev, bool):
-            m.device = dev  # the first GPU recorded; a later failure record has none
-        m.status.append(st)
-        folder = os.path.dirname(path)
-        if st.get("results"):
-            rpath = os.path.join(folder, check_name(st["results"], "results", path))
-            doc = compare.read_json(rpath)
-            rf = compare.load_doc(doc, rpath)
-            m.docs.append(doc)
-            if m.result is None:
-                m.result = rf
-            else:  # another task measured this unit too: more processes
-                for n, r in rf.runs.items():
-                    mine = m.result.runs.setdefault(n, compare.Run(n))
-                    mine.samples += r.samples
-                    mine.throttled += r.throttled
-                    mine.error = mine.error or r.error
-                m.result.benchmarks += rf.benchmarks
-        if st.get("env") and m.env is None:
-            e = compare.read_json(os.path.join(folder, check_name(st["env"], "env", path)))
-            m.env = e if isinstance(e, dict) else None
-    if not machines and not meta:
+        try:
+            st = read_status(path)
+        except BadInput as e:
+            lost.append(unreadable(run_dir, path, e))
+            continue
+        m = machine_for(machines, st)
+        for key in ("results", "env"):
+            fpath = os.path.join(os.path.dirname(path), st[key]) if st.get(key) else None
+            used.add(fpath)
+            try:
+                if key == "results" and fpath:
+                    add_results(m, fpath)
+                elif fpath and m.env is None:
+                    e = compare.read_json(fpath)
+                    m.env = e if isinstance(e, dict) else None
+            except BadInput as e:
+                lost.append(dict(unreadable(run_dir, fpath, e), machine=m.key))
+    lost += without_status(run_dir, used)
+    if not machines and not meta and not lost:
         raise BadInput(f"{run_dir}: no fleet results (no <host>/<unit>.status.json and no run.json)")
     out = list(machines.values())
     for m in out:
         m.group = group_of(m)
-    return meta, out
+    return meta, out, lost
 
 
 def gpu_of(m):
@@ -632,9 +695,10 @@ def separating(group, slow, fast):
     return out
 
 
-def analyse(meta, machines, threshold):
-    """The findings as plain data (what fleet.json holds and fleet.md shows)."""
-    findings = {"groups": [], "off": [], "faster": [], "splits": [], "wrong": [], "incomplete": []}
+def analyse(meta, machines, lost, threshold):
+    """The findings as plain data (what fleet.json holds and fleet.md shows);
+    lost: the run's files that could not be used (load_run)."""
+    findings = {"groups": [], "off": [], "faster": [], "splits": [], "wrong": [], "incomplete": [], "unreadable": lost}
     groups = {}
     for m in machines:
         groups.setdefault(m.group, []).append(m)
@@ -642,10 +706,10 @@ def analyse(meta, machines, threshold):
         analyse_group(gname, sorted(groups[gname], key=lambda m: (m.host, m.unit)), threshold, findings)
     for m in sorted(machines, key=lambda m: m.key):
         failures(m, findings)
-    findings["incomplete"] += unmeasured_nodes(meta, machines)
+    findings["incomplete"] += unmeasured_nodes(meta, machines, lost)
     findings["incomplete"] += gpus_short_of_gres(meta, machines)
     findings["incomplete"] += one_gpu_twice(machines)
-    findings["incomplete"] += missing_tasks(meta, machines)
+    findings["incomplete"] += missing_tasks(meta, machines, lost)
     return findings
 
 
@@ -706,11 +770,12 @@ def bimodal_splits(gname, stats, group):
 
 def failures(m, findings):
     """A machine's failed benchmarks and processes (wrong: a failed check,
-    exit 1; incomplete: could not run, another exit code, or no results)."""
+    exit 1; incomplete: could not run, another exit code, or no results
+    when no status or unreadable file says why)."""
     for n, e in sorted(m.errors.items()):
         (findings["incomplete"] if e.startswith(compare.COULD_NOT_RUN) else findings["wrong"]).append(
             {"machine": m.key, "benchmark": n, "error": e})
-    said = False  # a status that says why this machine has no results
+    said = any(u["machine"] == m.key for u in findings["unreadable"])  # something says why it has no results
     for st in m.status:
         if st.get("error"):
             findings["incomplete"].append({"machine": m.key, "error": st["error"]})
@@ -729,8 +794,9 @@ def failures(m, findings):
         findings["incomplete"].append({"machine": m.key, "error": "no results"})
 
 
-def unmeasured_nodes(meta, machines):
-    hosts = {m.host for m in machines}
+def unmeasured_nodes(meta, machines, lost):
+    """Nodes Slurm listed that left nothing in the run folder (not even a file that cannot be read)."""
+    hosts = {m.host for m in machines} | {u["file"].split(os.sep)[0] for u in lost}
     return [{"machine": node, "error": "no task ran on this node (Slurm placed two tasks on another node, or this "
              "one was busy or went away)"}
             for node in meta.get("expected_nodes", []) or [] if isinstance(node, str) and node not in hosts]
@@ -766,11 +832,12 @@ def one_gpu_twice(machines):
             for (host, bus), keys in sorted(buses.items()) if len(keys) > 1]
 
 
-def missing_tasks(meta, machines):
+def missing_tasks(meta, machines, lost):
     tasks = meta.get("tasks")
-    recorded = {st.get("task") for m in machines for st in m.status}
-    if isinstance(tasks, int) and len(recorded) < tasks:
-        return [{"machine": "-", "error": f"{len(recorded)} of {tasks} array tasks recorded a result"}]
+    recorded = len({st.get("task") for m in machines for st in m.status})
+    recorded += sum(u["file"].endswith(".status.json") and not u["error"].startswith(NO_STATUS) for u in lost)
+    if isinstance(tasks, int) and recorded < tasks:
+        return [{"machine": "-", "error": f"{recorded} of {tasks} array tasks recorded a result"}]
     return []
 
 
@@ -861,6 +928,7 @@ def finding_items(meta, findings, threshold):
     items += [f"- {f['machine']} is faster than its group in {len(f['benchmarks'])} benchmark(s) "
               f"({names_list(short(n) for n in f['benchmarks'])}): a different setting is likely; see "
               "the context differences below." for f in findings["faster"]]
+    items += [f"- incomplete: {u['machine']}: {u['file']}: {u['error']}" for u in findings["unreadable"]]
     items += [f"- incomplete: {i['machine']}: {i.get('benchmark', '') and short(i['benchmark']) + ': '}{i['error']}"
               for i in findings["incomplete"]]
     items = items or [f"- No machine is off: every machine is within {100 * threshold:g}% of its group's median, "
@@ -1017,7 +1085,7 @@ def to_json(meta, machines, findings, verdicts, code):
                       "verdicts": m.env_doc().get("verdicts", [])} for m in machines],
         "groups": [dict(g, benchmarks=[stats_json(s) for s in g["benchmarks"]]) for g in findings["groups"]],
         "off": findings["off"], "faster": findings["faster"], "bimodal": findings["splits"],
-        "wrong": findings["wrong"], "incomplete": findings["incomplete"],
+        "wrong": findings["wrong"], "incomplete": findings["incomplete"], "unreadable": findings["unreadable"],
         "verdicts": [dict(v, messages=[{"message": msg, "fix": fix, "hosts": hs} for msg, fix, hs in v["messages"]])
                      for v in verdicts],
         "exit_code": code,
@@ -1027,14 +1095,14 @@ def to_json(meta, machines, findings, verdicts, code):
 def exit_code(findings):
     if findings["off"] or findings["splits"] or findings["wrong"]:
         return EXIT_OFF
-    return EXIT_INCOMPLETE if findings["incomplete"] else EXIT_OK
+    return EXIT_INCOMPLETE if findings["incomplete"] or findings["unreadable"] else EXIT_OK
 
 
 def cmd_report(a):
     if not (math.isfinite(a.threshold) and 0 < a.threshold < 1):
         raise BadInput(f"--threshold {a.threshold}: expected a relative change in (0, 1), e.g. 0.10")
-    meta, machines = load_run(a.run_dir)
-    findings = analyse(meta, machines, a.threshold)
+    meta, machines, lost = load_run(a.run_dir)
+    findings = analyse(meta, machines, lost, a.threshold)
     verdicts = grouped_verdicts(machines)
     code = exit_code(findings)
     plots, unplotted = {}, ""
@@ -1052,15 +1120,23 @@ def cmd_report(a):
     compare.write_whole(os.path.join(a.run_dir, "fleet.json"),
                         json.dumps(to_json(meta, machines, findings, verdicts, code), indent=1) + "\n")
     compare.write_whole(os.path.join(a.run_dir, "fleet.md"), text + "\n")
-    print(text.split("\n## Builds")[0].rstrip(), flush=True)
-    print(f"\nfleet: report in {os.path.join(a.run_dir, 'fleet.md')}", file=sys.stderr)
+    print(text.split("\n## Builds")[0].rstrip() + f"\n\nfleet: report in {os.path.join(a.run_dir, 'fleet.md')}",
+          flush=True)
+    say_findings(findings, code)
+    return EXIT_OK if a.report_only else code
+
+
+def say_findings(findings, code):
+    """stderr: one line per file that could not be used, and one for what
+    else is off or incomplete (nothing when all is well)."""
+    for u in findings["unreadable"]:
+        print(f"fleet: the run is incomplete: {u['file']}: {u['error']}", file=sys.stderr)
     if code == EXIT_OFF:
         print(f"fleet: {len(findings['off'])} machine(s) off, {len(findings['splits'])} bimodal split(s), "
               f"{len(findings['wrong'])} wrong result(s)", file=sys.stderr)
-    elif code == EXIT_INCOMPLETE:
+    elif code == EXIT_INCOMPLETE and findings["incomplete"] and not findings["unreadable"]:
         print(f"fleet: the run is incomplete: {findings['incomplete'][0]['machine']}: "
               f"{findings['incomplete'][0]['error']}", file=sys.stderr)
-    return EXIT_OK if a.report_only else code
 
 
 def main(argv=None):
