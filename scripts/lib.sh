@@ -92,8 +92,17 @@ project_python() {
 
 # A name for this kind of machine: the GPU's, or the CPU's with its core count.
 # CUDABENCH_MACHINE overrides.
+# It names a folder under results/ and the history: one safe path component,
+# never a path (../../x, /), or the caller stops with exit 2.
 machine_label() {
-  if [ -n "${CUDABENCH_MACHINE:-}" ]; then echo "$CUDABENCH_MACHINE"; return; fi
+  if [ -n "${CUDABENCH_MACHINE+set}" ]; then
+    if [[ ! "$CUDABENCH_MACHINE" =~ ^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$ ]]; then
+      echo "${0##*/}: CUDABENCH_MACHINE=$CUDABENCH_MACHINE: expected one name of letters, digits, '.', '_' and '-' (not a path)" >&2
+      return 2
+    fi
+    echo "$CUDABENCH_MACHINE"
+    return
+  fi
   local name=""
   if command -v nvidia-smi >/dev/null 2>&1; then
     name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 || true)"
@@ -147,3 +156,42 @@ build_sanitize() {
   rm -f "$log"
   (cd "$CUDABENCH_ROOT" && cmake --build --preset sanitize) || return 3
 }
+
+# Runs a command as a job of its own process group and returns its status.
+# A script that runs its children through this, and traps with
+# stop_jobs_on_signal, stops every process they started (ab.py and its
+# bench runs, cmake and its compilers) when it is signalled, at once:
+# bash runs a trap only after a foreground child ends.
+JOB_PGID=""
+run_job() {
+  local rc=0
+  set -m
+  "$@" &
+  JOB_PGID=$!
+  set +m
+  wait "$JOB_PGID" || rc=$?
+  JOB_PGID=""
+  return "$rc"
+}
+
+stop_jobs_on_signal() {
+  local sig
+  for sig in INT TERM HUP; do
+    # shellcheck disable=SC2064
+    trap "stop_job_and_exit $sig" "$sig"
+  done
+}
+
+# Stops the running job's whole group (TERM, then KILL after 10 s), then
+# ends this script by the same signal.
+stop_job_and_exit() {
+  local sig="$1" waited=0
+  if [ -n "$JOB_PGID" ]; then
+    kill -TERM -- "-$JOB_PGID" 2>/dev/null || true
+    while kill -0 -- "-$JOB_PGID" 2>/dev/null && [ "$waited" -lt 100 ]; do sleep 0.1; waited=$((waited + 1)); done
+    kill -KILL -- "-$JOB_PGID" 2>/dev/null || true
+  fi
+  trap - "$sig"
+  kill -"$sig" $$
+}
+

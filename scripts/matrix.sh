@@ -67,18 +67,19 @@ mkdir -p "$out"
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+stop_jobs_on_signal  # a signal stops the running build or bench at once
 
 # ---- one build per stack ----
 clone="$(printf %s "$CUDABENCH_ROOT" | cksum | cut -d' ' -f1)"
 dirs=()
 for s in "${stacks[@]}"; do
-  CUDABENCH_STACK="$s" bash scripts/setup.sh
+  CUDABENCH_STACK="$s" run_job bash scripts/setup.sh
   stack_plan --stack "$s" || exit
   [ -n "${py:-}" ] || py="${STACK[venv]}/bin/python"  # compare.py and report.py: the first stack's
   name="${STACK[stack]}"
   dir="${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/stacks/$name/build-$clone"
   echo "matrix: $s: ${STACK[why]}; building in $dir" >&2
-  CUDABENCH_BUILD_TARGET=programs configure_and_build "$dir" -DCUDABENCH_BUILD_TESTS=OFF >"$tmp/build.log" \
+  CUDABENCH_BUILD_TARGET=programs run_job configure_and_build "$dir" -DCUDABENCH_BUILD_TESTS=OFF >"$tmp/build.log" \
     || { rc=$?; tail -n 40 "$tmp/build.log" >&2; exit "$rc"; }
   cudart="$(sed -n 's/^CUDA_cudart_LIBRARY:FILEPATH=//p' "$dir/CMakeCache.txt")"
   case "$(readlink -f "$cudart")" in
@@ -94,7 +95,7 @@ done
 for r in $(seq 1 "$rounds"); do
   echo "matrix: round $r/$rounds" >&2
   for i in "${!names[@]}"; do
-    "${dirs[$i]}/bench" --benchmark_filter="$filter" --benchmark_min_time="${CUDABENCH_MIN_TIME:-0.1}" \
+    run_job "${dirs[$i]}/bench" --benchmark_filter="$filter" --benchmark_min_time="${CUDABENCH_MIN_TIME:-0.1}" \
       --benchmark_out="$tmp/${names[$i]}.$r.json" --benchmark_out_format=json "${bench_args[@]}" \
       >/dev/null 2>>"$tmp/${names[$i]}.log" || { rc=$?; cat "$tmp/${names[$i]}.log" >&2; exit "$rc"; }
   done

@@ -49,15 +49,28 @@ machine="$(machine_label)"
 floors="results/baselines/$machine.floors.json"
 out=build/regress
 mkdir -p "$out"
+# One run per checkout: a second would wipe the first's processes and
+# configure .ab/src beside it. flock's lock ends with the processes that
+# hold it, so a run that was stopped leaves none behind.
+exec 9<>"$out/.lock"
+if ! flock -n 9; then
+  echo "regress: another run holds $out in this checkout ($(head -c 200 "$out/.lock")): wait for it, or stop it" >&2
+  exit 2
+fi
+echo "pid $$, started $(date '+%F %T')" >"$out/.lock"
+# A signal stops every child's whole group (ab.py and its bench runs) at once.
+stop_jobs_on_signal
 # B, this tree: built (a no-op when it is up to date), so a stale binary is
 # never measured and filed under HEAD. A build that breaks is exit 3.
-bash scripts/setup.sh
-configure_and_build build >/dev/null || { echo "regress: building this tree failed" >&2; exit 3; }
+run_job bash scripts/setup.sh
+run_job configure_and_build build >/dev/null || { echo "regress: building this tree failed" >&2; exit 3; }
 filter="$(ci_subset_filter)"
 
 if [ "$mode" = calibrate ]; then
-  exec "$py" scripts/ab.py calibrate --bench build/bench --processes 20 --filter "$filter" --min-time 0.05 \
-    --floors-out "$floors" --out "$out/calibrate"
+  rc=0
+  run_job "$py" scripts/ab.py calibrate --bench build/bench --processes 20 --filter "$filter" --min-time 0.05 \
+    --floors-out "$floors" --out "$out/calibrate" || rc=$?
+  exit "$rc"
 fi
 if [ "$mode" = gate ] && [ ! -f "$floors" ]; then
   echo "regress: no noise floors for '$machine' ($floors): report only; calibrate with scripts/regress.sh --calibrate" >&2
@@ -106,13 +119,18 @@ else
     case "$val" in ""|*-NOTFOUND) ;; *) same+=("-D$v=$val") ;; esac
   done
   echo "regress: building ${base_sha:0:7} in $wt/build (bench only)" >&2
-  CUDABENCH_BUILD_TARGET=bench configure_and_build_source "$CUDABENCH_ROOT/$wt" "$wt/build" \
+  CUDABENCH_BUILD_TARGET=bench run_job configure_and_build_source "$CUDABENCH_ROOT/$wt" "$wt/build" \
     -DCUDABENCH_BUILD_TESTS=OFF -DCUDABENCH_DEPS_DIR="$CUDABENCH_ROOT/.deps" "${same[@]}" >/dev/null \
     || { echo "regress: building ${base_sha:0:7} failed (see: cmake --build $wt/build --target bench)" >&2; exit 3; }
   a_bench="$wt/build/bench"
 fi
 
-args=(run --a "$a_bench" --b build/bench --labels "${base_sha:0:7},$this" --filter "$filter" --min-time 0.05
+a_label="${base_sha:0:7}" b_label="$this"
+if [ "$a_label" = "$b_label" ]; then
+  echo "regress: the base, $base, is this commit: an A/A run of ${base_sha:0:7}, its sides labelled A and B" >&2
+  a_label="$a_label (A)" b_label="$b_label (B)"
+fi
+args=(run --a "$a_bench" --b build/bench --labels "$a_label,$b_label" --filter "$filter" --min-time 0.05
       --out "$out" --confirm)
 [ -f "$floors" ] && args+=(--floors "$floors")
 [ "$mode" = report ] && args+=(--report-only)
@@ -120,9 +138,9 @@ history="${CUDABENCH_HISTORY:-${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/history
 [ "$clean" = 1 ] && args+=(--history "$history" --rev-a "$base_sha" --rev-b "$(git rev-parse HEAD)")
 echo "regress: ${base_sha:0:7} (A) against $this (B) on $machine, 15 + 15 processes, interleaved" >&2
 rc=0
-"$py" scripts/ab.py "${args[@]}" || rc=$?
+run_job "$py" scripts/ab.py "${args[@]}" || rc=$?
 if [ "$clean" = 1 ] && [ -d "$history" ]; then
-  "$py" scripts/report.py --history "$history" --out "$out/history" --title "cudabench history on $machine" \
+  run_job "$py" scripts/report.py --history "$history" --out "$out/history" --title "cudabench history on $machine" \
     >/dev/null || echo "regress: the history plot failed (see report.py --history $history)" >&2
 fi
 exit "$rc"

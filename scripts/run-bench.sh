@@ -8,11 +8,12 @@
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
+machine="$(machine_label)"  # checked before anything is installed
 bash "$CUDABENCH_ROOT/scripts/setup.sh"
 build="$CUDABENCH_ROOT/build"
 # Only the two programs: the tests are scripts/test.sh's.
 CUDABENCH_BUILD_TARGET=programs configure_and_build "$build" >/dev/null
-out_dir="$CUDABENCH_ROOT/results/$(machine_label)/$(toolkit_label "$build")"
+out_dir="$CUDABENCH_ROOT/results/$machine/$(toolkit_label "$build")"
 mkdir -p "$out_dir"
 filter="${CUDABENCH_FILTER:-^(VectorAdd/|VectorAddFlow/|Copy/|Transfer/|MnistTrain/(cpu|cuda)/batch:64/|MnistEval/(cpu|cuda)/)}"
 "$build/bench" --benchmark_filter="$filter" \
