@@ -184,8 +184,12 @@ int run_benchmarks(const BenchOptions& o, const env::Report& report, const char*
   }
   std::ostringstream file_text;
   if (run_selected(o.benchmark, &file_text) == 0) {
-    std::cerr << "bench: --benchmark_filter=" << o.benchmark.filter
-              << " matches no benchmark (see --benchmark_list_tests)\n";
+    // Without a usable GPU its families are not registered: say why, since
+    // a GPU-only filter is the likely cause.
+    std::cerr << "bench: --benchmark_filter=" << shown(o.benchmark.filter) << " matches no benchmark"
+              << (report.status.usable ? " (see --benchmark_list_tests)"
+                                       : " here: GPU benchmarks are not registered: " + report.status.reason)
+              << "\n";
     return kExitBadInput;
   }
   if (!o.benchmark.out_path.empty() && !o.benchmark.list_only)

@@ -12,6 +12,7 @@
 
 #include "common/atomic_file.h"
 #include "common/cli.h"
+#include "env/probe.h"
 
 namespace cudabench::bench {
 
@@ -89,6 +90,20 @@ bool is_bool_flag(const std::string& flag) {
   return false;
 }
 
+constexpr std::size_t kMaxFilterLength = 1000;
+constexpr int kMaxFilterNesting = 50;
+
+// How deep the groups of a pattern nest: '(' and '[' open, escapes skipped.
+int nesting(const std::string& v) {
+  int depth = 0, deepest = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '\\') ++i;
+    else if (v[i] == '(' || v[i] == '[') deepest = std::max(deepest, ++depth);
+    else if ((v[i] == ')' || v[i] == ']') && depth > 0) --depth;
+  }
+  return deepest;
+}
+
 // What `v` must be for `flag`, when it is not: "" when it is fine or the
 // flag is not one bench checks.
 std::string expected_value(const std::string& flag, bool has_value, const std::string& v) {
@@ -104,6 +119,12 @@ std::string expected_value(const std::string& flag, bool has_value, const std::s
   if (flag == "--benchmark_time_unit") return v == "ns" || v == "us" || v == "ms" || v == "s" ? "" : "ns, us, ms or s";
   if (flag == "--benchmark_out") return v.empty() ? "a file name" : "";
   if (flag == "--benchmark_filter") {
+    // std::regex compiles and matches by recursion: a long or deeply nested
+    // pattern overflows the stack (SIGSEGV), here and in Google Benchmark.
+    if (v.size() > kMaxFilterLength)
+      return "a regular expression of at most " + std::to_string(kMaxFilterLength) + " characters";
+    if (nesting(v) > kMaxFilterNesting)
+      return "a regular expression nested at most " + std::to_string(kMaxFilterNesting) + " groups deep";
     try {
       std::regex check(!v.empty() && v[0] == '-' ? v.substr(1) : v, std::regex::extended);
     } catch (const std::regex_error& e) {
@@ -135,7 +156,7 @@ std::string parse_benchmark_flags(const std::vector<std::string>& args, Benchmar
     const bool has_value = eq != std::string::npos;
     const std::string v = has_value ? a.substr(eq + 1) : "";
     if (const std::string want = expected_value(flag, has_value, v); !want.empty())
-      return flag + "=" + v + ": expected " + want;
+      return flag + "=" + shown(v) + ": expected " + want;
     if (flag == "--benchmark_filter") out->filter = v;
     if (flag == "--benchmark_min_time") out->user_min_time = true;
     if (flag == "--benchmark_out_format") out->out_format = v;
@@ -196,6 +217,11 @@ int check_combinations(const CLI::App& app, const BenchOptions& o) {
     std::cerr << "bench: --check and --env-out go with --env\n";
     return kExitBadInput;
   }
+  if (o.env_format && !app.remaining().empty()) {
+    std::cerr << "bench: " << shown(app.remaining().front()) << " goes with benchmarks, not --env"
+              << " (the report goes to stdout or --env-out)\n";
+    return kExitBadInput;
+  }
   if (o.explain && (o.env_format || !app.remaining().empty() || o.require_gpu)) {
     std::cerr << "bench: --explain takes only the message\n";
     return kExitBadInput;
@@ -235,6 +261,10 @@ std::optional<int> parse_options(int argc, char** argv, BenchOptions* o) {
     return kExitBadInput;
   }
   if (const int rc = check_writable_outputs(*o)) return rc;
+  if (const std::string bad = env::probe_root_problem(); !bad.empty()) {
+    std::cerr << "bench: " << bad << "\n";
+    return kExitBadInput;
+  }
   return std::nullopt;
 }
 

@@ -15,6 +15,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <cstdint>
+#include <memory>
+#include <random>
 #include <string>
 
 namespace cudabench {
@@ -82,37 +85,72 @@ class TrackedTemp {
   detail::TempSlot* slot_ = nullptr;
 };
 
-inline std::string temp_path_for(const std::string& path) {
-  return path + ".tmp." + std::to_string(::getpid());
+// The file `path` names, through any symlinks (a chain, or a link to a file
+// not made yet): outputs are written there, so a link stays a link and its
+// target gets the new content. A loop is left for open(2) to name (ELOOP).
+inline std::string resolve_links(const std::string& path) {
+  std::string p = path;
+  for (int hop = 0; hop < 40; ++hop) {
+    char buf[4096];
+    const ssize_t n = ::readlink(p.c_str(), buf, sizeof buf - 1);
+    if (n <= 0) break;  // not a link
+    std::string target(buf, static_cast<std::size_t>(n));
+    const auto slash = p.rfind('/');
+    if (target[0] != '/' && slash != std::string::npos) target = p.substr(0, slash + 1) + target;
+    p = target;
+  }
+  return p;
 }
 
-// Whether `path` can be written: not a folder, and a file can be created
-// beside it (tried, then removed). On failure `why` says why (strerror).
-inline bool check_writable(const std::string& path, std::string* why) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    if (S_ISDIR(st.st_mode)) {
-      if (why) *why = "is a directory";
-      return false;
-    }
-    if (::access(path.c_str(), W_OK) == 0) return true;  // a device or a pipe: written in place
-    if (why) *why = std::strerror(errno);
-    return false;
+inline std::string folder_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// A new temporary file beside `target`, tracked before it exists: a short
+// name (a fixed prefix and a random suffix), so that any name the folder
+// takes can be written. Returns the descriptor, or -1 with errno set.
+inline int open_temp_beside(const std::string& target, std::string* tmp, std::unique_ptr<TrackedTemp>* guard) {
+  static std::mt19937_64 rng{std::random_device{}() ^ static_cast<uint64_t>(::getpid())};
+  const std::string dir = folder_of(target);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    char suffix[17];
+    std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
+    *tmp = (dir == "/" ? "" : dir) + "/.tmp." + suffix;
+    *guard = std::make_unique<TrackedTemp>(*tmp);
+    const int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0 || errno != EEXIST) return fd;
   }
-  const std::string tmp = temp_path_for(path);
-  TrackedTemp guard(tmp);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    if (why) *why = std::strerror(errno);
+  return -1;
+}
+
+// Whether `path` can be written: not "-", not a folder, and a file can be
+// created beside its target (tried, then removed). On failure `why` says why.
+inline bool check_writable(const std::string& path, std::string* why) {
+  auto fail = [why](const std::string& w) {
+    if (why) *why = w;
     return false;
+  };
+  if (path == "-") return fail("'-' is not a file name here");
+  const std::string target = resolve_links(path);
+  struct stat st {};
+  const bool exists = ::stat(target.c_str(), &st) == 0;
+  if (!exists && errno != ENOENT) return fail(std::strerror(errno));  // a symlink loop, a file as a folder
+  if (exists && S_ISDIR(st.st_mode)) return fail("is a directory");
+  if (exists && !S_ISREG(st.st_mode))  // a device or a pipe: written in place
+    return ::access(target.c_str(), W_OK) == 0 ? true : fail(std::strerror(errno));
+  std::string tmp;
+  std::unique_ptr<TrackedTemp> guard;
+  const int fd = open_temp_beside(target, &tmp, &guard);
+  if (fd < 0) {
+    const std::string e = std::strerror(errno);
+    return fail(exists ? "its folder " + folder_of(target) + " takes no new file (" + e + ")" : e);
   }
   ::close(fd);
   ::unlink(tmp.c_str());
   return true;
 }
 
-// Writes `text` to `path` whole or not at all. On failure returns false,
-// leaves `path` as it was, removes the temporary file, and says why.
 namespace detail {
 inline bool write_all(int fd, const std::string& text, int* err) {
   std::size_t done = 0;
@@ -129,14 +167,17 @@ inline bool write_all(int fd, const std::string& text, int* err) {
 }
 }  // namespace detail
 
-// A target that exists and is not a regular file (/dev/stdout, a pipe,
-// /dev/full) is written in place: it cannot be replaced, nor left partial.
+// Writes `text` to `path` (through symlinks) whole or not at all. On failure
+// returns false, leaves the file as it was, removes the temporary file, and
+// says why. A target that exists and is not a regular file (/dev/stdout, a
+// pipe, /dev/full) is written in place: it cannot be replaced, nor left partial.
 inline bool write_file_atomically(const std::string& path, const std::string& text,
                                   std::string* why = nullptr) {
   int err = 0;
+  const std::string target = resolve_links(path);
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
     bool ok = fd >= 0 && detail::write_all(fd, text, &err);
     if (fd < 0) err = errno;
     if (fd >= 0 && ::close(fd) != 0 && ok) {
@@ -146,15 +187,19 @@ inline bool write_file_atomically(const std::string& path, const std::string& te
     if (!ok && why) *why = std::strerror(err);
     return ok;
   }
-  const std::string tmp = temp_path_for(path);
-  TrackedTemp guard(tmp);
+  std::string tmp;
+  std::unique_ptr<TrackedTemp> guard;
   auto fail = [&](int e) {
     if (why) *why = std::strerror(e);
-    ::unlink(tmp.c_str());
+    if (!tmp.empty()) ::unlink(tmp.c_str());
     return false;
   };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(errno);
+  const int fd = open_temp_beside(target, &tmp, &guard);
+  if (fd < 0) {
+    const int e = errno;
+    tmp.clear();
+    return fail(e);
+  }
   if (!detail::write_all(fd, text, &err)) {
     ::close(fd);
     return fail(err);
@@ -165,7 +210,7 @@ inline bool write_file_atomically(const std::string& path, const std::string& te
     return fail(err);
   }
   if (::close(fd) != 0) return fail(errno);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return fail(errno);
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) return fail(errno);
   return true;
 }
 

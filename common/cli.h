@@ -34,8 +34,32 @@ inline std::string short_number(double x) {
   return buf;
 }
 
+// A value as messages show it: whole when short, else its start and length
+// (a 100,000-character filter must not become a 100,000-character line).
+inline std::string shown(const std::string& v) {
+  if (v.size() <= 200) return v;
+  return v.substr(0, 60) + "...(" + std::to_string(v.size()) + " characters)";
+}
+
+// "--flag=" with nothing after the '=' for one of `app`'s options: CLI11
+// would take the next argument as its value (`--env-out= --check` wrote a
+// file named --check). An empty value is a usage error; "" when none is.
+inline std::string empty_option_value(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--") break;
+    if (a.size() < 4 || a.rfind("--", 0) != 0 || a.back() != '=' || a.find('=') != a.size() - 1) continue;
+    if (app.get_option_no_throw(a.substr(0, a.size() - 1)) != nullptr) return a;
+  }
+  return "";
+}
+
 // Parses argv; nullopt to go on, else the exit code (0 after --help).
 inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* tool) {
+  if (const std::string a = empty_option_value(app, argc, argv); !a.empty()) {
+    std::cerr << tool << ": " << a << ": empty value (give one after the '=', see --help)\n";
+    return kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
     return std::nullopt;

@@ -87,19 +87,21 @@ std::vector<std::uint8_t> gunzip_idx(const std::vector<std::uint8_t>& raw, const
   } end{&z};
   std::vector<std::uint8_t> out(64);  // enough for any IDX header first
   std::optional<std::uint64_t> limit;
+  std::uint64_t have = 0;  // over every member (inflateReset zeroes total_out)
   z.next_in = const_cast<std::uint8_t*>(raw.data());
   z.avail_in = static_cast<uInt>(raw.size());
   for (;;) {
-    z.next_out = out.data() + z.total_out;
-    z.avail_out = static_cast<uInt>(
-        std::min<std::uint64_t>(out.size() - z.total_out, std::numeric_limits<uInt>::max()));
+    z.next_out = out.data() + have;
+    z.avail_out = static_cast<uInt>(std::min<std::uint64_t>(out.size() - have, std::numeric_limits<uInt>::max()));
+    const uInt room = z.avail_out;
     const int rc = inflate(&z, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR)
       bad(name, std::string("corrupt gzip data (") + (z.msg ? z.msg : "zlib error") + ")");
-    const std::uint64_t have = z.total_out;
+    have += room - z.avail_out;
+    const bool done = rc == Z_STREAM_END && z.avail_in == 0;
     if (!limit) {
       limit = idx_implied_size(out.data(), have);
-      if (!limit && (have >= 20 || rc == Z_STREAM_END || (have >= 4 && (out[0] != 0 || out[1] != 0)))) {
+      if (!limit && (have >= 20 || done || (have >= 4 && (out[0] != 0 || out[1] != 0)))) {
         out.resize(have);  // not an IDX header: the parser says what is wrong
         return out;
       }
@@ -108,9 +110,11 @@ std::vector<std::uint8_t> gunzip_idx(const std::vector<std::uint8_t>& raw, const
     }
     if (limit && have > *limit)
       bad(name, "gzip data inflates beyond the " + size_text(*limit) + " its IDX header implies");
-    if (rc == Z_STREAM_END) break;
+    if (done) break;
+    // A file may hold several members (pigz, `cat a.gz b.gz`): gzip reads on.
+    if (rc == Z_STREAM_END && inflateReset(&z) != Z_OK) bad(name, "zlib reset failed");
     if (rc == Z_BUF_ERROR && z.avail_in == 0) bad(name, "truncated gzip data");
-    if (z.total_out == out.size()) {
+    if (have == out.size()) {
       // Grow toward the implied size (one byte past it shows an overrun).
       std::uint64_t next = std::max<std::uint64_t>(out.size() * 2, 1 << 16);
       if (limit) next = std::min<std::uint64_t>(next, *limit + 1);
@@ -118,7 +122,7 @@ std::vector<std::uint8_t> gunzip_idx(const std::vector<std::uint8_t>& raw, const
       out.resize(next);
     }
   }
-  out.resize(z.total_out);
+  out.resize(have);
   return out;
 }
 #endif
@@ -236,6 +240,16 @@ MnistSplit load_mnist_split(const std::string& dir, const std::string& prefix) {
   return s;
 }
 
+namespace {
+// "" for a folder, else why `dir` is not one (a symlink loop is not "no such folder").
+std::string folder_problem(const std::string& dir) {
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return "";
+  if (ec && ec != std::errc::no_such_file_or_directory) return ec.message();
+  return fs::exists(dir, ec) ? "not a folder" : "no such folder";
+}
+}  // namespace
+
 std::string find_dataset_dir(const std::string& flag_dir) {
   std::vector<std::pair<std::string, std::string>> tried;
   auto has = [](const std::string& d) {
@@ -243,19 +257,19 @@ std::string find_dataset_dir(const std::string& flag_dir) {
   };
   if (!flag_dir.empty()) {
     if (has(flag_dir)) return flag_dir;
-    std::error_code ec;
-    if (!fs::is_directory(flag_dir, ec)) throw IdxError("--data-dir " + flag_dir + ": no such folder");
+    if (const std::string why = folder_problem(flag_dir); !why.empty())
+      throw IdxError("--data-dir " + flag_dir + ": " + why);
     throw IdxError(flag_dir + ": no MNIST-format IDX files (train-images-idx3-ubyte[.gz], "
                               "t10k-images-idx3-ubyte[.gz], and their label files)");
   }
   // A folder the user named is used or refused, never passed over.
   if (const char* e = std::getenv("CUDABENCH_DATA_DIR"); e && *e) {
     if (has(e)) return e;
-    std::error_code ec;
-    throw IdxError(std::string("CUDABENCH_DATA_DIR=") + e +
-                   (fs::is_directory(e, ec) ? ": no MNIST-format IDX files (train-images-idx3-ubyte[.gz], "
-                                              "t10k-images-idx3-ubyte[.gz], and their label files)"
-                                            : ": no such folder") +
+    const std::string why = folder_problem(e);
+    throw IdxError(std::string("CUDABENCH_DATA_DIR=") + e + ": " +
+                   (why.empty() ? "no MNIST-format IDX files (train-images-idx3-ubyte[.gz], "
+                                  "t10k-images-idx3-ubyte[.gz], and their label files)"
+                                : why) +
                    "; unset it to use " + kDebianFashionMnist);
   }
   if (has(kDebianFashionMnist)) return kDebianFashionMnist;

@@ -23,9 +23,9 @@ namespace {
 
 std::string normalize(const std::string& text) {
   std::string out;
-  out.reserve(std::min<std::size_t>(text.size(), 1 << 20));
+  out.reserve(text.size());
   bool space = false;
-  for (std::size_t i = 0; i < text.size() && out.size() < (1u << 20); ++i) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (std::isspace(c)) {
       space = !out.empty();
@@ -274,9 +274,35 @@ std::vector<std::string> libraries_named(const std::string& text) {
   return out;
 }
 
-Explanation explain(const std::string& text, const Report& r) {
+Pasted scan_pasted(std::istream& in) {
+  constexpr std::size_t kWindow = 1 << 20, kOverlap = 4096, kMaxLibraries = 64;
+  std::set<const Scenario*> found;
+  std::set<std::string> libraries;
+  std::string window, chunk(kWindow, '\0');
+  while (in.read(chunk.data(), static_cast<std::streamsize>(kWindow)) || in.gcount() > 0) {
+    window.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+    for (const Scenario* s : match_scenarios(window)) found.insert(s);
+    for (auto& l : libraries_named(window))
+      if (libraries.size() < kMaxLibraries) libraries.insert(l);
+    window.erase(0, window.size() > kOverlap ? window.size() - kOverlap : 0);
+  }
+  Pasted p;
+  for (const auto& s : scenarios())
+    if (found.count(&s)) p.scenarios.push_back(&s);
+  p.libraries.assign(libraries.begin(), libraries.end());
+  return p;
+}
+
+Pasted scan_pasted(const std::string& text) {
+  std::istringstream in(text);
+  return scan_pasted(in);
+}
+
+Explanation explain(const std::string& text, const Report& r) { return explain(scan_pasted(text), r); }
+
+Explanation explain(const Pasted& pasted, const Report& r) {
   Explanation e;
-  for (const Scenario* s : match_scenarios(text)) {
+  for (const Scenario* s : pasted.scenarios) {
     Explanation::Item item{s, {}};
     for (const auto& v : r.verdicts)
       if ((v.level == Verdict::Level::Warning || v.level == Verdict::Level::Error) &&
@@ -318,10 +344,10 @@ namespace {
 // A library the message names: does the loader find it here? Names of one
 // library ("Unable to load any of {libcudnn_ops.so.9.1.0, libcudnn_ops.so.9,
 // libcudnn_ops.so}") are alternatives: one found is enough.
-std::vector<Verdict> lookups_of_named_libraries(const std::string& text, const Report& r) {
+std::vector<Verdict> lookups_of_named_libraries(const std::vector<std::string>& names, const Report& r) {
   const auto dirs = library_search_dirs(r.toolkits, r.loaded);
   std::map<std::string, std::vector<LibraryLookup>> by_library;
-  for (const auto& name : libraries_named(text))
+  for (const auto& name : names)
     by_library[name.substr(0, name.find(".so"))].push_back(look_up_library(name, "the pasted error", dirs));
   std::vector<Verdict> out;
   for (const auto& [base, lookups] : by_library) {
@@ -338,22 +364,16 @@ std::vector<Verdict> lookups_of_named_libraries(const std::string& text, const R
 }  // namespace
 
 int explain_command(const std::string& given) {
-  std::string text = given;
-  if (text == "-") {
-    std::ostringstream in;
-    in << std::cin.rdbuf();
-    text = in.str();
-  }
-  const auto matched = match_scenarios(text);
-  if (matched.empty()) {
+  const Pasted pasted = given == "-" ? scan_pasted(std::cin) : scan_pasted(given);
+  if (pasted.scenarios.empty()) {
     std::cerr << "bench: --explain: not a CUDA set-up error I know\n";
     return kExitBadInput;
   }
   Report r = examine();
-  for (const auto* s : matched)
+  for (const auto* s : pasted.scenarios)
     if (s->id == "library_not_found")
-      for (auto& v : lookups_of_named_libraries(text, r)) r.verdicts.push_back(std::move(v));
-  const Explanation e = explain(text, r);
+      for (auto& v : lookups_of_named_libraries(pasted.libraries, r)) r.verdicts.push_back(std::move(v));
+  const Explanation e = explain(pasted, r);
   std::cout << explanation_text(e);
   return e.cause_found ? kExitOk : kExitWrongResult;
 }

@@ -6,6 +6,7 @@
 // one's cause (the verdicts of rules.h).
 #pragma once
 
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,16 @@ std::vector<const Scenario*> match_scenarios(const std::string& text);
 // Shared-library file names in a text ("libcudart.so.12: cannot open ...").
 std::vector<std::string> libraries_named(const std::string& text);
 
+// What a pasted text names: its scenarios (in the table's order) and the
+// library files it mentions. Read in overlapping windows of 1 MiB, so that a
+// whole journal (`journalctl -k | bench --explain -`) is read in bounded memory.
+struct Pasted {
+  std::vector<const Scenario*> scenarios;
+  std::vector<std::string> libraries;
+};
+Pasted scan_pasted(std::istream& in);
+Pasted scan_pasted(const std::string& text);
+
 struct Explanation {
   struct Item {
     const Scenario* scenario;
@@ -44,6 +55,7 @@ struct Explanation {
 };
 // `r` must hold the library lookups for libraries_named(text) among its
 // verdicts (explain_command adds them).
+Explanation explain(const Pasted& pasted, const env::Report& r);
 Explanation explain(const std::string& text, const env::Report& r);
 std::string explanation_text(const Explanation& e);
 

@@ -24,6 +24,9 @@ DriverInfo probe_driver(const std::string& root = "/");
 SystemInfo probe_system(const std::string& root = "/");
 // "/" unless $CUDABENCH_PROBE_ROOT names a fake tree (tests).
 std::string probe_root();
+// "" when $CUDABENCH_PROBE_ROOT is unset or a folder, else one line naming it
+// (a bad input: without it every probe would report an empty machine).
+std::string probe_root_problem();
 // Every GPU NVML lists, in NVML's order, with what it says of each.
 std::vector<NvmlGpuInfo> probe_nvml_gpus();
 // Whether the loader finds `name` (dlopen, first in `first_dir` when given,

@@ -59,6 +59,17 @@ std::string probe_root() {
   return r && *r ? std::string(r) : std::string("/");
 }
 
+std::string probe_root_problem() {
+  const char* r = std::getenv("CUDABENCH_PROBE_ROOT");
+  if (!r || !*r) return "";
+  std::error_code ec;
+  if (fs::is_directory(r, ec)) return "";
+  const std::string why = ec && ec != std::errc::no_such_file_or_directory ? ec.message()
+                          : fs::exists(r, ec)                                ? "not a folder"
+                                                                             : "no such folder";
+  return std::string("CUDABENCH_PROBE_ROOT=") + r + ": " + why + " (it names a fake machine's root for tests)";
+}
+
 SystemInfo probe_system(const std::string& root_dir) {
   SystemInfo s;
   s.root = root_dir;

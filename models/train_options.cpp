@@ -1,9 +1,13 @@
 #include "train_options.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <iostream>
+#include <thread>
 
 #include "common/cli.h"
 #include "data/idx_reader.h"
+#include "env/probe.h"
 
 namespace cudabench::models {
 namespace {
@@ -51,6 +55,8 @@ void add_data_parallel_flags(CLI::App& app, TrainOptions* o) {
 
 }  // namespace
 
+constexpr int kThreadsPerCpu = 4;
+
 std::optional<int> parse_train_options(int argc, char** argv, TrainOptions* o) {
   CLI::App app{"train: the MNIST-style CNN on CPU or GPU (LibTorch)"};
   std::string tf32;
@@ -65,6 +71,17 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions* o) {
   if (auto rc = parse_command_line(app, argc, argv, "train")) return rc;
   if (!tf32.empty()) o->cfg.tf32 = tf32 == "on";
   o->cfg.dropout = !no_dropout;
+  // More threads than a few per CPU only thrash (65536 took 4 GB and never finished).
+  const int cpus = std::max(1u, std::thread::hardware_concurrency());
+  if (o->threads > kThreadsPerCpu * cpus) {
+    std::cerr << "train: --threads " << o->threads << ": at most " << kThreadsPerCpu * cpus << " (" << kThreadsPerCpu
+              << " per CPU; this machine has " << cpus << ")\n";
+    return kExitBadInput;
+  }
+  if (const std::string bad = env::probe_root_problem(); !bad.empty()) {
+    std::cerr << "train: " << bad << "\n";
+    return kExitBadInput;
+  }
   return std::nullopt;
 }
 

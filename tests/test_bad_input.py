@@ -115,6 +115,7 @@ class Case:
     env: dict = field(default_factory=dict)
     stdin: str = None
     needs_torch: bool = False        # only a bench built with LibTorch has the Mnist families
+    no_driver: bool = False          # what a machine without an NVIDIA driver answers
 
 
 def bench(*a, **kw):
@@ -131,6 +132,13 @@ def py(script, *a, **kw):
 
 def fleet_sh(*a, **kw):
     return Case(cmd=["bash", os.path.join(SCRIPTS, "fleet", "fleet.sh"), *a], **kw)
+
+
+def symlink_loop(tmp):
+    """tmp/loop -> tmp/loop2 -> tmp/loop."""
+    os.symlink("loop2", os.path.join(tmp, "loop"))
+    os.symlink("loop", os.path.join(tmp, "loop2"))
+    return os.path.join(tmp, "loop")
 
 
 def fleet_run(tmp, status):
@@ -151,6 +159,33 @@ CASES = [
     bench("--l2-flush=sometimes", id="bench-l2-flush", rc=2, names="--l2-flush"),
     bench("--devices=1", id="bench-devices-without-gpu", rc=2, names="--devices 1"),
     bench("--check", id="bench-check-without-env", rc=2, names="--check"),
+    # a value that is empty, never the next argument
+    bench("--env", "--env-out=", "--check", id="bench-env-out-empty", rc=2, names="--env-out=: empty value",
+          outputs=["{tmp}/--check"]),
+    bench("--devices=", "--benchmark_filter=VectorAdd/cpu_scalar", id="bench-devices-empty", rc=2,
+          names="--devices=: empty value"),
+    bench("--explain=", "Error 804", id="bench-explain-empty", rc=2, names="--explain=: empty value"),
+    bench("--env", f"--benchmark_out={OUT}", id="bench-env-with-benchmark-out", rc=2,
+          names=f"--benchmark_out={OUT} goes with benchmarks, not --env", outputs=[OUT]),
+    bench("--benchmark_out=-", id="bench-out-dash", rc=2, names="--benchmark_out=-: cannot write: '-' is not"),
+    bench("--benchmark_out=/proc/version", id="bench-out-in-proc", rc=2,
+          names="--benchmark_out=/proc/version: cannot write: its folder /proc takes no new file"),
+    bench(lambda t: "--benchmark_out=" + symlink_loop(t), id="bench-out-symlink-loop", rc=2,
+          names="cannot write: Too many levels of symbolic links"),
+    # a machine to probe that is not there
+    bench("--env", "--check", id="bench-probe-root-missing", rc=2,
+          names="CUDABENCH_PROBE_ROOT=/nonexistent: no such folder", env={"CUDABENCH_PROBE_ROOT": "/nonexistent"}),
+    bench("--benchmark_filter=VectorAdd/cpu_scalar", id="bench-probe-root-a-file", rc=2,
+          names="CUDABENCH_PROBE_ROOT={tmp}/pre.json: not a folder", env={"CUDABENCH_PROBE_ROOT": PRE}),
+    # filters std::regex would overflow the stack on
+    bench("--benchmark_filter=" + "a" * 100000, id="bench-filter-long", rc=2,
+          names="(100000 characters): expected a regular expression of at most 1000 characters"),
+    bench("--benchmark_filter=" + "(" * 30000 + ")" * 30000, id="bench-filter-nested-long", rc=2,
+          names="(60000 characters): expected a regular expression of at most 1000 characters"),
+    bench("--benchmark_filter=" + "(" * 400 + "a" + ")" * 400, id="bench-filter-nested", rc=2,
+          names="expected a regular expression nested at most 50 groups deep"),
+    bench("--benchmark_filter=VectorAdd/cuda_v4", id="bench-gpu-filter-without-driver", rc=2, no_driver=True,
+          names="matches no benchmark here: GPU benchmarks are not registered"),
     bench("--env=yaml", id="bench-env-format", rc=2, names="--env"),
     bench("--env", "--env-out={tmp}/no/dir/env.txt", id="bench-env-out-missing-dir", rc=2,
           names="--env-out={tmp}/no/dir/env.txt: cannot write: No such file or directory"),
@@ -181,6 +216,14 @@ CASES = [
     bench("--benchmark_unheard_of=1", id="bench-unknown-benchmark-flag", rc=2, names="--benchmark_unheard_of"),
     # train: flags
     train("--device", "tpu", id="train-device-unknown", rc=2, names="--device tpu"),
+    train("--json", "-", id="train-json-dash", rc=2, names="--json -: cannot write: '-' is not a file name",
+          outputs=["{tmp}/-"]),
+    train("--json=", "--quiet", id="train-json-empty", rc=2, names="--json=: empty value", outputs=["{tmp}/--quiet"]),
+    train("--threads", "65536", id="train-threads-beyond-the-cpus", rc=2, names="--threads 65536: at most"),
+    train("--data-dir", symlink_loop, id="train-data-dir-symlink-loop", rc=2,
+          names="loop: Too many levels of symbolic links"),
+    train("--epochs", "1", id="train-probe-root-missing", rc=2, names="CUDABENCH_PROBE_ROOT=/nonexistent: no such",
+          env={"CUDABENCH_PROBE_ROOT": "/nonexistent"}),
     train("--device", "cuda:x", id="train-device-bad-index", rc=2, names="--device cuda:x"),
     train("--device", "cpu:0", id="train-device-cpu-index", rc=2, names="--device cpu:0"),
     train("--device", "cuda:01", id="train-device-leading-zero", rc=2, names="--device cuda:01"),
@@ -303,7 +346,20 @@ CASES = [
        "--report-only", id="compare-numeric-context-is-fine", rc=0, names=""),
     py("compare.py", BASE, BASE, id="compare-without-scipy", rc=3, names="needs scipy",
        env={"CUDABENCH_VENV": "{tmp}/no-venv", "PYTHON": "/usr/bin/python3"}),
+    py("compare.py", BASE, BASE, "--markdown", "-", id="compare-markdown-dash", rc=2,
+       names="--markdown -: expected a file name", outputs=["{tmp}/-"]),
+    py("compare.py", BASE, "/dev/zero", id="compare-dev-zero", rc=2, names="/dev/zero: not a regular file"),
+    py("compare.py", BASE, lambda t: (os.mkfifo(t + "/fifo.json"), t + "/fifo.json")[1], id="compare-fifo", rc=2,
+       names="fifo.json: not a regular file"),
+    py("compare.py", BASE, lambda t: gbench(t, "gone.json", lambda d: d.update(
+        benchmarks=[b for b in d["benchmarks"] if "cpu_scalar" not in b["name"]])),
+       id="compare-missing-benchmark-fails-gate", rc=1, names="missing from the new run: VectorAdd/cpu_scalar"),
+    py("compare.py", BASE, lambda t: gbench(t, "nobps.json", lambda d: [
+        b.pop("bytes_per_second", None) for b in d["benchmarks"] if "cuda_v4" in b["name"]]),
+       "--metric", "bytes_per_second", "--filter", "cpu_scalar", id="compare-filter-before-metric", rc=0, names=""),
     # report.py
+    py("report.py", "/dev/zero", "--out", "{tmp}/r", id="report-dev-zero", rc=2, names="/dev/zero: not a regular file",
+       outputs=["{tmp}/r"]),
     py("report.py", "--out", "{tmp}/r", id="report-no-files", rc=2, names="give result files"),
     py("report.py", BASE, "--out", "{tmp}/r", id="report-without-scipy", rc=3, names="report: needs",
        env={"CUDABENCH_VENV": "{tmp}/no-venv", "PYTHON": "/usr/bin/python3"}, outputs=["{tmp}/r"]),
@@ -324,8 +380,23 @@ CASES = [
        names="--a {tmp}/nope: no such executable", outputs=["{tmp}/ab"]),
     py("matrix.py", "summary", lambda t: write(t, "bad.json", b"[1,"), id="matrix-summary-bad-json", rc=2,
        names="bad.json"),
+    py("matrix.py", "summary", BASE, "--markdown", "-", id="matrix-markdown-dash", rc=2,
+       names="--markdown -: expected a file name", outputs=["{tmp}/-"]),
+    py("ab.py", "calibrate", "--bench", os.path.join(ROOT, "tests", "fakes", "fake_gbench.py"), "--floors-out", "-",
+       "--out", "{tmp}/ab", id="ab-floors-out-dash", rc=2, names="--floors-out -: expected a file name",
+       outputs=["{tmp}/-", "{tmp}/ab"]),
+    py("ab.py", "run", "--a", os.path.join(ROOT, "tests", "fakes", "fake_gbench.py"), "--b", lambda t: (
+        write(t, "b.sh", b'#!/bin/sh\nfor a; do case $a in --benchmark_out=*) echo "[1]" > "${a#*=}";; esac; done\n'),
+        os.chmod(t + "/b.sh", 0o755), t + "/b.sh")[2], "--processes", "2", "--max-interference", "1",
+       "--out", "{tmp}/ab", id="ab-b-malformed-result", rc=3, names="process 0 of B ({tmp}/b.sh) wrote a result"),
     Case(cmd=["bash", os.path.join(SCRIPTS, "regress.sh"), "--bogus"], id="regress-unknown-argument", rc=2,
          names="'--bogus'"),
+    Case(cmd=["bash", os.path.join(SCRIPTS, "run-bench.sh")], id="run-bench-machine-is-a-path", rc=2,
+         names="CUDABENCH_MACHINE=../../evil: expected one name", env={"CUDABENCH_MACHINE": "../../evil"}),
+    Case(cmd=["bash", os.path.join(SCRIPTS, "run-bench.sh")], id="run-bench-machine-is-root", rc=2,
+         names="CUDABENCH_MACHINE=/: expected one name", env={"CUDABENCH_MACHINE": "/"}),
+    Case(cmd=["bash", os.path.join(SCRIPTS, "regress.sh")], id="regress-machine-is-a-path", rc=2,
+         names="CUDABENCH_MACHINE=a/b: expected one name", env={"CUDABENCH_MACHINE": "a/b"}),
     Case(cmd=["bash", os.path.join(SCRIPTS, "matrix.sh"), "--stack", "13.0"], id="matrix-stack-not-a-pair",
          rc=2, names="--stack 13.0: expected CUDA:TORCH"),
     Case(cmd=["bash", os.path.join(SCRIPTS, "setup.sh"), "--plan"], id="setup-pin-unknown", rc=2,
@@ -345,9 +416,15 @@ CASES = [
     py("fleet/fleet.py", "report", "{tmp}/nope", id="fleet-report-missing-run", rc=2,
        names="{tmp}/nope: no such run folder"),
     py("fleet/fleet.py", "report", lambda t: fleet_run(t, b'{"host": "../etc", "unit": "cpu"}'),
-       id="fleet-report-bad-host", rc=2, names="'host' is \"../etc\": expected a name"),
-    py("fleet/fleet.py", "report", lambda t: fleet_run(t, b"{oops"), id="fleet-report-bad-status", rc=2,
-       names="cpu.status.json: not valid JSON"),
+       id="fleet-report-bad-host", rc=3, names="n1/cpu.status.json: 'host' is \"../etc\": expected a name"),
+    py("fleet/fleet.py", "report", lambda t: fleet_run(t, b"{oops"), id="fleet-report-bad-status", rc=3,
+       names="n1/cpu.status.json: not valid JSON"),
+    py("fleet/fleet.py", "report", lambda t: fleet_run(t, b'{"host": "n1", "unit": "cpu", "results": "cpu.json"}'),
+       id="fleet-report-results-missing", rc=3, names="n1/cpu.json: cannot read (No such file or directory)"),
+    py("fleet/fleet.py", "report", "{tmp}", id="fleet-report-empty-run", rc=2, names="{tmp}: no fleet results"),
+    py("ddp_scaling.py", "--out", "{tmp}/out", "--", "--bogus", id="ddp-scaling-train-refuses-flag", rc=2,
+       names="n1-r1: train: The following argument was not expected: --bogus", outputs=["{tmp}/out"],
+       needs_torch=True),
     py("fleet/fleet.py", "report", "{tmp}", "--threshold", "0", id="fleet-report-threshold", rc=2,
        names="--threshold 0.0"),
     Case(cmd=["bash", os.path.join(SCRIPTS, "fleet", "local-cluster.sh"), "start", "{tmp}/c", "--nodes", "0"],
@@ -389,6 +466,8 @@ def test_bad_input(case, tmp_path):
         pytest.skip(f"{case.cmd[0]} is not built (train needs LibTorch)")
     if case.needs_torch and not os.access(TRAIN, os.X_OK):
         pytest.skip("this build has no LibTorch (no train, no Mnist benchmarks)")
+    if case.no_driver and os.path.exists("/proc/driver/nvidia/version"):
+        pytest.skip("an NVIDIA driver is loaded here: the GPU families are registered")
     tmp = str(tmp_path)
     with open(os.path.join(tmp, "pre.json"), "w") as f:
         f.write('{"kept": true}\n')
@@ -522,3 +601,101 @@ def test_train_that_diverges_is_a_wrong_result_and_saves_nothing(tmp_path):
     assert r.returncode == 1, r.stderr
     assert r.stderr.strip().startswith("train: epoch 1: the loss is not a finite number")
     assert not out.exists() and not temporaries(str(tmp_path))
+
+
+@needs(BENCH)
+def test_bench_writes_through_symlinks_and_keeps_them(tmp_path):
+    """A link to results/.../latest.json stays a link; the file it names gets
+    the new results (a dangling link's target is made)."""
+    target = tmp_path / "results" / "latest.json"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    (tmp_path / "link.json").symlink_to(target)
+    (tmp_path / "chain.json").symlink_to(tmp_path / "link.json")
+    (tmp_path / "dangling.txt").symlink_to("results/env.txt")
+    r = subprocess.run([BENCH, "--benchmark_filter=VectorAdd/cpu_scalar/n:4096/", "--benchmark_min_time=0.01",
+                        f"--benchmark_out={tmp_path / 'chain.json'}"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "link.json").is_symlink() and (tmp_path / "chain.json").is_symlink()
+    assert json.loads(target.read_text())["benchmarks"]
+    r = subprocess.run([BENCH, "--env", f"--env-out={tmp_path / 'dangling.txt'}"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "dangling.txt").is_symlink() and "CUDA" in (tmp_path / "results" / "env.txt").read_text()
+    assert not temporaries(str(tmp_path))
+
+
+@needs(TRAIN)
+def test_train_writes_its_json_through_a_symlink(tmp_path):
+    d = dataset(str(tmp_path / "d"), train_images=idx_images(64), train_labels=idx_labels(64))
+    target = tmp_path / "latest.json"
+    target.write_text("old\n")
+    (tmp_path / "link").symlink_to(target)
+    r = subprocess.run([TRAIN, "--data-dir", d, "--epochs", "1", "--quiet", "--json", str(tmp_path / "link")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "link").is_symlink() and "final_test_accuracy" in json.loads(target.read_text())
+
+
+@needs(BENCH)
+def test_output_names_up_to_255_characters_are_written(tmp_path):
+    for n in (246, 255):
+        out = tmp_path / ("r" * (n - 5) + ".json")
+        r = subprocess.run([BENCH, "--benchmark_filter=VectorAdd/cpu_scalar/n:4096/", "--benchmark_min_time=0.01",
+                            f"--benchmark_out={out}"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(out.read_text())["benchmarks"]
+    assert not temporaries(str(tmp_path))
+
+
+@needs(BENCH)
+def test_explain_reads_the_whole_of_a_long_log():
+    """`journalctl -k | bench --explain -`: the error on the last line of 1.1 MB."""
+    log = "kernel: usb 1-1: new high-speed USB device number 2 using xhci_hcd\n" * 17000
+    log += "RuntimeError: CUDA error: Error 804: forward compatibility was attempted on non supported HW\n"
+    assert len(log) > 1_100_000
+    r = subprocess.run([BENCH, "--explain", "-"], input=log, capture_output=True, text=True, timeout=120)
+    assert r.returncode in (0, 1), r.stderr  # 0 a cause shows here, 1 none does; never 2 "not one I know"
+    assert "Forward-compatibility libraries" in r.stdout, r.stdout
+
+
+def test_regress_refuses_a_second_run_in_one_checkout_naming_the_first():
+    """Two regress.sh runs in one checkout: the second exits 2 at once and
+    says who holds it (it used to wipe the first's processes)."""
+    import fcntl
+    out = os.path.join(ROOT, "build", "regress")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, ".lock"), "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.seek(0)
+        held.truncate()
+        held.write("pid 4242, started today")
+        held.flush()
+        r = subprocess.run(["bash", os.path.join(SCRIPTS, "regress.sh")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().startswith("regress: another run holds build/regress in this checkout (pid 4242"), r.stderr
+
+
+def test_a_signal_to_a_script_stops_its_jobs_whole_group(tmp_path):
+    """lib.sh's run_job and stop_jobs_on_signal, which regress.sh runs ab.py
+    and its builds through: SIGTERM to the script ends it at once, and every
+    process its job started (a child's child too) is gone; nothing is
+    written after."""
+    late = tmp_path / "written-late"
+    script = tmp_path / "s.sh"
+    script.write_text(f"""set -euo pipefail
+. {SCRIPTS}/lib.sh
+stop_jobs_on_signal
+run_job bash -c 'sleep 30 & sleep 30; echo late > {late}'
+""")
+    p = subprocess.Popen(["bash", str(script)], stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    kids = subprocess.run(["pgrep", "-f", "sleep 30"], capture_output=True, text=True).stdout.split()
+    assert len(kids) >= 2
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=20)
+    assert p.returncode == -signal.SIGTERM and time.monotonic() - t0 < 5
+    time.sleep(0.5)
+    assert not [k for k in kids if os.path.exists(f"/proc/{k}")], "the job's processes outlived the script"
+    assert not late.exists()
+

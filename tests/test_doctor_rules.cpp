@@ -171,6 +171,23 @@ TEST(Explain, TheDocsTableIsTheScenarioTable) {
   }
 }
 
+TEST(Explain, AWholeJournalIsReadNotItsFirstMegabyte) {
+  // journalctl -k | bench --explain -: the error is the last line of 3 MiB.
+  std::string journal;
+  while (journal.size() < (3u << 20)) journal += "kernel: usb 1-1: new high-speed USB device number 2\n";
+  EXPECT_TRUE(scan_pasted(journal).scenarios.empty());
+  std::istringstream in(journal + "cudaErrorCompatNotSupportedOnDevice: Error 804: forward compatibility was "
+                                  "attempted on non supported HW\n");
+  const Pasted p = scan_pasted(in);
+  ASSERT_EQ(p.scenarios.size(), 1u);
+  EXPECT_EQ(p.scenarios[0]->id, "compat_not_supported");
+  // A phrase across the edge of a 1 MiB window is still seen.
+  std::string edge(std::size_t(1 << 20) - 10, 'x');
+  edge += " libcudart.so.12: cannot open shared object file";
+  EXPECT_EQ(scan_pasted(edge).libraries, std::vector<std::string>{"libcudart.so.12"});
+  EXPECT_FALSE(scan_pasted(edge).scenarios.empty());
+}
+
 TEST(Explain, LibraryNamesInText) {
   EXPECT_EQ(libraries_named("ImportError: libcudart.so.12: cannot open shared object file"),
             std::vector<std::string>{"libcudart.so.12"});

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 
 #include "idx_fixture.h"
 #include "data/idx_reader.h"
@@ -48,6 +50,27 @@ TEST_F(IdxFiles, ReadsPlainAndGzipAlike) {
   ASSERT_EQ(a.pixels.size(), 5u * 28 * 28);
   EXPECT_EQ(a.pixels[1], 37);
   EXPECT_EQ(a.pixels, b.pixels);
+}
+
+TEST_F(IdxFiles, ReadsEveryMemberOfAMultiMemberGzip) {
+#ifndef CUDABENCH_HAVE_ZLIB
+  GTEST_SKIP() << "built without zlib";
+#endif
+  // What pigz, or `cat a.gz b.gz`, writes: gzip -dc reads it whole.
+  const auto whole = idx_images(5, 28, 28);
+  const std::vector<std::uint8_t> head(whole.begin(), whole.begin() + 1000), tail(whole.begin() + 1000, whole.end());
+  write_gz(dir / "h.gz", head);
+  write_gz(dir / "t.gz", tail);
+  auto read_raw = [](const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
+  };
+  auto joined = read_raw(dir / "h.gz");
+  const auto t = read_raw(dir / "t.gz");
+  joined.insert(joined.end(), t.begin(), t.end());
+  write_bytes(dir / "m-images-idx3-ubyte.gz", joined);
+  EXPECT_EQ(read_idx_images((dir / "m-images-idx3-ubyte.gz").string()).pixels,
+            std::vector<std::uint8_t>(whole.begin() + 16, whole.end()));
 }
 
 TEST_F(IdxFiles, WrongMagicNamesFileAndBothNumbers) {
