@@ -157,6 +157,12 @@ build_sanitize() {
   (cd "$CUDABENCH_ROOT" && cmake --build --preset sanitize) || return 3
 }
 
+# ab.py's --labels for revisions A and B: their names, told apart when they
+# are one revision (regress.sh --base HEAD: an A/A run).
+ab_labels() {
+  if [ "$1" = "$2" ]; then echo "$1 (A),$2 (B)"; else echo "$1,$2"; fi
+}
+
 # Runs a command as a job of its own process group and returns its status.
 # A script that runs its children through this, and traps with
 # stop_jobs_on_signal, stops every process they started (ab.py and its

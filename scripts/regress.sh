@@ -125,12 +125,10 @@ else
   a_bench="$wt/build/bench"
 fi
 
-a_label="${base_sha:0:7}" b_label="$this"
-if [ "$a_label" = "$b_label" ]; then
-  echo "regress: the base, $base, is this commit: an A/A run of ${base_sha:0:7}, its sides labelled A and B" >&2
-  a_label="$a_label (A)" b_label="$b_label (B)"
-fi
-args=(run --a "$a_bench" --b build/bench --labels "$a_label,$b_label" --filter "$filter" --min-time 0.05
+labels="$(ab_labels "${base_sha:0:7}" "$this")"
+[ "${base_sha:0:7}" != "$this" ] ||
+  echo "regress: the base, $base, is this commit: an A/A run of ${base_sha:0:7}, its sides labelled (A) and (B)" >&2
+args=(run --a "$a_bench" --b build/bench --labels "$labels" --filter "$filter" --min-time 0.05
       --out "$out" --confirm)
 [ -f "$floors" ] && args+=(--floors "$floors")
 [ "$mode" = report ] && args+=(--report-only)

@@ -675,6 +675,16 @@ def test_regress_refuses_a_second_run_in_one_checkout_naming_the_first():
     assert r.stderr.strip().startswith("regress: another run holds build/regress in this checkout (pid 4242"), r.stderr
 
 
+def test_regress_labels_a_revision_against_itself_apart():
+    """regress.sh --base HEAD used to fail with `ab: --labels '9f03808,9f03808'`."""
+    def labels(a, b):
+        return subprocess.run(["bash", "-c", f". {SCRIPTS}/lib.sh && ab_labels {a} {b}"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    assert labels("9f03808", "9f03808") == "9f03808 (A),9f03808 (B)"
+    assert labels("9f03808", "1a2b3c4") == "9f03808,1a2b3c4"
+    assert 'labels="$(ab_labels' in open(os.path.join(SCRIPTS, "regress.sh")).read()
+
+
 def test_a_signal_to_a_script_stops_its_jobs_whole_group(tmp_path):
     """lib.sh's run_job and stop_jobs_on_signal, which regress.sh runs ab.py
     and its builds through: SIGTERM to the script ends it at once, and every
