@@ -92,6 +92,33 @@ bool is_bool_flag(const std::string& flag) {
 
 constexpr std::size_t kMaxFilterLength = 1000;
 constexpr int kMaxFilterNesting = 50;
+constexpr long kMaxFilterRepeat = 100;
+
+// The largest count of a {m} or {m,n} repetition (each copies its group):
+// (.?){15000} is short and shallow, yet 15,000 states deep to match.
+long largest_repeat(const std::string& v) {
+  auto number_at = [&v](std::size_t* k) {  // the digits at *k, stepped over; capped
+    long n = 0;
+    for (; *k < v.size() && std::isdigit(static_cast<unsigned char>(v[*k])); ++*k)
+      n = std::min(n * 10 + (v[*k] - '0'), 1000000L);
+    return n;
+  };
+  long most = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '\\') {
+      ++i;  // an escaped character, '{' included
+      continue;
+    }
+    if (v[i] != '{') continue;
+    std::size_t k = i + 1;
+    most = std::max(most, number_at(&k));
+    if (k < v.size() && v[k] == ',') {
+      ++k;
+      most = std::max(most, number_at(&k));
+    }
+  }
+  return most;
+}
 
 // How deep the groups of a pattern nest: '(' and '[' open, escapes skipped.
 int nesting(const std::string& v) {
@@ -125,6 +152,8 @@ std::string expected_value(const std::string& flag, bool has_value, const std::s
       return "a regular expression of at most " + std::to_string(kMaxFilterLength) + " characters";
     if (nesting(v) > kMaxFilterNesting)
       return "a regular expression nested at most " + std::to_string(kMaxFilterNesting) + " groups deep";
+    if (largest_repeat(v) > kMaxFilterRepeat)
+      return "a regular expression whose {n} repetitions are at most " + std::to_string(kMaxFilterRepeat);
     try {
       std::regex check(!v.empty() && v[0] == '-' ? v.substr(1) : v, std::regex::extended);
     } catch (const std::regex_error& e) {

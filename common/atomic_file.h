@@ -102,6 +102,17 @@ inline std::string resolve_links(const std::string& path) {
   return p;
 }
 
+// A stream, written in place: a device or a pipe, or a path under /dev or a
+// process's /proc/.../fd (/dev/stdout is a link to /proc/self/fd/1, whose
+// own "target" is pipe:[N]: never resolved, never replaced; a regular file
+// behind it is appended to, after what the shell or the console table wrote).
+inline bool is_stream(const std::string& path) {
+  struct stat st {};
+  const bool fd_link = path.rfind("/proc/", 0) == 0 && path.find("/fd/") != std::string::npos;
+  if (path.rfind("/dev/", 0) == 0 || fd_link) return ::stat(path.c_str(), &st) == 0;
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 inline std::string folder_of(const std::string& path) {
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
@@ -132,13 +143,12 @@ inline bool check_writable(const std::string& path, std::string* why) {
     return false;
   };
   if (path == "-") return fail("'-' is not a file name here");
+  if (is_stream(path)) return ::access(path.c_str(), W_OK) == 0 ? true : fail(std::strerror(errno));
   const std::string target = resolve_links(path);
   struct stat st {};
   const bool exists = ::stat(target.c_str(), &st) == 0;
   if (!exists && errno != ENOENT) return fail(std::strerror(errno));  // a symlink loop, a file as a folder
   if (exists && S_ISDIR(st.st_mode)) return fail("is a directory");
-  if (exists && !S_ISREG(st.st_mode))  // a device or a pipe: written in place
-    return ::access(target.c_str(), W_OK) == 0 ? true : fail(std::strerror(errno));
   std::string tmp;
   std::unique_ptr<TrackedTemp> guard;
   const int fd = open_temp_beside(target, &tmp, &guard);
@@ -169,15 +179,13 @@ inline bool write_all(int fd, const std::string& text, int* err) {
 
 // Writes `text` to `path` (through symlinks) whole or not at all. On failure
 // returns false, leaves the file as it was, removes the temporary file, and
-// says why. A target that exists and is not a regular file (/dev/stdout, a
-// pipe, /dev/full) is written in place: it cannot be replaced, nor left partial.
+// says why. A stream (is_stream: /dev/stdout, a pipe, /dev/full) is written
+// in place: it cannot be replaced, nor left partial.
 inline bool write_file_atomically(const std::string& path, const std::string& text,
                                   std::string* why = nullptr) {
   int err = 0;
-  const std::string target = resolve_links(path);
-  struct stat st {};
-  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-    const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+  if (is_stream(path)) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     bool ok = fd >= 0 && detail::write_all(fd, text, &err);
     if (fd < 0) err = errno;
     if (fd >= 0 && ::close(fd) != 0 && ok) {
@@ -187,6 +195,7 @@ inline bool write_file_atomically(const std::string& path, const std::string& te
     if (!ok && why) *why = std::strerror(err);
     return ok;
   }
+  const std::string target = resolve_links(path);
   std::string tmp;
   std::unique_ptr<TrackedTemp> guard;
   auto fail = [&](int e) {

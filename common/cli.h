@@ -41,23 +41,30 @@ inline std::string shown(const std::string& v) {
   return v.substr(0, 60) + "...(" + std::to_string(v.size()) + " characters)";
 }
 
-// "--flag=" with nothing after the '=' for one of `app`'s options: CLI11
-// would take the next argument as its value (`--env-out= --check` wrote a
-// file named --check). An empty value is a usage error; "" when none is.
-inline std::string empty_option_value(const CLI::App& app, int argc, char** argv) {
+// An option whose value is missing: "--flag=" with nothing after the '=',
+// or "--flag" followed by another of `app`'s options. CLI11 would take the
+// next argument as the value (`--env-out= --check` and `--env-out --check`
+// wrote a file named --check). "" when every value is there, else one line.
+inline std::string missing_option_value(const CLI::App& app, int argc, char** argv) {
+  auto known = [&app](const std::string& a) {
+    return a.rfind("--", 0) == 0 && app.get_option_no_throw(a.substr(0, a.find('='))) != nullptr;
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--") break;
-    if (a.size() < 4 || a.rfind("--", 0) != 0 || a.back() != '=' || a.find('=') != a.size() - 1) continue;
-    if (app.get_option_no_throw(a.substr(0, a.size() - 1)) != nullptr) return a;
+    if (!known(a)) continue;
+    if (a.back() == '=' && a.find('=') == a.size() - 1) return a + ": empty value (give one after the '=')";
+    const CLI::Option* opt = app.get_option_no_throw(a);
+    if (opt && opt->get_items_expected_min() > 0 && i + 1 < argc && known(argv[i + 1]))
+      return a + ": expects a value, not the option " + argv[i + 1];
   }
   return "";
 }
 
 // Parses argv; nullopt to go on, else the exit code (0 after --help).
 inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* tool) {
-  if (const std::string a = empty_option_value(app, argc, argv); !a.empty()) {
-    std::cerr << tool << ": " << a << ": empty value (give one after the '=', see --help)\n";
+  if (const std::string missing = missing_option_value(app, argc, argv); !missing.empty()) {
+    std::cerr << tool << ": " << missing << " (see --help)\n";
     return kExitBadInput;
   }
   try {

@@ -275,16 +275,26 @@ std::vector<std::string> libraries_named(const std::string& text) {
 }
 
 Pasted scan_pasted(std::istream& in) {
-  constexpr std::size_t kWindow = 1 << 20, kOverlap = 4096, kMaxLibraries = 64;
+  constexpr std::size_t kChunk = 1 << 20, kOverlap = 4096, kMaxLibraries = 64;
   std::set<const Scenario*> found;
   std::set<std::string> libraries;
-  std::string window, chunk(kWindow, '\0');
-  while (in.read(chunk.data(), static_cast<std::streamsize>(kWindow)) || in.gcount() > 0) {
+  std::string window, chunk(kChunk, '\0');
+  for (bool more = true; more;) {
+    more = static_cast<bool>(in.read(chunk.data(), static_cast<std::streamsize>(kChunk)));
     window.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
-    for (const Scenario* s : match_scenarios(window)) found.insert(s);
-    for (auto& l : libraries_named(window))
+    // Up to the last line's end: a word is never cut at the window's edge
+    // (the rest waits for the next chunk); all of it at the end.
+    const std::size_t last_line = more ? window.rfind('\n') : std::string::npos;
+    const std::size_t end = last_line == std::string::npos ? window.size() : last_line + 1;
+    const std::string text = window.substr(0, end);
+    for (const Scenario* s : match_scenarios(text)) found.insert(s);
+    for (auto& l : libraries_named(text))
       if (libraries.size() < kMaxLibraries) libraries.insert(l);
-    window.erase(0, window.size() > kOverlap ? window.size() - kOverlap : 0);
+    // The last lines scanned (about 4 KiB, from a line's start) stay, for a
+    // phrase across lines.
+    std::size_t keep = end > kOverlap ? end - kOverlap : 0;
+    if (const auto line = window.find('\n', keep); line != std::string::npos && line < end) keep = line + 1;
+    window.erase(0, keep);
   }
   Pasted p;
   for (const auto& s : scenarios())

@@ -207,6 +207,7 @@ struct DistContext::Heartbeat {
 DistContext::DistContext(const Launch& launch, const std::string& backend, torch::Device device,
                          std::chrono::milliseconds timeout, const Settings& settings)
     : launch_(launch), backend_(backend), device_(device), timeout_(timeout) {
+  resolve_master();  // before the deadline: a slow name service is not a silent store
   Deadline deadline(timeout_ + kRendezvousGrace,
                     "train: rank " + std::to_string(launch_.rank) + ": stopped: the rendezvous at " +
                         launch_.master_addr + ":" + std::to_string(launch_.master_port) + " did not finish within " +
@@ -231,7 +232,7 @@ DistContext::DistContext(const Launch& launch, const std::string& backend, torch
   }
 }
 
-void DistContext::connect_store() {
+void DistContext::resolve_master() {
   if (launch_.master_addr_is_node_name && !resolves(launch_.master_addr)) {
     const auto addr = slurm_node_addr(launch_.master_addr);
     if (addr.empty())
@@ -241,6 +242,9 @@ void DistContext::connect_store() {
   }
   if (!resolves(launch_.master_addr))
     throw GroupBadInput("MASTER_ADDR=" + launch_.master_addr + ": no such host (the name does not resolve)");
+}
+
+void DistContext::connect_store() {
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(launch_.master_port);
   o.isServer = launch_.rank == 0 && !launch_.agent_store;
@@ -275,9 +279,11 @@ void DistContext::compare_settings(const Settings& mine) {
   const std::string differs = settings_disagreement(all);
   store_->add(key + "read", 1);
   if (differs.empty()) return;
+  // A rank that died before reading must not turn this into a timeout.
+  const auto until = std::chrono::steady_clock::now() + kDiagnoseWindow;
   if (launch_.rank == 0 && !launch_.agent_store)
-    while (store_->add(key + "read", 0) < launch_.world)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // bounded by the rendezvous deadline
+    while (store_->add(key + "read", 0) < launch_.world && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
   stop_heartbeat();
   throw GroupBadInput(differs);
 }
@@ -466,6 +472,11 @@ uint64_t DistContext::check_replicas(const std::vector<torch::Tensor>& params, c
 }
 
 void DistContext::finish() {
+  // The store's calls have no deadline of their own against a silent host.
+  Deadline watchdog(2 * timeout_ + kRendezvousGrace,
+                    "train: rank " + std::to_string(launch_.rank) + ": stopped: the group did not finish leaving within " +
+                        "twice --dist-timeout (" + launch_.master_addr + ":" + std::to_string(launch_.master_port) +
+                        " no longer answers)");
   barrier();
   // As destroy_process_group does: NCCL's communicators and watchdog end
   // here, not in a destructor at exit.

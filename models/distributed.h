@@ -97,6 +97,7 @@ class DistContext {
   AllreduceTiming time_allreduce(const std::vector<int64_t>& bucket_bytes, int iterations);
 
  private:
+  void resolve_master();
   void connect_store();
   void compare_settings(const Settings& mine);
   void join_group();

@@ -352,9 +352,24 @@ int write_summary(const TrainOptions& o, const Plan& p, const Data& d, int64_t t
 
 // What every rank must be given alike: one table, compared at the
 // rendezvous (a rank with another --test-limit would skew rank 0's sums).
+// FNV-1a over a split's images and labels: two datasets of one size
+// (MNIST and Fashion-MNIST) are told apart.
+std::string split_hash(const data::MnistSplit& split) {
+  uint64_t h = 1469598103934665603ull;
+  for (const auto* bytes : {&split.images.pixels, &split.labels.labels})
+    for (uint8_t b : *bytes) h = (h ^ b) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return std::to_string(split.images.count) + " images, fnv1a64 " + buf;
+}
+
 Settings settings_that_must_agree(const TrainOptions& o, const Plan& p, const Data& d) {
   const TrainConfig& c = o.cfg;
-  auto num = [](double x) { return short_number(x); };
+  auto num = [](double x) {  // every digit: 0.0100000001 is not 0.01
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", x);
+    return std::string(buf);
+  };
   auto yes = [](bool b) { return std::string(b ? "on" : "off"); };
   return {{"--device", c.device.is_cuda() ? "cuda" : "cpu"},
           {"--backend", p.backend},
@@ -374,8 +389,8 @@ Settings settings_that_must_agree(const TrainOptions& o, const Plan& p, const Da
           {"--cuda-graph", yes(c.cuda_graph)},
           {"--tf32", c.tf32 ? yes(*c.tf32) : "default"},
           {"--no-dropout", yes(!c.dropout)},
-          {"the dataset's training images (--data-dir)", std::to_string(d.train.images.count)},
-          {"the dataset's test images (--data-dir)", std::to_string(d.test.images.count)}};
+          {"the training set (--data-dir)", split_hash(d.train)},
+          {"the test set (--data-dir)", split_hash(d.test)}};
 }
 
 // The training itself, inside the group when data-parallel. `dist` is the

@@ -162,6 +162,8 @@ CASES = [
     # a value that is empty, never the next argument
     bench("--env", "--env-out=", "--check", id="bench-env-out-empty", rc=2, names="--env-out=: empty value",
           outputs=["{tmp}/--check"]),
+    bench("--env", "--env-out", "--check", id="bench-env-out-then-a-flag", rc=2,
+          names="--env-out: expects a value, not the option --check", outputs=["{tmp}/--check"]),
     bench("--devices=", "--benchmark_filter=VectorAdd/cpu_scalar", id="bench-devices-empty", rc=2,
           names="--devices=: empty value"),
     bench("--explain=", "Error 804", id="bench-explain-empty", rc=2, names="--explain=: empty value"),
@@ -182,6 +184,8 @@ CASES = [
           names="(100000 characters): expected a regular expression of at most 1000 characters"),
     bench("--benchmark_filter=" + "(" * 30000 + ")" * 30000, id="bench-filter-nested-long", rc=2,
           names="(60000 characters): expected a regular expression of at most 1000 characters"),
+    bench("--benchmark_filter=(.?){15000}", id="bench-filter-repeat", rc=2,
+          names="--benchmark_filter=(.?){15000}: expected a regular expression whose {n} repetitions are at most 100"),
     bench("--benchmark_filter=" + "(" * 400 + "a" + ")" * 400, id="bench-filter-nested", rc=2,
           names="expected a regular expression nested at most 50 groups deep"),
     bench("--benchmark_filter=VectorAdd/cuda_v4", id="bench-gpu-filter-without-driver", rc=2, no_driver=True,
@@ -219,6 +223,8 @@ CASES = [
     train("--json", "-", id="train-json-dash", rc=2, names="--json -: cannot write: '-' is not a file name",
           outputs=["{tmp}/-"]),
     train("--json=", "--quiet", id="train-json-empty", rc=2, names="--json=: empty value", outputs=["{tmp}/--quiet"]),
+    train("--json", "--quiet", id="train-json-then-a-flag", rc=2, names="--json: expects a value, not the option --quiet",
+          outputs=["{tmp}/--quiet"]),
     train("--threads", "65536", id="train-threads-beyond-the-cpus", rc=2, names="--threads 65536: at most"),
     train("--data-dir", symlink_loop, id="train-data-dir-symlink-loop", rc=2,
           names="loop: Too many levels of symbolic links"),
@@ -395,6 +401,8 @@ CASES = [
          names="CUDABENCH_MACHINE=../../evil: expected one name", env={"CUDABENCH_MACHINE": "../../evil"}),
     Case(cmd=["bash", os.path.join(SCRIPTS, "run-bench.sh")], id="run-bench-machine-is-root", rc=2,
          names="CUDABENCH_MACHINE=/: expected one name", env={"CUDABENCH_MACHINE": "/"}),
+    Case(cmd=["bash", os.path.join(SCRIPTS, "gpu-check.sh")], id="gpu-check-machine-is-a-path", rc=2,
+         names="CUDABENCH_MACHINE=..: expected one name", env={"CUDABENCH_MACHINE": ".."}),
     Case(cmd=["bash", os.path.join(SCRIPTS, "regress.sh")], id="regress-machine-is-a-path", rc=2,
          names="CUDABENCH_MACHINE=a/b: expected one name", env={"CUDABENCH_MACHINE": "a/b"}),
     Case(cmd=["bash", os.path.join(SCRIPTS, "matrix.sh"), "--stack", "13.0"], id="matrix-stack-not-a-pair",
@@ -422,6 +430,9 @@ CASES = [
     py("fleet/fleet.py", "report", lambda t: fleet_run(t, b'{"host": "n1", "unit": "cpu", "results": "cpu.json"}'),
        id="fleet-report-results-missing", rc=3, names="n1/cpu.json: cannot read (No such file or directory)"),
     py("fleet/fleet.py", "report", "{tmp}", id="fleet-report-empty-run", rc=2, names="{tmp}: no fleet results"),
+    py("fleet/fleet.py", "merge", "--host", "n1", "--unit", "cpu", "--status-out", "{tmp}/s.json", "--processes",
+       "/dev/zero", id="fleet-merge-processes-dev-zero", rc=2, names="--processes /dev/zero: not a regular file",
+       outputs=["{tmp}/s.json"]),
     py("ddp_scaling.py", "--out", "{tmp}/out", "--", "--bogus", id="ddp-scaling-train-refuses-flag", rc=2,
        names="n1-r1: train: The following argument was not expected: --bogus", outputs=["{tmp}/out"],
        needs_torch=True),
@@ -686,26 +697,42 @@ def test_regress_labels_a_revision_against_itself_apart():
 
 
 def test_a_signal_to_a_script_stops_its_jobs_whole_group(tmp_path):
-    """lib.sh's run_job and stop_jobs_on_signal, which regress.sh runs ab.py
-    and its builds through: SIGTERM to the script ends it at once, and every
-    process its job started (a child's child too) is gone; nothing is
-    written after."""
-    late = tmp_path / "written-late"
+    """lib.sh's run_job and stop_jobs_on_signal, which regress.sh, matrix.sh
+    and the other scripts run their long children through: SIGTERM to the
+    script ends it at once, and every process of its job's group (a child's
+    child too) is gone; nothing is written after."""
+    late, pgid_file = tmp_path / "written-late", tmp_path / "pgid"
     script = tmp_path / "s.sh"
     script.write_text(f"""set -euo pipefail
 . {SCRIPTS}/lib.sh
 stop_jobs_on_signal
-run_job bash -c 'sleep 30 & sleep 30; echo late > {late}'
+run_job bash -c 'ps -o pgid= $$ > {pgid_file}; sleep 30 & sleep 30; echo late > {late}'
 """)
     p = subprocess.Popen(["bash", str(script)], stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
-    kids = subprocess.run(["pgrep", "-f", "sleep 30"], capture_output=True, text=True).stdout.split()
-    assert len(kids) >= 2
+    deadline = time.monotonic() + 10
+    while not (pgid_file.exists() and pgid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pgid = int(pgid_file.read_text())
+    assert pgid != os.getpgid(p.pid)  # the job has a group of its own
     t0 = time.monotonic()
     p.send_signal(signal.SIGTERM)
     p.wait(timeout=20)
     assert p.returncode == -signal.SIGTERM and time.monotonic() - t0 < 5
     time.sleep(0.5)
-    assert not [k for k in kids if os.path.exists(f"/proc/{k}")], "the job's processes outlived the script"
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)  # no process of the job's group is left
     assert not late.exists()
 
+@needs(BENCH)
+def test_dev_stdout_as_a_pipe_is_written_in_place():
+    """/dev/stdout leads to pipe:[N], which no path resolution follows: it is
+    written in place (`bench --benchmark_out=/dev/stdout | jq`)."""
+    r = subprocess.run([BENCH, "--benchmark_filter=VectorAdd/cpu_scalar/n:4096/", "--benchmark_min_time=0.01",
+                        "--benchmark_out=/dev/stdout", "--benchmark_format=csv"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert '"benchmarks"' in r.stdout
+    r = subprocess.run([BENCH, "--env=json", "--env-out=/dev/stdout"], capture_output=True, text=True)
+    assert r.returncode == 0 and "gpu_usable" in json.loads(r.stdout), r.stderr
+    r = subprocess.run([PY, os.path.join(SCRIPTS, "compare.py"), BASE, BASE, "--report-only", "--markdown",
+                        "/dev/stdout"], capture_output=True, text=True)
+    assert r.returncode == 0 and "### Benchmarks" in r.stdout, r.stderr

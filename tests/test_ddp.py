@@ -350,3 +350,23 @@ def test_ranks_given_different_settings_all_exit_2_naming_the_flag(tmp_path, fla
         assert e.strip() == (f"train: rank {rank}: ranks disagree on {flag}: {rank0} on rank 0, {rank1} on rank 1 "
                              "(give every rank the same)"), e
     assert not out.exists()
+
+
+def test_ranks_on_different_data_of_one_size_exit_2(tmp_path):
+    """Two datasets of one size (MNIST and Fashion-MNIST are both 60000 and
+    10000 images) are told apart by their content."""
+    import struct
+    dirs = []
+    for fill in (0, 7):
+        d = tmp_path / f"data{fill}"
+        d.mkdir()
+        for prefix, n in (("train", 64), ("t10k", 16)):
+            (d / f"{prefix}-images-idx3-ubyte").write_bytes(struct.pack(">IIII", 0x803, n, 28, 28) +
+                                                            bytes([fill]) * (n * 784))
+            (d / f"{prefix}-labels-idx1-ubyte").write_bytes(struct.pack(">II", 0x801, n) + bytes(n))
+        dirs.append(str(d))
+    results = run(2, ["--epochs", "1", "--quiet", "--threads", "1", "--dist-timeout", "20"], timeout=60,
+                  per_rank=lambda r: ["--data-dir", dirs[r]])
+    for rank, (rc, o, e) in enumerate(results):
+        assert rc == 2, f"rank {rank}: {e}"
+        assert e.startswith(f"train: rank {rank}: ranks disagree on the training set (--data-dir): 64 images, "), e

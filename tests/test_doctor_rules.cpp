@@ -186,6 +186,11 @@ TEST(Explain, AWholeJournalIsReadNotItsFirstMegabyte) {
   edge += " libcudart.so.12: cannot open shared object file";
   EXPECT_EQ(scan_pasted(edge).libraries, std::vector<std::string>{"libcudart.so.12"});
   EXPECT_FALSE(scan_pasted(edge).scenarios.empty());
+  // A word across the edge is read whole, never as "libcudart.so.1" and "2".
+  std::string lines;
+  while (lines.size() < (1u << 20) - 100) lines += "kernel: usb 1-1: new high-speed USB device number 2\n";
+  lines += std::string((1u << 20) - 15 - lines.size(), 'y') + " libcudart.so.12: cannot open shared object file\n";
+  EXPECT_EQ(scan_pasted(lines).libraries, std::vector<std::string>{"libcudart.so.12"});
 }
 
 TEST(Explain, LibraryNamesInText) {
