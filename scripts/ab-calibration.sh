@@ -43,24 +43,25 @@ while [ $# -gt 0 ]; do
 done
 py="$(project_python)"
 ab="$CUDABENCH_ROOT/scripts/ab.py"
-machine="$(machine_label)"
+machine="$(machine_label)" || exit 2
 floors="$CUDABENCH_ROOT/results/baselines/$machine.floors.json"
 out="$CUDABENCH_ROOT/results/ab-calibration/$machine"
 filter="$(ci_subset_filter)"
 mkdir -p "$out"
+stop_jobs_on_signal  # a signal stops the running ab.py and its bench runs at once
 if [ "$calibrate" = 1 ] || [ ! -f "$floors" ]; then
-  bash "$CUDABENCH_ROOT/scripts/regress.sh" --calibrate
+  run_job bash "$CUDABENCH_ROOT/scripts/regress.sh" --calibrate
 fi
 step() { [ -z "$only" ] || [[ " $only " == *" $1 "* ]]; }
 if step aa; then
-  "$py" "$ab" trials "$trials" --a "$bench" --b "$bench" --filter "$filter" --min-time 0.05 \
+  run_job "$py" "$ab" trials "$trials" --a "$bench" --b "$bench" --filter "$filter" --min-time 0.05 \
     --floors "$floors" --out "$out/aa"
 fi
 if step quota; then
-  "$py" "$ab" trials "$trials" --a "$bench" --b "$bench" --b-wrap "$CUDABENCH_ROOT/scripts/cpu-quota.sh 0.85" \
+  run_job "$py" "$ab" trials "$trials" --a "$bench" --b "$bench" --b-wrap "$CUDABENCH_ROOT/scripts/cpu-quota.sh 0.85" \
     --filter "$filter" --min-time 0.05 --floors "$floors" --out "$out/quota"
 fi
 if step omp; then
-  "$py" "$ab" trials "$trials" --a "$bench" --b "$bench" --a-env OMP_NUM_THREADS=2 --b-env OMP_NUM_THREADS=1 \
+  run_job "$py" "$ab" trials "$trials" --a "$bench" --b "$bench" --a-env OMP_NUM_THREADS=2 --b-env OMP_NUM_THREADS=1 \
     --filter 'VectorAdd/cpu_omp_simd/n:(1048576|4194304)/' --min-time 0.05 --floors "$floors" --out "$out/omp"
 fi

@@ -131,18 +131,23 @@ class ResultFile:
 
 
 def read_json(path):
-    """A JSON file's content; BadInput, naming the file, when it cannot be
-    read, is not a regular file (a FIFO, /dev/zero: never waited on or read
-    without end) or is over MAX_JSON_BYTES."""
+    """A JSON file's content; BadInput, naming the file, when it cannot be read."""
+    return decode_json(read_bytes(path), path)
+
+
+def read_bytes(path, what="a JSON file"):
+    """A file's bytes; BadInput naming it when it cannot be read, is not a
+    regular file (a FIFO, /dev/zero: never waited on, never read without
+    end) or is over MAX_JSON_BYTES. Every input file is read through here."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting for a writer
     except OSError as e:
         raise BadInput(f"{path}: cannot read ({e.strerror})")
-    too_big = BadInput(f"{path}: larger than the {MAX_JSON_BYTES / 2**20:g} MiB limit for a JSON file")
+    too_big = BadInput(f"{path}: larger than the {MAX_JSON_BYTES / 2**20:g} MiB limit for {what}")
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise BadInput(f"{path}: not a regular file: expected a JSON file")
+            raise BadInput(f"{path}: not a regular file: expected {what}")
         if st.st_size > MAX_JSON_BYTES:
             raise too_big
         try:
@@ -151,7 +156,7 @@ def read_json(path):
             raise BadInput(f"{path}: cannot read ({e.strerror})")
     if len(raw) > MAX_JSON_BYTES:
         raise too_big
-    return decode_json(raw, path)
+    return raw
 
 
 def decode_json(raw, path):
@@ -173,6 +178,15 @@ def refuse_stdout(path, flag):
     """BadInput for an output named "-": a file name is expected, never a file called "-"."""
     if path == "-":
         raise BadInput(f"{flag} -: expected a file name (the report already goes to stdout)")
+
+
+def is_stream(path):
+    """Written in place, never replaced: a device or a pipe, or a path under
+    /dev or a process's /proc/.../fd (/dev/stdout leads to pipe:[N], which
+    no path resolution can follow)."""
+    if path.startswith("/dev/") or (path.startswith("/proc/") and "/fd/" in path):
+        return os.path.exists(path)
+    return os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path)
 
 
 def write_target(path):
@@ -197,16 +211,16 @@ def check_writable(path, flag):
     """BadInput naming `flag` unless a file can be written at `path` (tried
     beside it, then removed): found before any work, not after."""
     refuse_stdout(path, flag)
+    if is_stream(path):
+        if os.access(path, os.W_OK):
+            return
+        raise BadInput(f"{flag} {path}: cannot write: permission denied")
     try:
         target = write_target(path)
     except OSError as e:
         raise BadInput(f"{flag} {path}: cannot write: {e.strerror}")
     if os.path.isdir(target):
         raise BadInput(f"{flag} {path}: cannot write: is a directory")
-    if os.path.exists(target) and not os.path.isfile(target):  # a device or a pipe: written in place
-        if os.access(target, os.W_OK):
-            return
-        raise BadInput(f"{flag} {path}: cannot write: permission denied")
     try:
         os.unlink(temp_beside(target))
     except OSError as e:
@@ -586,19 +600,19 @@ def write_whole(path, text_or_writer):
     removed on any failure or interruption (ToolError, naming the file, when
     the disk is full). `text_or_writer`: the text, or a function that writes
     to the path it is given (matplotlib's savefig)."""
-    def emit(target):
+    def emit(target, mode="w"):
         if callable(text_or_writer):
             text_or_writer(target)
         else:
-            with open(target, "w", encoding="utf-8") as f:
+            with open(target, mode, encoding="utf-8") as f:
                 f.write(text_or_writer)
 
     refuse_stdout(path, "output")
     tmp = None
     try:
+        if is_stream(path):
+            return emit(path, "a")  # /dev/stdout, a pipe, /dev/full: written in place, never replaced
         target = write_target(path)
-        if os.path.exists(target) and not os.path.isfile(target) and not os.path.isdir(target):
-            return emit(target)  # a device or a pipe (/dev/stdout, /dev/full): written in place, never replaced
         tmp = temp_beside(target)
         emit(tmp)
         with open(tmp, "rb+") as f:

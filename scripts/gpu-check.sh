@@ -49,7 +49,7 @@ cd "$CUDABENCH_ROOT"
 start=$(date +%s)
 budget="${CUDABENCH_GPU_CHECK_BUDGET:-540}"
 quick="${CUDABENCH_GPU_CHECK_QUICK:-0}"
-machine="$(machine_label)"
+machine="$(machine_label)" || exit 2
 res="results/gpu-check/$machine"
 dest="${1:-${OUT:-$res}}"
 mkdir -p "$res" "$dest"

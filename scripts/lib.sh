@@ -95,7 +95,7 @@ project_python() {
 # It names a folder under results/ and the history: one safe path component,
 # never a path (../../x, /), or the caller stops with exit 2.
 machine_label() {
-  if [ -n "${CUDABENCH_MACHINE+set}" ]; then
+  if [ -n "${CUDABENCH_MACHINE:-}" ]; then
     if [[ ! "$CUDABENCH_MACHINE" =~ ^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$ ]]; then
       echo "${0##*/}: CUDABENCH_MACHINE=$CUDABENCH_MACHINE: expected one name of letters, digits, '.', '_' and '-' (not a path)" >&2
       return 2
@@ -172,7 +172,9 @@ JOB_PGID=""
 run_job() {
   local rc=0
   set -m
-  "$@" &
+  # No terminal input (a background group reading it would stop) and not
+  # the caller's lock (fd 9: a daemon it starts must not keep it).
+  "$@" </dev/null 9>&- &
   JOB_PGID=$!
   set +m
   wait "$JOB_PGID" || rc=$?
@@ -188,13 +190,14 @@ stop_jobs_on_signal() {
   done
 }
 
-# Stops the running job's whole group (TERM, then KILL after 10 s), then
-# ends this script by the same signal.
+# Stops the running job's whole group (TERM, then KILL after 15 s: longer
+# than ab.py's own 10 s for its bench runs), then ends this script by the
+# same signal.
 stop_job_and_exit() {
   local sig="$1" waited=0
   if [ -n "$JOB_PGID" ]; then
     kill -TERM -- "-$JOB_PGID" 2>/dev/null || true
-    while kill -0 -- "-$JOB_PGID" 2>/dev/null && [ "$waited" -lt 100 ]; do sleep 0.1; waited=$((waited + 1)); done
+    while kill -0 -- "-$JOB_PGID" 2>/dev/null && [ "$waited" -lt 150 ]; do sleep 0.1; waited=$((waited + 1)); done
     kill -KILL -- "-$JOB_PGID" 2>/dev/null || true
   fi
   trap - "$sig"

@@ -54,7 +54,7 @@ for s in "${stacks[@]}"; do
   names+=("${STACK[stack]}")
 done
 
-machine="$(machine_label)"
+machine="$(machine_label)" || exit 2
 cpu_rows='VectorAdd/(cpu_scalar|cpu_omp_simd|torch_cpu)/n:(1048576|10000000)/|MnistTrain/cpu/batch:64/'
 gpu_rows='VectorAdd/(cuda_v[1-4]|cublas_geam|thrust|torch_cuda)/n:(1048576|10000000|134217728)/|Transfer/h2d_pinned/bytes:40000000/|MnistTrain/cuda/batch:64/'
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
@@ -73,7 +73,7 @@ stop_jobs_on_signal  # a signal stops the running build or bench at once
 clone="$(printf %s "$CUDABENCH_ROOT" | cksum | cut -d' ' -f1)"
 dirs=()
 for s in "${stacks[@]}"; do
-  CUDABENCH_STACK="$s" run_job bash scripts/setup.sh
+  CUDABENCH_STACK="$s" bash scripts/setup.sh  # in the foreground: sudo may ask for a password
   stack_plan --stack "$s" || exit
   [ -n "${py:-}" ] || py="${STACK[venv]}/bin/python"  # compare.py and report.py: the first stack's
   name="${STACK[stack]}"

@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 py="$(project_python)"
-machine="$(machine_label)"
+machine="$(machine_label)" || exit 2
 floors="results/baselines/$machine.floors.json"
 out=build/regress
 mkdir -p "$out"
@@ -62,7 +62,7 @@ echo "pid $$, started $(date '+%F %T')" >"$out/.lock"
 stop_jobs_on_signal
 # B, this tree: built (a no-op when it is up to date), so a stale binary is
 # never measured and filed under HEAD. A build that breaks is exit 3.
-run_job bash scripts/setup.sh
+bash scripts/setup.sh  # in the foreground: sudo may ask for a password
 run_job configure_and_build build >/dev/null || { echo "regress: building this tree failed" >&2; exit 3; }
 filter="$(ci_subset_filter)"
 
@@ -95,7 +95,7 @@ if ! base_sha="$(git rev-parse --verify -q "$base^{commit}" 2>/dev/null)"; then
   echo "regress: --base '$base': no such revision here" >&2
   exit 2
 fi
-this="$(git rev-parse --short HEAD)"; [ "$clean" = 1 ] || this="$this+changes"
+this="$(git rev-parse HEAD | cut -c1-7)"; [ "$clean" = 1 ] || this="$this+changes"
 if git diff --quiet "$base_sha" -- "${inputs[@]}"; then
   echo "regress: nothing that goes into bench differs from ${base_sha:0:7}: an A/A run of build/bench" >&2
   a_bench=build/bench

@@ -8,7 +8,7 @@
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
-machine="$(machine_label)"  # checked before anything is installed
+machine="$(machine_label)" || exit 2  # checked before anything is installed
 bash "$CUDABENCH_ROOT/scripts/setup.sh"
 build="$CUDABENCH_ROOT/build"
 # Only the two programs: the tests are scripts/test.sh's.
@@ -16,7 +16,8 @@ CUDABENCH_BUILD_TARGET=programs configure_and_build "$build" >/dev/null
 out_dir="$CUDABENCH_ROOT/results/$machine/$(toolkit_label "$build")"
 mkdir -p "$out_dir"
 filter="${CUDABENCH_FILTER:-^(VectorAdd/|VectorAddFlow/|Copy/|Transfer/|MnistTrain/(cpu|cuda)/batch:64/|MnistEval/(cpu|cuda)/)}"
-"$build/bench" --benchmark_filter="$filter" \
+stop_jobs_on_signal  # a signal stops bench at once (it leaves no partial file)
+run_job "$build/bench" --benchmark_filter="$filter" \
   --benchmark_min_time="${CUDABENCH_MIN_TIME:-0.1}" \
   --benchmark_out="$out_dir/latest.json" --benchmark_out_format=json "$@"
 echo "results: $out_dir/latest.json" >&2

@@ -13,8 +13,9 @@ args=("$@")
 [ "${#args[@]}" -gt 0 ] || args=(--device cpu --epochs 1)
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-"$CUDABENCH_ROOT/build/train" "${args[@]}" --quiet --json "$tmp/cpp.json"
-"$py" "$CUDABENCH_ROOT/scripts/train_mnist.py" "${args[@]}" --json "$tmp/py.json"
+stop_jobs_on_signal  # a signal stops the running training at once
+run_job "$CUDABENCH_ROOT/build/train" "${args[@]}" --quiet --json "$tmp/cpp.json"
+run_job "$py" "$CUDABENCH_ROOT/scripts/train_mnist.py" "${args[@]}" --json "$tmp/py.json"
 "$py" - "$tmp/cpp.json" "$tmp/py.json" <<'PY'
 import json, sys
 c, p = (json.load(open(f)) for f in sys.argv[1:3])

@@ -96,14 +96,19 @@ def error_line(path):
 def read_process_list(path):
     out = []
     try:
-        with open(path, encoding="utf-8") as f:
-            for i, line in enumerate(f, 1):
-                parts = line.rstrip("\n").split("\t")
-                if len(parts) != 3 or not re.fullmatch(r"-?\d+", parts[0]):
-                    raise BadInput(f"{path}:{i}: expected '<exit code> TAB <json> TAB <stderr>'")
-                out.append((int(parts[0]), parts[1], parts[2]))
-    except OSError as e:
-        raise BadInput(f"--processes {path}: cannot read ({e.strerror})")
+        text = compare.read_bytes(path, "a process list").decode("utf-8")
+    except BadInput as e:
+        raise BadInput(f"--processes {e}")
+    except UnicodeDecodeError:
+        raise BadInput(f"--processes {path}: not UTF-8 text")
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the last line's end, or an empty file
+    for i, line in enumerate(lines, 1):
+        parts = line.split("\t")
+        if len(parts) != 3 or not re.fullmatch(r"-?\d+", parts[0]):
+            raise BadInput(f"{path}:{i}: expected '<exit code> TAB <json> TAB <stderr>'")
+        out.append((int(parts[0]), parts[1], parts[2]))
     return out
 
 
