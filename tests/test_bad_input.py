@@ -681,9 +681,17 @@ def test_regress_refuses_a_second_run_in_one_checkout_naming_the_first():
         held.truncate()
         held.write("pid 4242, started today")
         held.flush()
-        r = subprocess.run(["bash", os.path.join(SCRIPTS, "regress.sh")], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2, r.stderr
-    assert r.stderr.strip().startswith("regress: another run holds build/regress in this checkout (pid 4242"), r.stderr
+        # Its own session: were the lock ever broken, a timeout stops the whole gate it would start.
+        p = subprocess.Popen(["bash", os.path.join(SCRIPTS, "regress.sh")], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            _, err = p.communicate(timeout=120)
+        finally:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    assert p.returncode == 2, err
+    assert err.strip().startswith("regress: another run holds build/regress in this checkout (pid 4242"), err
 
 
 def test_regress_labels_a_revision_against_itself_apart():
