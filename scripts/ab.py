@@ -526,7 +526,7 @@ def main(argv=None):
         p.add_argument("--min-time", help="--benchmark_min_time for each process")
         p.add_argument("--threshold", type=float, default=0.05)
         p.add_argument("--alpha", type=float, default=0.05)
-        p.add_argument("--out", default="build/ab", help="output folder (default build/ab)")
+        p.add_argument("--out", default="build/ab", type=compare.output_folder, help="output folder (default build/ab)")
         p.add_argument("--max-interference", type=float, default=MAX_INTERFERENCE,
                        help=f"run a process again when others took more than this share of the CPUs "
                             f"meanwhile (default {MAX_INTERFERENCE}; 1 never)")

@@ -174,6 +174,13 @@ def decode_json(raw, path):
         raise BadInput(f"{path}: JSON nested too deeply")
 
 
+def output_folder(path):
+    """argparse type of an --out folder: a name, never "" or "-"."""
+    if path in ("", "-"):
+        raise argparse.ArgumentTypeError(f"'{path}': expected a folder name")
+    return path
+
+
 def refuse_stdout(path, flag):
     """BadInput for an output named "-": a file name is expected, never a file called "-"."""
     if path == "-":

@@ -307,7 +307,7 @@ def main(argv=None):
     ap.add_argument("--threads-per-rank", type=int, default=0, help="CPU threads per rank (default: CPUs / most ranks)")
     ap.add_argument("--train", default=os.path.join(os.environ.get("CUDABENCH_BUILD_DIR", os.path.join(ROOT, "build")),
                                                     "train"), help="the train executable (default build/train)")
-    ap.add_argument("--out", default=os.path.join(ROOT, "results", "ddp-scaling"), help="output folder")
+    ap.add_argument("--out", default=os.path.join(ROOT, "results", "ddp-scaling"), type=compare.output_folder, help="output folder")
     ap.add_argument("--run-timeout", type=float, default=3600, help="seconds one run may take (default 3600)")
     a = ap.parse_args(argv)
 

@@ -291,7 +291,7 @@ def main(argv=None):
     ap = compare.ArgParser(prog="report", description=__doc__.split("\n\n")[0],
                            formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("files", nargs="*")
-    ap.add_argument("--out", required=True, help="folder for the PNGs and report.md")
+    ap.add_argument("--out", required=True, type=compare.output_folder, help="folder for the PNGs and report.md")
     ap.add_argument("--labels")
     ap.add_argument("--title", default="cudabench report")
     ap.add_argument("--history", metavar="DIR", help="per-commit results (regress.sh) to draw as trends")

@@ -364,6 +364,10 @@ CASES = [
         b.pop("bytes_per_second", None) for b in d["benchmarks"] if "cuda_v4" in b["name"]]),
        "--metric", "bytes_per_second", "--filter", "cpu_scalar", id="compare-filter-before-metric", rc=0, names=""),
     # report.py
+    py("report.py", BASE, "--out", "-", id="report-out-dash", rc=2, names="--out: '-': expected a folder name",
+       outputs=["{tmp}/-"]),
+    py("ab.py", "run", "--a", BENCH, "--b", BENCH, "--out", "-", id="ab-out-dash", rc=2,
+       names="--out: '-': expected a folder name", outputs=["{tmp}/-"]),
     py("report.py", "/dev/zero", "--out", "{tmp}/r", id="report-dev-zero", rc=2, names="/dev/zero: not a regular file",
        outputs=["{tmp}/r"]),
     py("report.py", "--out", "{tmp}/r", id="report-no-files", rc=2, names="give result files"),
