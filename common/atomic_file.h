@@ -120,7 +120,8 @@ inline std::string folder_of(const std::string& path) {
 
 // A new temporary file beside `target`, tracked before it exists: a short
 // name (a fixed prefix and a random suffix), so that any name the folder
-// takes can be written. Returns the descriptor, or -1 with errno set.
+// takes can be written. Returns the descriptor, or -1 with errno set and
+// `tmp` empty.
 inline int open_temp_beside(const std::string& target, std::string* tmp, std::unique_ptr<TrackedTemp>* guard) {
   static std::mt19937_64 rng{std::random_device{}() ^ static_cast<uint64_t>(::getpid())};
   const std::string dir = folder_of(target);
@@ -130,8 +131,10 @@ inline int open_temp_beside(const std::string& target, std::string* tmp, std::un
     *tmp = (dir == "/" ? "" : dir) + "/.tmp." + suffix;
     *guard = std::make_unique<TrackedTemp>(*tmp);
     const int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0 || errno != EEXIST) return fd;
+    if (fd >= 0) return fd;
+    if (errno != EEXIST) break;
   }
+  tmp->clear();  // errno stays open(2)'s
   return -1;
 }
 
@@ -204,11 +207,7 @@ inline bool write_file_atomically(const std::string& path, const std::string& te
     return false;
   };
   const int fd = open_temp_beside(target, &tmp, &guard);
-  if (fd < 0) {
-    const int e = errno;
-    tmp.clear();
-    return fail(e);
-  }
+  if (fd < 0) return fail(errno);
   if (!detail::write_all(fd, text, &err)) {
     ::close(fd);
     return fail(err);

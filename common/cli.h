@@ -10,9 +10,11 @@
 #include <cstdlib>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <system_error>
 
 namespace cudabench {
 
@@ -32,6 +34,16 @@ inline std::string short_number(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", x);
   return buf;
+}
+
+// "" for a folder, else why `dir` is not one, for a message naming an
+// input folder: "no such folder", "not a folder", or the system's reason
+// (a symlink loop is not "no such folder").
+inline std::string folder_problem(const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) return "";
+  if (ec && ec != std::errc::no_such_file_or_directory) return ec.message();
+  return std::filesystem::exists(dir, ec) ? "not a folder" : "no such folder";
 }
 
 // A value as messages show it: whole when short, else its start and length

@@ -12,6 +12,8 @@
 #include <limits>
 #include <sstream>
 
+#include "common/cli.h"  // folder_problem
+
 #ifdef CUDABENCH_HAVE_ZLIB
 #include <zlib.h>
 #endif
@@ -239,16 +241,6 @@ MnistSplit load_mnist_split(const std::string& dir, const std::string& prefix) {
                  std::to_string(s.labels.count) + " labels");
   return s;
 }
-
-namespace {
-// "" for a folder, else why `dir` is not one (a symlink loop is not "no such folder").
-std::string folder_problem(const std::string& dir) {
-  std::error_code ec;
-  if (fs::is_directory(dir, ec)) return "";
-  if (ec && ec != std::errc::no_such_file_or_directory) return ec.message();
-  return fs::exists(dir, ec) ? "not a folder" : "no such folder";
-}
-}  // namespace
 
 std::string find_dataset_dir(const std::string& flag_dir) {
   std::vector<std::pair<std::string, std::string>> tried;

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/cli.h"  // folder_problem
 #include "parsers.h"
 #include "probe.h"
 
@@ -62,12 +63,8 @@ std::string probe_root() {
 std::string probe_root_problem() {
   const char* r = std::getenv("CUDABENCH_PROBE_ROOT");
   if (!r || !*r) return "";
-  std::error_code ec;
-  if (fs::is_directory(r, ec)) return "";
-  const std::string why = ec && ec != std::errc::no_such_file_or_directory ? ec.message()
-                          : fs::exists(r, ec)                                ? "not a folder"
-                                                                             : "no such folder";
-  return std::string("CUDABENCH_PROBE_ROOT=") + r + ": " + why + " (it names a fake machine's root for tests)";
+  const std::string why = folder_problem(r);
+  return why.empty() ? "" : std::string("CUDABENCH_PROBE_ROOT=") + r + ": " + why + " (it names a fake machine's root for tests)";
 }
 
 SystemInfo probe_system(const std::string& root_dir) {

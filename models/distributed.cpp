@@ -54,13 +54,17 @@ bool have_nccl() {
 #endif
 }
 
+uint64_t fnv1a64(const void* data, std::size_t n, uint64_t h) {
+  const auto* b = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
 uint64_t parameter_hash(const std::vector<torch::Tensor>& params) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a, 64 bits
+  uint64_t h = kFnv1aStart;
   for (const auto& p : params) {
     const auto t = p.detach().to(torch::kCPU).contiguous();
-    const auto* b = static_cast<const unsigned char*>(t.data_ptr());
-    const auto n = static_cast<size_t>(t.numel()) * t.element_size();
-    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+    h = fnv1a64(t.data_ptr(), static_cast<std::size_t>(t.numel()) * t.element_size(), h);
   }
   return h;
 }
@@ -210,7 +214,7 @@ DistContext::DistContext(const Launch& launch, const std::string& backend, torch
   resolve_master();  // before the deadline: a slow name service is not a silent store
   Deadline deadline(timeout_ + kRendezvousGrace,
                     "train: rank " + std::to_string(launch_.rank) + ": stopped: the rendezvous at " +
-                        launch_.master_addr + ":" + std::to_string(launch_.master_port) + " did not finish within " +
+                        store_address() + " did not finish within " +
                         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()) +
                         " s (--dist-timeout) and a grace; is another program listening on MASTER_PORT?");
   connect_store();
@@ -260,7 +264,7 @@ void DistContext::connect_store() {
   } catch (const std::exception& e) {
     const auto m = error_line(e);
     throw RankLost(std::string(o.isServer ? "could not serve" : "could not reach") + " the rendezvous store at " +
-                   launch_.master_addr + ":" + std::to_string(launch_.master_port) +
+                   store_address() +
                    (o.isServer ? "" : (launch_.agent_store ? " (torchrun's agent)" : " (rank 0)")) + ": " + m);
   }
 }
@@ -397,7 +401,7 @@ std::string diagnose_with(const DiagnoseInput& in) {
 }  // namespace
 
 std::string DistContext::diagnose() {
-  const std::string where = launch_.master_addr + ":" + std::to_string(launch_.master_port);
+  const std::string where = store_address();
   const std::string store_gone =
       launch_.agent_store ? "torchrun's agent store at " + where + " (it no longer answers)"
       : launch_.rank == 0 ? ""
@@ -475,7 +479,7 @@ void DistContext::finish() {
   // The store's calls have no deadline of their own against a silent host.
   Deadline watchdog(2 * timeout_ + kRendezvousGrace,
                     "train: rank " + std::to_string(launch_.rank) + ": stopped: the group did not finish leaving within " +
-                        "twice --dist-timeout (" + launch_.master_addr + ":" + std::to_string(launch_.master_port) +
+                        "twice --dist-timeout (" + store_address() +
                         " no longer answers)");
   barrier();
   // As destroy_process_group does: NCCL's communicators and watchdog end

@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -97,6 +98,7 @@ class DistContext {
   AllreduceTiming time_allreduce(const std::vector<int64_t>& bucket_bytes, int iterations);
 
  private:
+  std::string store_address() const { return launch_.master_addr + ":" + std::to_string(launch_.master_port); }
   void resolve_master();
   void connect_store();
   void compare_settings(const Settings& mine);
@@ -131,6 +133,9 @@ class DataParallel {
   std::shared_ptr<c10d::Reducer> reducer_;
 };
 
+// FNV-1a, 64 bits, over `n` bytes, continuing from `h`.
+constexpr uint64_t kFnv1aStart = 1469598103934665603ull;
+uint64_t fnv1a64(const void* data, std::size_t n, uint64_t h = kFnv1aStart);
 // A hash of the parameters' values (FNV-1a over their bytes on the host):
 // equal on every rank exactly when the replicas agree bit for bit.
 uint64_t parameter_hash(const std::vector<torch::Tensor>& params);

@@ -145,4 +145,3 @@ std::string settings_disagreement(const std::vector<Settings>& by_rank) {
 }
 
 }  // namespace cudabench::models
-

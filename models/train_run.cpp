@@ -350,19 +350,19 @@ int write_summary(const TrainOptions& o, const Plan& p, const Data& d, int64_t t
   return kExitOk;
 }
 
-// What every rank must be given alike: one table, compared at the
-// rendezvous (a rank with another --test-limit would skew rank 0's sums).
 // FNV-1a over a split's images and labels: two datasets of one size
 // (MNIST and Fashion-MNIST) are told apart.
 std::string split_hash(const data::MnistSplit& split) {
-  uint64_t h = 1469598103934665603ull;
-  for (const auto* bytes : {&split.images.pixels, &split.labels.labels})
-    for (uint8_t b : *bytes) h = (h ^ b) * 1099511628211ull;
+  const auto& px = split.images.pixels;
+  const auto& lb = split.labels.labels;
+  const uint64_t h = fnv1a64(lb.data(), lb.size(), fnv1a64(px.data(), px.size()));
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return std::to_string(split.images.count) + " images, fnv1a64 " + buf;
 }
 
+// What every rank must be given alike: one table, compared at the
+// rendezvous (a rank with another --test-limit would skew rank 0's sums).
 Settings settings_that_must_agree(const TrainOptions& o, const Plan& p, const Data& d) {
   const TrainConfig& c = o.cfg;
   auto num = [](double x) {  // every digit: 0.0100000001 is not 0.01
