@@ -54,7 +54,6 @@ import os
 import re
 import resource
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -238,16 +237,7 @@ def wait_in_own_group(cmd, err, env):
     try:
         return p.wait()
     except BaseException:
-        for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, None)):
-            try:
-                os.killpg(p.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                p.wait(timeout=wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        compare.stop_groups([p], 10)
         raise
 
 

@@ -63,8 +63,10 @@ import random
 import re
 import signal
 import stat
+import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -725,6 +727,26 @@ def split_passthrough(argv):
         i = argv.index("--")
         return argv[:i], argv[i + 1:]
     return argv, []
+
+
+def stop_groups(procs, grace):
+    """SIGTERM the process group of each process still running (each one
+    started with start_new_session), then SIGKILL what is left after `grace`
+    seconds; every wait has a deadline. ab.py and ddp_scaling.py stop their
+    children here."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        live = [p for p in procs if p.poll() is None]
+        for p in live:
+            try:
+                os.killpg(p.pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + grace
+        for p in live:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
 
 
 def one_line(text):

@@ -38,7 +38,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -109,24 +108,6 @@ def wait_all(procs, deadline):
         time.sleep(0.05)
 
 
-def stop(procs):
-    """SIGTERM each running rank's process group, SIGKILL whatever is left
-    after GRACE seconds; no wait without a deadline."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        live = [p for p in procs if p.poll() is None]
-        for p in live:
-            try:
-                os.killpg(p.pid, sig)
-            except OSError:
-                pass
-        deadline = time.monotonic() + GRACE
-        for p in live:
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-
-
 def run_once(a, n, rep, train_args, runs_dir):
     """One run at world size n: the rank-0 JSON, or an exception: BadInput
     when a rank exits 2 (train refused what it was given), WrongResult
@@ -140,7 +121,7 @@ def run_once(a, n, rep, train_args, runs_dir):
         if not wait_all(procs, time.monotonic() + a.run_timeout):
             raise ToolError(f"{tag}: the run took longer than --run-timeout {a.run_timeout:g} s")
     finally:
-        stop(procs)
+        compare.stop_groups(procs, GRACE)
     codes = [p.returncode for p in procs]
     if any(c != 0 for c in codes):
         bad = compare.EXIT_BAD_INPUT
