@@ -162,6 +162,8 @@ def first_gpu(env):
 def machine_lines(d, env):
     """The GPU, driver and runtime; NVML's settings; the environment's warnings and errors."""
     gpus, g, drv = env.get("gpus") or [], first_gpu(env), env.get("driver", {})
+    if not env:
+        return [f"GPU check of {os.path.basename(os.path.normpath(d))}: no environment report (the env step did not run)"]
     lines = [f"GPU check of {os.path.basename(os.path.normpath(d))}: {g.get('name', '?')} "
              f"sm_{g.get('compute_capability', '?')}, {g.get('sms', '?')} SMs, "
              f"peak {g.get('peak_bandwidth_bytes_per_s', 0) / 1e9:.0f} GB/s, {len(gpus)} GPU(s); driver "
@@ -180,12 +182,42 @@ def machine_lines(d, env):
     return lines
 
 
+# A step's result in steps.txt, the run's exit code for it (gpu-check.sh),
+# and how bad it is: the run's status is the worst step's.
+STEP_EXIT = {"ok": (0, 0), "skipped": (4, 1), "failed": (3, 2), "timed-out": (3, 2), "stopped": (3, 2),
+             "WRONG": (1, 3)}
+STATUS_TEXT = {0: "every step ran and passed", 1: "a wrong result", 3: "a step failed or timed out",
+               4: "a step was skipped"}
+
+
 def steps_lines(d):
+    """Each step's result, with the last lines of the log of one that did not
+    pass, and the run's status (the worst step's)."""
     try:
         with open(os.path.join(d, "steps.txt")) as f:
-            return ["\nSteps:\n" + "".join("  " + l for l in f)]
+            rows = [l.rstrip("\n") for l in f if l.strip()]
     except OSError:
         return ["\nSteps: none recorded"]
+    lines, worst = ["\nSteps:"], (0, 0)
+    for row in rows:
+        name, result = (row.split() + ["", ""])[:2]
+        lines.append("  " + row)
+        code, rank = STEP_EXIT.get(result, (3, 2))
+        worst = max(worst, (rank, code))
+        if result not in ("ok", "skipped"):
+            lines.extend("    | " + l for l in log_tail(os.path.join(d, "logs", name + ".log")))
+    return [f"Status: exit {worst[1]} ({STATUS_TEXT[worst[1]]})"] + lines
+
+
+def log_tail(path, n=6):
+    """The last n lines of a step's log (the MISSING lines of a preflight)."""
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read()[-20000:].splitlines()
+    except OSError:
+        return []
+    missing = [l for l in text if l.startswith("MISSING")]
+    return missing or text[-n:]
 
 
 def tests_lines(d):
@@ -249,10 +281,9 @@ def flush_lines(d):
         r, m = median(modes.get("read", [])), median(modes.get("memset", []))
         if r and m:
             lines.append(f"  {impl + ' ' + str(n):24s} {r * 1e6:8.2f}us {m * 1e6:8.2f}us {m / r:12.3f}")
-    lines.append("  read leaves the kernel's own dirty output (up to ~1/3 of L2) to be written back after the stop\n"
-                 "  event (its time is too low); memset makes the kernel write back the flush's dirty lines (too\n"
-                 "  high). The truth lies between: the gap bounds either one's error. Where the working set is\n"
-                 "  >= 8x L2 (2^27) they should agree within a few %.")
+    lines.append("  One launch after a flush: read leaves the kernel's dirty output to be written back after the\n"
+                 "  stop event (too low), memset makes the kernel write back the flush's (too high). At >= 8x L2\n"
+                 "  (2^27) they should agree within a few %; smaller sizes are timed back to back, rotating buffers.")
     return lines
 
 
@@ -293,15 +324,19 @@ def train_lines(d):
 
 
 def ddp_lines(d):
-    """Data-parallel train: NCCL at one rank, then the scaling series."""
+    """Data-parallel train over NCCL at one rank: the throughput of a run
+    without --check-sync, the replica check as a check; then the scaling series."""
     out = []
     t = load(os.path.join(d, "train_ddp_nccl1.json"))
     if t and "distributed" in t:
         x, ar = t["distributed"], t["distributed"]["allreduce"]
-        out.append(f"\ndata-parallel, {x['backend']} x {x['world_size']}: replicas identical after "
-                   f"{x['replicas_checked_after_steps']} checked steps, {t['per_epoch'][-1]['images_per_second']:.0f} "
+        out.append(f"\ndata-parallel, {x['backend']} x {x['world_size']}: {t['per_epoch'][-1]['images_per_second']:.0f} "
                    f"img/s, all-reduce {ar['seconds_per_step'] * 1e3:.3f} ms/step ({ar['bytes'] / 1e6:.2f} MB in "
                    f"{ar['buckets']} buckets), final test accuracy {100 * t['final_test_accuracy']:.2f}%")
+    c = load(os.path.join(d, "train_ddp_nccl1_check.json"))
+    if c and "distributed" in c:
+        out.append(f"  check (--check-sync, its speed not a measurement): replicas identical after "
+                   f"{c['distributed']['replicas_checked_after_steps']} checked steps")
     md = os.path.join(d, "ddp-scaling", "scaling.md")
     if os.path.isfile(md):
         with open(md) as f:

@@ -3,7 +3,9 @@
 # by git), for scripts/gpu-check.sh there: the sources of Google Benchmark
 # (Debian's source package) and GoogleTest, the nlohmann_json, CLI11 and Gloo
 # headers, and Fashion-MNIST. CMake uses .deps/ only when find_package finds
-# nothing. About 40 MB. It runs scripts/setup.sh --tests first.
+# nothing. About 40 MB. It runs scripts/setup.sh --tests first. It also
+# writes .deps/REVISION, the commit (with "-dirty" for uncommitted changes),
+# which the build records when the tree travels without .git.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 deps="$root/.deps"
@@ -21,4 +23,7 @@ fi
 # Gloo's headers (Debian's libgloo-dev): c10d's ProcessGroupGloo.hpp includes them.
 [ -d "$deps/gloo" ] || { mkdir -p "$deps/gloo/include" && cp -r /usr/include/gloo "$deps/gloo/include/gloo"; }
 [ -d "$deps/fashion-mnist" ] || cp -r /usr/share/datasets/fashion-mnist "$deps/fashion-mnist"
+rev="$(git -C "$root" rev-parse --short HEAD)"
+git -C "$root" diff --quiet HEAD -- 2>/dev/null || rev="$rev-dirty"
+echo "$rev" > "$deps/REVISION.tmp" && mv "$deps/REVISION.tmp" "$deps/REVISION"
 du -sh "$deps" | sed 's/^/vendor-deps: /' >&2

@@ -47,3 +47,15 @@ def test_every_setting_the_docs_name_is_read_by_the_code():
     named = {s for doc in DOCS for s in SETTING.findall(read(doc))}
     assert len(named) > 10
     assert not named - known, f"settings the docs name and no code reads: {sorted(named - known)}"
+
+
+def test_the_readme_lists_the_gpu_checks_steps_and_they_fit_its_budget():
+    script = read(os.path.join(ROOT, "scripts", "gpu-check.sh"))
+    table = re.search(r"^STEPS=\(\n(.*?)^\)", script, flags=re.M | re.S)[1]
+    steps = [tuple(row.strip().strip('"').split()[:3]) for row in table.splitlines()]
+    budget = int(re.search(r'CUDABENCH_GPU_CHECK_BUDGET:-(\d+)', script)[1])
+    readme = re.findall(r"^\| ([a-z-]+) \| (\d+) \| (\d+) \|", read(DOCS[0]), flags=re.M)
+    assert readme == steps, "README.md's GPU-check table and STEPS in scripts/gpu-check.sh differ"
+    assert f"within a {budget} s budget" in read(DOCS[0])
+    total = sum(int(est) for _, est, _ in steps)
+    assert total <= 0.9 * budget, f"the steps' estimates add up to {total} s of a {budget} s budget: no margin"

@@ -1,0 +1,263 @@
+#!/usr/bin/env bash
+# One step of scripts/gpu-check.sh, which runs each under `timeout`:
+#   bash scripts/gpu-check-steps.sh STEP
+# It writes into $GC_RES and builds in $GC_BUILD; GC_DRY_RUN=1 is the
+# rehearsal without a GPU, GC_QUICK=1 fewer sizes and epochs. Exit: 0 ok,
+# 1 a wrong result, anything else a step that could not run.
+set -uo pipefail
+. "$CUDABENCH_ROOT/scripts/lib.sh"
+cd "$CUDABENCH_ROOT"
+res="$GC_RES" build="$GC_BUILD"
+epochs=10; [ "$GC_QUICK" = 1 ] && epochs=2
+sizes='(4096|1048576|16777216|10000000|134217728)'
+[ "$GC_QUICK" = 1 ] && sizes='(1048576|10000000|134217728)'
+# The GPU tests, by suite: those that skip without a GPU.
+GPU_TESTS='(GpuVectorAdd|CudaCheck|L2Flush|BenchCliGpu|TrainerGpu)\.'
+
+# A python with torch: the GPU machine's python3; the project's venv in a
+# dry run (this machine's python3 may have none).
+python_with_torch() {
+  if [ "$GC_DRY_RUN" = 1 ]; then project_python 2>/dev/null || echo python3; else echo python3; fi
+}
+
+# worst RC...: 1 if any is 1 (a wrong result), else 3 if any failed, else 0.
+worst() {
+  local w=0 rc
+  for rc in "$@"; do
+    if [ "$rc" = 1 ]; then w=1; elif [ "$rc" != 0 ] && [ "$w" = 0 ]; then w=3; fi
+  done
+  return $w
+}
+
+# The nvcc a build would use: CUDACXX (which must then be one), PATH,
+# CUDA_PATH, /usr/local/cuda.
+find_nvcc() {
+  local c
+  if [ -n "${CUDACXX:-}" ]; then
+    [ -x "$CUDACXX" ] && echo "$CUDACXX"
+    return
+  fi
+  for c in "$(command -v nvcc 2>/dev/null)" "${CUDA_PATH:+$CUDA_PATH/bin/nvcc}" /usr/local/cuda/bin/nvcc; do
+    [ -n "$c" ] && [ -x "$c" ] && { echo "$c"; return 0; }
+  done
+  return 1
+}
+
+# Each item the check needs, one line each; exit 3 when any is missing.
+step_preflight() {
+  local missing=0 nvcc root py
+  need() { if [ "$1" = ok ]; then echo "ok       $2"; else echo "MISSING  $2"; missing=1; fi; }
+  if nvcc="$(find_nvcc)"; then
+    root="$(cd "$(dirname "$nvcc")/.." && pwd)"
+    need ok "nvcc $nvcc ($("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+    echo "NVCC=$nvcc" > "$res/preflight.env"
+    local f
+    for f in include/cuda_runtime.h include/cublas_v2.h lib64/libcudart.so lib64/libcublas.so; do
+      if [ -e "$root/$f" ]; then need ok "$root/$f"; else need no "$root/$f (the CUDA toolkit's headers and libraries)"; fi
+    done
+  else
+    need no "nvcc: ${CUDACXX:+CUDACXX=$CUDACXX is not an executable; }not in CUDACXX, PATH, CUDA_PATH or /usr/local/cuda/bin"
+  fi
+  for f in cmake ninja; do
+    if command -v "$f" > /dev/null; then need ok "$f $(command -v "$f")"; else need no "$f: not on PATH"; fi
+  done
+  py="$(python_with_torch)"
+  local torch
+  torch="$("$py" -c 'import torch; print(torch.__version__, torch.version.cuda or "none")' 2>/dev/null)"
+  if [ -z "$torch" ]; then
+    need no "torch: $py cannot import it"
+  elif [ "${torch#* }" = none ] && [ "$GC_DRY_RUN" != 1 ]; then
+    need no "torch ${torch% *} in $py is built without CUDA"
+  else
+    need ok "torch ${torch% *} (CUDA ${torch#* }) in $py"
+  fi
+  if [ "$GC_DRY_RUN" = 1 ]; then
+    echo "skipped  the driver (dry run)"
+  elif nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total,compute_cap,clocks.sm,clocks.mem,clocks.max.sm,power.limit,persistence_mode \
+         --format=csv > "$res/nvidia-smi.csv" 2>&1; then
+    need ok "driver $(sed -n '2p' "$res/nvidia-smi.csv")"
+    nvidia-smi -q > "$res/nvidia-smi-q.txt" 2>&1
+    { compute-sanitizer --version 2>&1 || echo "no compute-sanitizer"; } > "$res/compute-sanitizer-version.txt"
+  else
+    need no "a working driver: nvidia-smi says: $(head -c 200 "$res/nvidia-smi.csv" | tr '\n' ' ')"
+  fi
+  [ "$missing" = 0 ] || return 3
+}
+
+# Configure, check that CUDA, LibTorch (and on a GPU machine NCCL) are on,
+# then build. A dry run of an existing build keeps that build's settings.
+step_build() {
+  local args=() archs="${CUDABENCH_GPU_CHECK_ARCHS:-}" cc
+  [ -f "$res/preflight.env" ] && . "$res/preflight.env"
+  if [ "$GC_DRY_RUN" != 1 ] || [ ! -f "$build/CMakeCache.txt" ]; then
+    args=(-G Ninja -DCMAKE_BUILD_TYPE=Release ${NVCC:+-DCMAKE_CUDA_COMPILER=$NVCC})
+  fi
+  if [ "$GC_DRY_RUN" != 1 ]; then
+    # The GPU machine's own torch and tools, not a cache from elsewhere.
+    args+=(-DCUDABENCH_CACHE_DIR=/nonexistent)
+    cc="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .')"
+    [ -z "$archs" ] && [ -n "$cc" ] && archs="${cc}-real"
+  fi
+  [ -n "$archs" ] && args+=("-DCMAKE_CUDA_ARCHITECTURES=$archs")
+  [ -n "${CUDABENCH_FORCE_VENDORED:-}" ] && args+=(-DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON
+    -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON -DCMAKE_DISABLE_FIND_PACKAGE_CLI11=ON)
+  cmake -S . -B "$build" "${args[@]}" ${CUDABENCH_GPU_CHECK_CMAKE_ARGS:-} > "$res/configure.log" 2>&1 \
+    || { tail -30 "$res/configure.log"; return 3; }
+  grep -E '^-- cudabench:' "$res/configure.log"
+  configure_result "$res/configure.log" || return 3
+  cmake --build "$build" -j "$(nproc)" > "$res/build.log" 2>&1 || { tail -40 "$res/build.log"; return 3; }
+}
+
+# What a configure log says is off that the check needs on.
+configure_result() {
+  local bad=0
+  grep -q '^-- cudabench: CUDA [0-9]' "$1" || { echo "the build has no CUDA: $(grep -m1 'cudabench: CUDA' "$1")"; bad=1; }
+  grep -q '^-- cudabench: LibTorch [0-9]' "$1" || { echo "the build has no LibTorch: $(grep -m1 'cudabench: LibTorch' "$1")"; bad=1; }
+  if [ "$GC_DRY_RUN" != 1 ] && ! grep -q '^-- cudabench: data-parallel training ON (c10d: Gloo, NCCL' "$1"; then
+    echo "the build has no NCCL: $(grep -m1 'cudabench: data-parallel' "$1")"; bad=1
+  fi
+  return $bad
+}
+
+step_env() {
+  "$build/bench" --env > "$res/env.txt" 2>&1
+  "$build/bench" --env=json --env-out "$res/env.json" || return 3
+  sed -n '1,3p' "$res/env.txt"
+  "$build/bench" --env --check > /dev/null 2>&1 || { echo "bench --env --check found an error verdict"; return 1; }
+  # The doctor on a healthy machine: each message names its scenario and
+  # finds no cause here (exit 1); exit 0 would be a false alarm.
+  local msg rc
+  for msg in "Error 804: forward compatibility was attempted on non supported HW" \
+             "Error 802: system not yet initialized" \
+             "RuntimeError: CUDA error: no kernel image is available for execution on the device" \
+             "Failed to initialize NVML: Driver/library version mismatch"; do
+    "$build/bench" --explain "$msg" >> "$res/explain.txt" 2>&1
+    rc=$?
+    echo "exit $rc" >> "$res/explain.txt"
+    [ "$rc" = 1 ] || { echo "bench --explain '$msg' exited $rc on this machine (1 expected: no cause here)"; return 1; }
+  done
+}
+
+# bench_json NAME ARGS...: a bench run writing NAME.json and NAME.txt.
+bench_json() {
+  local name="$1"; shift
+  "$build/bench" "$@" --benchmark_out="$res/$name.json" --benchmark_out_format=json > "$res/$name.txt" 2>&1
+}
+
+step_bench() {
+  bench_json vector_add --devices all --benchmark_repetitions=3 \
+    --benchmark_filter="^(VectorAdd|VectorAddFlow)/(cuda|cublas|thrust|torch_cuda|pinned|pageable)[^/]*/n:$sizes/|^Transfer/.*/bytes:(16384|4194304|40000000|536870912)/"
+}
+
+# Fashion-MNIST as plain IDX files (the GPU image may lack zlib's headers),
+# each unpacked to a temp file and renamed, so a killed run leaves no half
+# file; prints the folder. Only the steps that read it call this.
+dataset() {
+  local src data="${TMPDIR:-/tmp}/cudabench-fashion-mnist" f out
+  for src in .deps/fashion-mnist /usr/share/datasets/fashion-mnist; do
+    [ -d "$src" ] || continue
+    mkdir -p "$data" || return 3
+    for f in "$src"/*; do
+      out="$data/$(basename "$f" .gz)"
+      [ -f "$out" ] && continue
+      case "$f" in
+        *.gz) gzip -dc "$f" > "$out.tmp.$$" ;;
+        *) cp "$f" "$out.tmp.$$" ;;
+      esac && mv "$out.tmp.$$" "$out" || { rm -f "$out.tmp.$$"; echo "cannot unpack $f"; return 3; }
+    done
+    echo "$data"
+    return 0
+  done
+  echo "no Fashion-MNIST in .deps/ (run scripts/vendor-deps.sh) or /usr/share/datasets" >&2
+  return 3
+}
+
+step_train() {
+  local a=0 b=0
+  export CUDABENCH_DATA_DIR; CUDABENCH_DATA_DIR="$(dataset)" || return 3
+  "$build/train" --device cuda --epochs "$epochs" --quiet --json "$res/train_cuda.json" > "$res/train_cuda.txt" 2>&1 || a=$?
+  "$build/train" --device cuda --cuda-graph --epochs "$epochs" --quiet --json "$res/train_cuda_graph.json" \
+    > "$res/train_cuda_graph.txt" 2>&1 || b=$?
+  worst "$a" "$b"
+}
+
+step_mnist() {
+  export CUDABENCH_DATA_DIR; CUDABENCH_DATA_DIR="$(dataset)" || return 3
+  bench_json mnist --benchmark_repetitions=3 \
+    --benchmark_filter='^MnistTrain/cuda[a-z0-9_]*/batch:(64|256|1024)/|^MnistEval/cuda/|^MnistTrain/cpu/batch:64/'
+}
+
+# Above 8x L2 a VectorAdd is one launch after an L2 flush: read and memset
+# flushes in alternating processes, the process as the unit.
+step_flush-ab() {
+  local filter='^VectorAdd/(cuda_v4|cublas_geam)/n:134217728/' i=0 rcs=() mode rc
+  for mode in read memset memset read; do
+    i=$((i + 1)); rc=0
+    bench_json "flush_${mode}_$i" --l2-flush "$mode" --benchmark_repetitions=3 --benchmark_filter="$filter" || rc=$?
+    rcs+=("$rc")
+  done
+  worst "${rcs[@]}"
+}
+
+# Data-parallel train over NCCL: the throughput without the replica check,
+# the check itself on a short run, then the scaling series when there is
+# more than one GPU.
+step_ddp() {
+  local a=0 b=0 c=0 n ranks=1 k
+  export CUDABENCH_DATA_DIR; CUDABENCH_DATA_DIR="$(dataset)" || return 3
+  local one=(env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 "$build/train" --device cuda --backend nccl --quiet)
+  MASTER_PORT=29517 "${one[@]}" --epochs 2 --json "$res/train_ddp_nccl1.json" > "$res/train_ddp_nccl1.txt" 2>&1 || a=$?
+  MASTER_PORT=29518 "${one[@]}" --epochs 1 --limit 4096 --check-sync --json "$res/train_ddp_nccl1_check.json" \
+    > "$res/train_ddp_nccl1_check.txt" 2>&1 || b=$?
+  n="$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)"
+  [ -z "${CUDA_VISIBLE_DEVICES:-}" ] || n="$(tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .)"
+  for k in 2 4 8 16; do [ "$k" -le "$n" ] && ranks="$ranks,$k"; done
+  if [ "$ranks" = 1 ]; then
+    echo "one GPU: no scaling series"
+  else
+    python3 scripts/ddp_scaling.py --device cuda --ranks "$ranks" --repetitions 3 --epochs 2 --train "$build/train" \
+      --out "$res/ddp-scaling" > "$res/ddp_scaling.txt" 2>&1 || c=$?
+  fi
+  worst "$a" "$b" "$c"
+}
+
+# The GPU tests alone (the rest ran in CI); a failed test is a wrong result.
+step_tests() {
+  (cd "$build" && ctest -R "$GPU_TESTS" --no-tests=error --output-on-failure -j 4 --timeout 100) > "$res/ctest.log" 2>&1
+  local rc=$?
+  grep -E 'tests passed|tests failed|No tests' "$res/ctest.log"
+  [ "$rc" = 0 ] && return 0
+  grep -q 'tests failed out of' "$res/ctest.log" && return 1
+  return 3
+}
+
+# compute-sanitizer on one small run of each kernel family; a finding is
+# exit 1 (a wrong result), a tool that could not run its own code.
+step_sanitize() {
+  local rc=0 san=(compute-sanitizer --error-exitcode 1 --print-limit 20)
+  command -v compute-sanitizer > /dev/null || { echo "compute-sanitizer not found"; return 3; }
+  {
+    echo "== memcheck: test_vector_add_gpu"
+    "${san[@]}" --tool memcheck "$build/test_vector_add_gpu" 2>&1 || rc=$?
+    echo "== racecheck: test_vector_add_gpu"
+    "${san[@]}" --tool racecheck "$build/test_vector_add_gpu" 2>&1 || rc=$?
+    echo "== memcheck: raw kernels, cuBLAS, Thrust, copies, the flow, the flushes"
+    "${san[@]}" --tool memcheck "$build/bench" --benchmark_min_time=0.001 --l2-flush read \
+      --benchmark_filter='^(VectorAdd/(cuda|cublas|thrust)[^/]*/n:65536/|Transfer/.*/bytes:16384/|VectorAddFlow/pinned/n:65536/)' 2>&1 || rc=$?
+    echo "== memcheck: torch add"
+    "${san[@]}" --tool memcheck "$build/bench" --benchmark_min_time=0.001 --benchmark_filter='^VectorAdd/torch_cuda/n:65536/' 2>&1 || rc=$?
+  } > "$res/sanitizer.txt"
+  grep -E '^== |ERROR SUMMARY' "$res/sanitizer.txt"
+  return $rc
+}
+
+# Faults the tests of the check inject: CUDABENCH_TEST_GPU_CHECK_FAULT=STEP:hang
+# (a step that overruns its limit) or STEP:fail (one that exits 7).
+case "${CUDABENCH_TEST_GPU_CHECK_FAULT:-}" in
+  "${1:-}:hang") echo "injected: hangs"; sleep 3600 ;;
+  "${1:-}:fail") echo "injected: fails"; exit 7 ;;
+esac
+case "${1:-}" in
+  preflight|build|env|bench|train|mnist|flush-ab|ddp|tests|sanitize) "step_$1" ;;
+  *) echo "gpu-check-steps: ${1:-}: no such step" >&2; exit 2 ;;
+esac
