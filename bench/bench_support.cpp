@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -45,6 +46,23 @@ std::string cache_label(double working_set_bytes, double l2_bytes) {
   std::snprintf(buf, sizeof buf, "working set %.2gx L2: not DRAM-bound", working_set_bytes / l2_bytes);
   return buf;
 }
+
+Rotation rotation(double working_set_bytes, double l2_bytes, double launch_s) {
+  Rotation r;
+  r.bytes_per_launch = working_set_bytes;
+  if (!(l2_bytes > 0) || !(working_set_bytes > 0) || working_set_bytes >= kDramBoundL2s * l2_bytes) return r;
+  r.sets = 1 + static_cast<int>(std::ceil(kRotationL2s * l2_bytes / working_set_bytes));
+  const double wanted = launch_s > 0 ? std::ceil(kRotationMinTime / launch_s) : 1.0;
+  r.launches = r.sets * static_cast<int>(std::max(1.0, std::ceil(wanted / r.sets)));
+  return r;
+}
+
+std::string Rotation::label() const {
+  return "back to back: " + std::to_string(sets) + " buffer sets, " + std::to_string(launches) +
+         " launches per event pair";
+}
+
+std::size_t rotation_stride(std::size_t n) { return (n + 63) / 64 * 64; }
 
 bool check_once(const std::string& key, const std::function<bool()>& check) {
   static std::set<std::string> passed;
@@ -160,6 +178,36 @@ void set_vector_add_counters(benchmark::State& state, std::size_t n) {
                           static_cast<std::int64_t>(n * vector_add::kBytesPerElement));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
                           static_cast<std::int64_t>(n));
+}
+
+std::string bare_nonfinite_to_null(const std::string& text) {
+  static const char* const kTokens[] = {"-Infinity", "Infinity", "-NaN", "NaN"};
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (in_string) {
+      out += ch;
+      if (ch == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (ch == '"') in_string = false;
+      continue;
+    }
+    if (ch == '"') in_string = true;
+    const char* hit = nullptr;
+    for (const char* t : kTokens)
+      if (text.compare(i, std::strlen(t), t) == 0) {
+        hit = t;
+        break;
+      }
+    if (!hit) {
+      out += ch;
+      continue;
+    }
+    out += "null";
+    i += std::strlen(hit) - 1;
+  }
+  return out;
 }
 
 void set_peak_counters(benchmark::State& state, double bytes_per_iteration, double peak) {

@@ -55,6 +55,30 @@ void bound_wall_time(const RunOptions& run, Registered* b, double gpu_s, double 
 constexpr double kDramBoundL2s = 8;
 std::string cache_label(double working_set_bytes, double l2_bytes);
 
+// So below kDramBoundL2s x L2 a VectorAdd is not timed as one launch after
+// a flush but the way BabelStream times every size: `launches` back to back
+// between one event pair, rotating over `sets` buffer sets, so that between
+// two uses of one set the others move kRotationL2s x L2 (no launch finds its
+// inputs in L2), and each launch pays, in steady state, for the write-backs
+// of the one before. Each event pair covers at least kRotationMinTime of GPU
+// time and every set equally often. sets == 0: one launch (a working set
+// from 8x L2 up, or an unknown L2).
+constexpr double kRotationL2s = 2;
+constexpr double kRotationMinTime = 1e-3;  // s
+struct Rotation {
+  int sets = 0;
+  int launches = 1;              // per event pair, a multiple of sets
+  double bytes_per_launch = 0;   // the working set
+  double bytes_per_timing() const { return bytes_per_launch * launches; }
+  // "back to back: 2 buffer sets, 40 launches per event pair"
+  std::string label() const;
+};
+// `launch_s`: the estimated GPU time of one launch.
+Rotation rotation(double working_set_bytes, double l2_bytes, double launch_s);
+// Elements from one set to the next in one allocation: n rounded up to 64
+// (256 bytes, so every set is as aligned as the first).
+std::size_t rotation_stride(std::size_t n);
+
 // Google Benchmark calls a benchmark once per growth step and repetition;
 // its result is checked on the first call. Runs `check` unless `key`
 // ("cuda_v4 n=1048576 dev=0") already passed in this process, remembers a
@@ -150,6 +174,12 @@ bool check_vector_add(benchmark::State& state, const std::string& what,
 // bytes_per_second (12 bytes/element) and items_per_second for `n` elements
 // per iteration.
 void set_vector_add_counters(benchmark::State& state, std::size_t n);
+
+// Google Benchmark 1.7.1 writes a non-finite double as a bare NaN,
+// -NaN, Infinity or -Infinity (the cv of a counter whose mean is 0), which
+// is not JSON: each such token outside a string becomes null, as a JSON
+// library writes it, so that the file still parses.
+std::string bare_nonfinite_to_null(const std::string& json_text);
 
 // peak_GBps and frac_of_peak: achieved bytes/s over `peak_bytes_per_s`
 // (nothing when the peak is unknown, <= 0).

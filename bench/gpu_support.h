@@ -94,7 +94,9 @@ std::string cache_label(double working_set_bytes, int dev);
 
 // Facts about CUDA device `dev` from the environment report.
 double dram_peak(int dev);  // theoretical DRAM bytes/s (0 if unknown)
-double pcie_peak(int dev);  // theoretical PCIe bytes/s per direction (0 if unknown)
+// Theoretical PCIe bytes/s per direction at the GPU's own maximum link
+// generation, else the system's (0 if unknown).
+double pcie_peak(int dev);
 // Wall time per iteration spent outside the timed region: the flush (or
 // the delay), launch and synchronisation (for bound_wall_time).
 double flush_overhead_s(L2Flush flush, int dev);
@@ -110,8 +112,14 @@ double pcie_time_estimate(double bytes, int dev);
 // telemetry (NVML) while the loop runs, every 100 ms and at the end; the
 // samples become counters, and the label is `label`, plus "throttled: ..."
 // when the GPU throttled.
+// Before the first one on a device, about half a second of warm-up lifts
+// the GPU from its idle clocks. With `launches` > 1, `body` launches that
+// many and each iteration's time is per launch.
 void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std::function<void()>& body,
-                    const std::function<void()>& before, const std::string& label);
+                    const std::function<void()>& before, const std::string& label, int launches = 1);
+// How VectorAdd of n elements is timed on `dev` (bench_support.h Rotation):
+// with sets == 0, one launch after the flush `flush`.
+Rotation vector_add_rotation(std::size_t n, L2Flush flush, int dev);
 
 // VectorAdd on the GPU. A MakeGpuAdd is called once per benchmark run with
 // the device buffers (a and b hold host_inputs(n)) and returns what one
@@ -122,7 +130,9 @@ using MakeGpuAdd =
     std::function<GpuAdd(const float* a, const float* b, float* c, std::size_t n, cudaStream_t s, int dev)>;
 // Registers VectorAdd/<name>/n:N[/dev:D] for every size and selected device:
 // check once against the CPU (c poisoned first), warm up, then the timed
-// loop with the L2 flush; wall time bounded as bound_wall_time says.
+// loop: back to back over rotating buffer sets below 8x L2 (checked again
+// after), else one launch after the L2 flush; wall time bounded as
+// bound_wall_time says.
 void register_gpu_vector_add(const RunOptions& run, const std::string& name, const MakeGpuAdd& make);
 
 }  // namespace cudabench::bench

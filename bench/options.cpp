@@ -234,8 +234,10 @@ void add_flags(CLI::App& app, BenchOptions* o, RawFlags* raw) {
                  "GPUs to run the GPU benchmarks on: 'all' or CUDA ordinals such as 0,2 (default 0); with "
                  "more than one, names end in /dev:N");
   app.add_option("--l2-flush", raw->l2_flush,
-                 "what evicts the L2 cache before each timed GPU kernel: read (a kernel reads 2x L2, "
-                 "leaving clean lines), memset (writes it, leaving dirty lines) or none")
+                 "what evicts the L2 cache before a timed GPU kernel whose working set is 8x L2 or more "
+                 "(smaller ones are timed back to back over rotating buffers): read (a kernel reads 2x L2, "
+                 "leaving clean lines), memset (writes it, leaving dirty lines) or none (one launch, warm "
+                 "cache, at every size)")
       ->capture_default_str()
       ->check(CLI::IsMember({"read", "memset", "none"}));
 }
