@@ -17,7 +17,7 @@ TelemetrySummary summarize(const std::vector<nvml::Sample>& samples) {
   double sum[4] = {0, 0, 0, 0};
   int n[4] = {0, 0, 0, 0};
   for (const auto& s : samples) {
-    if (s.reasons_known) t.throttle_reasons |= s.clock_event_reasons & ~nvml::kReasonGpuIdle;
+    if (s.reasons_known) t.throttle_reasons |= s.clock_event_reasons & nvml::kSlowdownReasons;
     const bool idle = s.reasons_known && (s.clock_event_reasons & nvml::kReasonGpuIdle);
     if (any_busy && idle) continue;
     const double v[4] = {static_cast<double>(s.sm_clock_mhz), static_cast<double>(s.mem_clock_mhz), s.power_w,

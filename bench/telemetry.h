@@ -29,7 +29,7 @@ struct TelemetrySummary {
   // Means over the samples that had a value: those taken while the GPU was
   // busy when there are any (an idle GPU's clocks say nothing of the run).
   double sm_clock_mhz = -1, mem_clock_mhz = -1, power_w = -1, temp_c = -1;
-  std::uint64_t throttle_reasons = 0;  // every reason seen, idle excluded
+  std::uint64_t throttle_reasons = 0;  // every slowdown reason seen
   // "throttled: sw_power_cap,sw_thermal_slowdown", or "" when none.
   std::string label() const;
 };

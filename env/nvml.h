@@ -38,6 +38,10 @@ constexpr std::uint64_t kReasonSwThermalSlowdown = 0x20;
 constexpr std::uint64_t kReasonHwThermalSlowdown = 0x40;
 constexpr std::uint64_t kReasonHwPowerBrakeSlowdown = 0x80;
 constexpr std::uint64_t kReasonDisplayClockSetting = 0x100;
+// Those that slow the GPU down ("throttled"): application clocks, sync
+// boost and the display clock are settings, idle is no work.
+constexpr std::uint64_t kSlowdownReasons = kReasonSwPowerCap | kReasonHwSlowdown | kReasonSwThermalSlowdown |
+                                           kReasonHwThermalSlowdown | kReasonHwPowerBrakeSlowdown;
 
 // "sw_power_cap,hw_thermal_slowdown" for the bits set (unknown bits as hex);
 // "" for none.

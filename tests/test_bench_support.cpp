@@ -252,6 +252,66 @@ TEST(TelemetrySummary, CountersAndLabel) {
   EXPECT_EQ(labelled("L2 flushed (read)", summarize({})), "L2 flushed (read)");
 }
 
+TEST(TelemetrySummary, OnlySlowdownsAreThrottling) {
+  // Application clocks, sync boost and the display clock are settings.
+  auto t = summarize({sample(1980, 3201, 650, 60,
+                             nvml::kReasonApplicationsClocksSetting | nvml::kReasonSyncBoost |
+                                 nvml::kReasonDisplayClockSetting)});
+  EXPECT_EQ(t.throttle_reasons, 0u);
+  EXPECT_EQ(t.label(), "");
+  t = summarize({sample(1700, 3201, 700, 70, nvml::kReasonHwPowerBrakeSlowdown | nvml::kReasonSyncBoost),
+                 sample(1600, 3201, 700, 70, nvml::kReasonHwSlowdown)});
+  EXPECT_EQ(t.label(), "throttled: hw_slowdown,hw_power_brake_slowdown");
+}
+
+TEST(Rotation, SetsKeepEveryLaunchsInputsOutOfL2) {
+  const double l2 = 60e6;  // an H200's
+  // 1e7 elements (120 MB): two sets, the other moving 2x L2 between uses.
+  Rotation r = rotation(120e6, l2, 25e-6);
+  EXPECT_EQ(r.sets, 2);
+  EXPECT_GE((r.sets - 1) * 120e6, kRotationL2s * l2);
+  EXPECT_EQ(r.launches % r.sets, 0);
+  EXPECT_GE(r.launches * 25e-6, kRotationMinTime);
+  EXPECT_LT((r.launches - r.sets) * 25e-6, kRotationMinTime);  // no more than needed
+  // 4096 elements (48 KiB): 2443 sets, one launch each.
+  r = rotation(49152, l2, 2e-6);
+  EXPECT_EQ(r.sets, 1 + 2442);
+  EXPECT_GE((r.sets - 1) * 49152.0, kRotationL2s * l2);
+  EXPECT_LT((r.sets - 2) * 49152.0, kRotationL2s * l2);
+  EXPECT_EQ(r.launches, r.sets);
+  EXPECT_EQ(r.label(), "back to back: 2443 buffer sets, 2443 launches per event pair");
+}
+
+TEST(Rotation, BytesAreThoseOfEveryLaunch) {
+  const Rotation r = rotation(12.0 * (1 << 20), 60e6, 5e-6);  // 2^20 elements
+  EXPECT_DOUBLE_EQ(r.bytes_per_launch, 12.0 * (1 << 20));
+  EXPECT_DOUBLE_EQ(r.bytes_per_timing(), r.launches * 12.0 * (1 << 20));
+}
+
+TEST(Rotation, OneLaunchFrom8xL2OrWithoutAnL2) {
+  EXPECT_EQ(rotation(8 * 60e6, 60e6, 1e-4).sets, 0);
+  EXPECT_EQ(rotation(12.0 * 134217728, 60e6, 3e-4).sets, 0);
+  EXPECT_EQ(rotation(120e6, 0, 25e-6).sets, 0);
+  EXPECT_EQ(rotation(120e6, 0, 25e-6).launches, 1);
+  EXPECT_EQ(rotation(8 * 60e6 - 1, 60e6, 1e-4).sets, 2);
+}
+
+TEST(Rotation, StrideKeepsEverySetAligned) {
+  EXPECT_EQ(rotation_stride(4096), 4096u);
+  EXPECT_EQ(rotation_stride(10'000'000), 10'000'000u);
+  EXPECT_EQ(rotation_stride(1000), 1024u);
+  EXPECT_EQ(rotation_stride(1) * sizeof(float) % 256, 0u);
+}
+
+TEST(BenchJson, BareNonFiniteNumbersBecomeNull) {
+  // As Google Benchmark 1.7.1 writes the cv of a counter whose mean is 0.
+  const std::string in = R"({"name": "NaN \"Infinity\" row", "cv": NaN, "a": -Infinity, "b": [Infinity, -NaN, 1.5],)"
+                         R"( "label": "NaN"})";
+  EXPECT_EQ(bare_nonfinite_to_null(in),
+            R"({"name": "NaN \"Infinity\" row", "cv": null, "a": null, "b": [null, null, 1.5], "label": "NaN"})");
+  EXPECT_EQ(bare_nonfinite_to_null(R"({"x": -1e-3, "y": "a\\"})"), R"({"x": -1e-3, "y": "a\\"})");
+}
+
 TEST(TelemetrySummary, ReasonNames) {
   EXPECT_EQ(nvml::reason_names(0), "");
   EXPECT_EQ(nvml::reason_names(nvml::kReasonGpuIdle | nvml::kReasonSwPowerCap), "gpu_idle,sw_power_cap");
