@@ -50,6 +50,7 @@ struct Session::Api {
   int (*ecc_errors)(Dev, int, int, unsigned long long*) = nullptr;
   int (*pcie_gen)(Dev, unsigned*) = nullptr;
   int (*pcie_gen_max)(Dev, unsigned*) = nullptr;
+  int (*pcie_gen_gpu_max)(Dev, unsigned*) = nullptr;
   int (*pcie_width)(Dev, unsigned*) = nullptr;
   int (*pcie_width_max)(Dev, unsigned*) = nullptr;
   int (*mig_mode)(Dev, unsigned*, unsigned*) = nullptr;
@@ -129,6 +130,7 @@ Session::Session() {
   a.ecc_errors = sym<decltype(a.ecc_errors)>(h, "nvmlDeviceGetTotalEccErrors");
   a.pcie_gen = sym<decltype(a.pcie_gen)>(h, "nvmlDeviceGetCurrPcieLinkGeneration");
   a.pcie_gen_max = sym<decltype(a.pcie_gen_max)>(h, "nvmlDeviceGetMaxPcieLinkGeneration");
+  a.pcie_gen_gpu_max = sym<decltype(a.pcie_gen_gpu_max)>(h, "nvmlDeviceGetGpuMaxPcieLinkGeneration");
   a.pcie_width = sym<decltype(a.pcie_width)>(h, "nvmlDeviceGetCurrPcieLinkWidth");
   a.pcie_width_max = sym<decltype(a.pcie_width_max)>(h, "nvmlDeviceGetMaxPcieLinkWidth");
   a.mig_mode = sym<decltype(a.mig_mode)>(h, "nvmlDeviceGetMigMode");
@@ -218,6 +220,7 @@ void read_settings(const Api& a, Dev d, NvmlGpuInfo& g) {
   if (a.power_constraints && a.power_constraints(d, &lo, &hi) == kSuccess) g.power_max_w = hi / 1000.0;
   g.pcie_gen = uint_or_unknown(a.pcie_gen, d);
   g.pcie_gen_max = uint_or_unknown(a.pcie_gen_max, d);
+  g.pcie_gen_gpu_max = uint_or_unknown(a.pcie_gen_gpu_max, d);
   g.pcie_width = uint_or_unknown(a.pcie_width, d);
   g.pcie_width_max = uint_or_unknown(a.pcie_width_max, d);
   unsigned mig = 0, mig_pending = 0;

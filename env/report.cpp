@@ -121,7 +121,9 @@ json nvml_json(const NvmlGpuInfo& n) {
           {"pcie_gen_max", n.pcie_gen_max},
           {"pcie_width", n.pcie_width},
           {"pcie_width_max", n.pcie_width_max},
-          {"pcie_max_bytes_per_s", pcie_bytes_per_s(n.pcie_gen_max, n.pcie_width_max)},
+          {"pcie_gen_gpu_max", n.pcie_gen_gpu_max},
+          {"pcie_max_bytes_per_s", pcie_bytes_per_s(n.peak_pcie_gen(), n.pcie_width_max)},
+          {"pcie_system_max_bytes_per_s", pcie_bytes_per_s(n.pcie_gen_max, n.pcie_width_max)},
           {"mig_current", n.mig_current},
           {"mig_pending", n.mig_pending},
           {"compute_mode", n.compute_mode},
@@ -275,7 +277,7 @@ Lines host_lines(const HostInfo& h) {
 Lines nvml_lines(const NvmlGpuInfo& n, const Report& r) {
   if (!n.found)
     return {text("      NVML: no data for this GPU" + (r.driver.nvml_found ? "" : " (" + r.driver.nvml_error + ")"))};
-  const double link = pcie_bytes_per_s(n.pcie_gen_max, n.pcie_width_max);
+  const double link = pcie_bytes_per_s(n.peak_pcie_gen(), n.pcie_width_max);
   return {
       text("      UUID " + (n.uuid.empty() ? "?" : n.uuid) + ", serial " + (n.serial.empty() ? "?" : n.serial) +
            ", persistence mode " + on_off(n.persistence_mode)),
@@ -287,7 +289,8 @@ Lines nvml_lines(const NvmlGpuInfo& n, const Report& r) {
       text("      ECC " + on_off(n.ecc_current) + " (pending " + on_off(n.ecc_pending) + "), volatile errors " +
            known(n.ecc_volatile_corrected) + " corrected, " + known(n.ecc_volatile_uncorrected) + " uncorrected"),
       text("      PCIe " + pcie_str(n.pcie_gen, n.pcie_width) + " now, " + pcie_str(n.pcie_gen_max, n.pcie_width_max) +
-           " max" + (link > 0 ? " = " + gb(link) + " GB/s per direction" : "")),
+           " max with this system, the GPU's own gen " + known(n.pcie_gen_gpu_max) +
+           (link > 0 ? " = " + gb(link) + " GB/s per direction" : "")),
       text("      MIG " + on_off(n.mig_current) +
            (n.mig_pending >= 0 && n.mig_pending != n.mig_current ? " (pending " + on_off(n.mig_pending) + ")" : "") +
            ", compute mode " + compute_mode_name(n.compute_mode))};
@@ -501,6 +504,10 @@ std::vector<std::pair<std::string, std::string>> context_entries(const Report& r
     c.emplace_back("gpu_memory_clock_khz", std::to_string(g->memory_clock_khz));
     c.emplace_back("gpu_bus_width_bits", std::to_string(g->bus_width_bits));
     c.emplace_back("gpu_peak_bandwidth_GBps", gb(g->peak_bandwidth_bytes_per_s));
+    // What frac_of_peak of a DRAM-bound row is against, and how it was had.
+    c.emplace_back("gpu_peak_bandwidth_source", "theoretical: memory clock " + std::to_string(g->memory_clock_khz) +
+                                                    " kHz x " + std::to_string(g->bus_width_bits) +
+                                                    "-bit bus x 2 (DDR) / 8, from the CUDA device attributes");
     c.emplace_back("gpu_l2_bytes", std::to_string(g->l2_bytes));
     c.emplace_back("gpu_pci_bus_id", g->pci_bus_id);
     c.emplace_back("gpu_numa_node", std::to_string(g->numa_node));
@@ -511,6 +518,12 @@ std::vector<std::pair<std::string, std::string>> context_entries(const Report& r
     c.emplace_back("gpu_power_limit", watts(n.power_limit_w));
     c.emplace_back("gpu_ecc", on_off(n.ecc_current));
     c.emplace_back("gpu_pcie_max", pcie_str(n.pcie_gen_max, n.pcie_width_max));
+    // What frac_of_peak of a copy is against: the GPU's own max generation.
+    c.emplace_back("gpu_pcie_peak", pcie_str(n.peak_pcie_gen(), n.pcie_width_max) + " = " +
+                                        gb(pcie_bytes_per_s(n.peak_pcie_gen(), n.pcie_width_max)) +
+                                        " GB/s per direction, theoretical" +
+                                        (n.pcie_gen_gpu_max > 0 ? " (the GPU's own max generation, NVML)"
+                                                                : " (the system's max generation: NVML has no GPU max)"));
     c.emplace_back("gpu_mig", on_off(n.mig_current));
     c.emplace_back("gpu_compute_mode", compute_mode_name(n.compute_mode));
     std::string all;

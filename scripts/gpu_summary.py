@@ -251,12 +251,17 @@ def sanitizer_lines(d):
 
 
 def error_lines(d):
-    """The benchmarks that failed, and how many ran while the GPU throttled."""
+    """The benchmarks that failed, any faster than its peak, and how many ran
+    while the GPU throttled."""
     errors, throttled = [], []
     for f in ("vector_add.json", "mnist.json"):
         for b in (load(os.path.join(d, f)) or {}).get("benchmarks", []):
             if b.get("error_occurred"):
                 errors.append(f"ERROR {b['name']}: {b.get('error_message')}")
+            frac = b.get("frac_of_peak")
+            if isinstance(frac, (int, float)) and frac > 1 and b.get("run_type") != "aggregate":
+                errors.append(f"WARNING {b['name']}: {frac:.2f} of its peak: the peak is wrong (the context's "
+                              "gpu_pcie_peak and gpu_peak_bandwidth_source say how each was obtained)")
             if "throttled:" in (b.get("label") or ""):
                 throttled.append(b["name"])
     if throttled:

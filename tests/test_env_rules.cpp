@@ -406,6 +406,8 @@ TEST(Report, ContextDescribesHostAndTheSelectedGpu) {
     g.nvml.power_limit_w = i ? 500 : 700;
     g.nvml.pcie_gen_max = 5;
     g.nvml.pcie_width_max = 16;
+    g.memory_clock_khz = 3'201'000;
+    g.bus_width_bits = 6144;
     r.gpus.push_back(g);
   }
   auto ctx = [&](int dev) {
@@ -423,6 +425,10 @@ TEST(Report, ContextDescribesHostAndTheSelectedGpu) {
   EXPECT_EQ(c["gpu_pci_bus_id"], "0000:3B:00.0");
   EXPECT_EQ(c["gpu_power_limit"], "500 W");
   EXPECT_EQ(c["gpu_pcie_max"], "gen 5 x16");
+  EXPECT_EQ(c["gpu_pcie_peak"],
+            "gen 5 x16 = 63.0 GB/s per direction, theoretical (the system's max generation: NVML has no GPU max)");
+  EXPECT_EQ(c["gpu_peak_bandwidth_source"],
+            "theoretical: memory clock 3201000 kHz x 6144-bit bus x 2 (DDR) / 8, from the CUDA device attributes");
   EXPECT_EQ(c["gpu_count"], "2");
   EXPECT_NE(c["gpus"].find("1: NVIDIA H200 0000:3B:00.0"), std::string::npos);
   EXPECT_EQ(ctx(0)["gpu_power_limit"], "700 W");
@@ -437,18 +443,22 @@ TEST(Report, TextAndJsonShowNvmlFacts) {
   g.nvml.uuid = "GPU-1234";
   g.nvml.power_limit_w = 700;
   g.nvml.pcie_gen = 1;
-  g.nvml.pcie_gen_max = 5;
+  g.nvml.pcie_gen_max = 4;      // what this system allows
+  g.nvml.pcie_gen_gpu_max = 5;  // the GPU's own: the peak
   g.nvml.pcie_width = g.nvml.pcie_width_max = 16;
   g.nvml.compute_mode = 3;
   r.gpus.push_back(g);
   const std::string t = to_text(r);
-  for (const char* s : {"UUID GPU-1234", "power limit 700 W", "PCIe gen 1 x16 now, gen 5 x16 max = 63.0 GB/s",
+  for (const char* s : {"UUID GPU-1234", "power limit 700 W",
+                        "PCIe gen 1 x16 now, gen 4 x16 max with this system, the GPU's own gen 5 = 63.0 GB/s",
                         "compute mode Exclusive_Process", "Host\n"})
     EXPECT_NE(t.find(s), std::string::npos) << s << " in\n" << t;
   const auto j = to_json(r);
   EXPECT_EQ(j["gpus"][0]["nvml"]["uuid"], "GPU-1234");
   EXPECT_EQ(j["gpus"][0]["nvml"]["compute_mode_name"], "Exclusive_Process");
   EXPECT_NEAR(j["gpus"][0]["nvml"]["pcie_max_bytes_per_s"].get<double>(), 63.015e9, 1e6);
+  EXPECT_NEAR(j["gpus"][0]["nvml"]["pcie_system_max_bytes_per_s"].get<double>(), 31.5e9, 0.1e9);
+  EXPECT_EQ(j["gpus"][0]["nvml"]["pcie_gen_gpu_max"], 5);
   EXPECT_TRUE(j.contains("host"));
 }
 

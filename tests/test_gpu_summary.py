@@ -121,6 +121,15 @@ def test_the_status_is_the_worst_steps_and_a_failed_step_shows_its_log(tmp_path)
     assert "Status: exit 4 (a step was skipped)" in summary(tmp_path)
 
 
+def test_a_row_above_its_peak_is_a_warning(tmp_path):
+    write(tmp_path, "vector_add.json", {"benchmarks": [
+        bench("Transfer/h2d_pinned/bytes:40000000/manual_time", 600.0, 66e9, frac_of_peak=1.05),
+        bench("Transfer/d2h_pinned/bytes:40000000/manual_time", 700.0, 57e9, frac_of_peak=0.9)]})
+    s = summary(tmp_path)
+    assert "WARNING Transfer/h2d_pinned/bytes:40000000/manual_time: 1.05 of its peak: the peak is wrong" in s
+    assert "WARNING Transfer/d2h" not in s
+
+
 def test_bad_usage_exits_2(tmp_path):
     r = subprocess.run([sys.executable, SCRIPT, str(tmp_path / "missing")], capture_output=True, text=True)
     assert r.returncode == 2 and "usage" in r.stderr

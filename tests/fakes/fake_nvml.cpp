@@ -134,6 +134,7 @@ FAKE_API int nvmlDeviceGetTotalEccErrors(Dev d, int type, int counter, unsigned 
 }
 FAKE_API int nvmlDeviceGetCurrPcieLinkGeneration(Dev d, unsigned* v) { return answer(d, "pcie/gen", v); }
 FAKE_API int nvmlDeviceGetMaxPcieLinkGeneration(Dev d, unsigned* v) { return answer(d, "pcie/gen_max", v); }
+FAKE_API int nvmlDeviceGetGpuMaxPcieLinkGeneration(Dev d, unsigned* v) { return answer(d, "pcie/gpu_gen_max", v); }
 FAKE_API int nvmlDeviceGetCurrPcieLinkWidth(Dev d, unsigned* v) { return answer(d, "pcie/width", v); }
 FAKE_API int nvmlDeviceGetMaxPcieLinkWidth(Dev d, unsigned* v) { return answer(d, "pcie/width_max", v); }
 FAKE_API int nvmlDeviceGetMigMode(Dev d, unsigned* current, unsigned* pending) {
