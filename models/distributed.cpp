@@ -32,6 +32,7 @@
 
 #ifdef CUDABENCH_TORCH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/Sleep.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -522,12 +523,17 @@ AllreduceTiming DistContext::time_allreduce(const std::vector<int64_t>& bucket_b
 #ifdef CUDABENCH_TORCH_CUDA
     // Device time: an event pair per iteration on the current stream; an
     // unbounded wait() only makes this stream wait for NCCL's (no host
-    // polling inside the pair); the host waits once, at the end.
+    // polling inside the pair); the host waits once, at the end. As before
+    // the kernels, a delay on the stream before each start event keeps the
+    // GPU busy while the host enqueues the pair and the collective, so
+    // that the enqueue is not timed (NCCL's stream waits for this one).
+    constexpr int64_t kEnqueueCoverCycles = 200'000;  // ~100 us at 2 GHz
     c10::cuda::CUDAGuard g(device_);
     std::vector<at::cuda::CUDAEvent> start, stop;
     start.reserve(static_cast<size_t>(iterations));
     stop.reserve(static_cast<size_t>(iterations));
     for (int i = 0; i < iterations; ++i) {
+      at::cuda::sleep(kEnqueueCoverCycles);
       start.emplace_back(cudaEventDefault).record();
       for (auto& w : issue()) w->wait();
       stop.emplace_back(cudaEventDefault).record();
