@@ -36,7 +36,7 @@ STEPS=(
   "preflight        5   30  no"
   "build          200  320  no"
   "env             10   60  gpu"
-  "bench           60  150  gpu"
+  "bench           70  150  gpu"
   "train           25   90  gpu"
   "mnist           35   90  gpu"
   "flush-ab        20   60  gpu"

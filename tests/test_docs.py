@@ -59,3 +59,4 @@ def test_the_readme_lists_the_gpu_checks_steps_and_they_fit_its_budget():
     assert f"within a {budget} s budget" in read(DOCS[0])
     total = sum(int(est) for _, est, _ in steps)
     assert total <= 0.9 * budget, f"the steps' estimates add up to {total} s of a {budget} s budget: no margin"
+    assert f"add up to {total} s, which leaves {budget - total} s" in read(os.path.join(ROOT, "docs", "gpu-check.md"))

@@ -171,3 +171,21 @@ def processes_of(tmp_path):
         except OSError:
             pass
     return pids
+
+
+def test_a_tree_without_git_records_the_revision_vendor_deps_wrote(tmp_path):
+    def revision(source, deps):
+        r = subprocess.run(["cmake", f"-DSOURCE_DIR={source}", f"-DDEPS_DIR={deps}", "-P",
+                            os.path.join(ROOT, "cmake", "Revision.cmake")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r.stderr.strip()
+
+    deps = tmp_path / ".deps"
+    deps.mkdir()
+    assert revision(tmp_path, deps) == "unknown"
+    (deps / "REVISION").write_text("abc1234-dirty\n")
+    assert revision(tmp_path, deps) == "abc1234-dirty"
+    # With .git, git's answer wins.
+    git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    if git.returncode == 0:
+        assert revision(ROOT, deps) == git.stdout.strip()
