@@ -160,7 +160,7 @@ std::size_t run_selected(const bench::BenchmarkFlags& flags, std::ostringstream*
 // in its context.
 int write_results(const bench::BenchmarkFlags& flags, std::string text, const env::Report& report) {
   if (flags.out_format == "json") {
-    nlohmann::json j = nlohmann::json::parse(text);
+    nlohmann::json j = nlohmann::json::parse(bench::bare_nonfinite_to_null(text));
     j["context"]["cudabench_env"] = env::to_json(report);
     text = j.dump(2) + "\n";
   }
