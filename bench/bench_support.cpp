@@ -49,18 +49,21 @@ std::string cache_label(double working_set_bytes, double l2_bytes) {
 
 Rotation rotation(double working_set_bytes, double l2_bytes, double launch_s) {
   Rotation r;
-  r.bytes_per_launch = working_set_bytes;
   if (!(l2_bytes > 0) || !(working_set_bytes > 0) || working_set_bytes >= kDramBoundL2s * l2_bytes) return r;
   r.sets = 1 + static_cast<int>(std::ceil(kRotationL2s * l2_bytes / working_set_bytes));
   const double wanted = launch_s > 0 ? std::ceil(kRotationMinTime / launch_s) : 1.0;
-  r.launches = r.sets * static_cast<int>(std::max(1.0, std::ceil(wanted / r.sets)));
+  r.launches = static_cast<int>(std::clamp(wanted, 1.0, static_cast<double>(kMaxLaunchesPerTiming)));
   return r;
 }
 
 std::string Rotation::label() const {
-  return "back to back: " + std::to_string(sets) + " buffer sets, " + std::to_string(launches) +
+  return "back to back: " + std::to_string(sets) + " buffer sets in turn, " + std::to_string(launches) +
          " launches per event pair";
 }
+
+double per_launch_seconds(double pair_seconds, int launches) { return pair_seconds / std::max(1, launches); }
+
+double enqueue_cover_s(double enqueue_s) { return std::min(20e-3, 1.5 * std::max(0.0, enqueue_s) + kEnqueueCover); }
 
 std::size_t rotation_stride(std::size_t n) { return (n + 63) / 64 * 64; }
 

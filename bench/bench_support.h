@@ -57,20 +57,22 @@ std::string cache_label(double working_set_bytes, double l2_bytes);
 
 // So below kDramBoundL2s x L2 a VectorAdd is not timed as one launch after
 // a flush but the way BabelStream times every size: `launches` back to back
-// between one event pair, rotating over `sets` buffer sets, so that between
-// two uses of one set the others move kRotationL2s x L2 (no launch finds its
-// inputs in L2), and each launch pays, in steady state, for the write-backs
-// of the one before. Each event pair covers at least kRotationMinTime of GPU
-// time and every set equally often. sets == 0: one launch (a working set
-// from 8x L2 up, or an unknown L2).
+// between one event pair, taking `sets` buffer sets in turn (the turn goes
+// on from one pair to the next), so that between two uses of one set the
+// others move kRotationL2s x L2: no launch finds its inputs in L2, and each
+// pays, in steady state, for the write-backs of the one before. A pair
+// holds kRotationMinTime of GPU time, but at most kMaxLaunchesPerTiming
+// launches, so that a delay kernel before it covers the host's enqueue of
+// them all (enqueue_cover_s): the GPU, not the host's launch rate, is
+// timed. sets == 0: one launch (a working set from 8x L2 up, or an unknown
+// L2).
 constexpr double kRotationL2s = 2;
 constexpr double kRotationMinTime = 1e-3;  // s
+constexpr int kMaxLaunchesPerTiming = 256;
 struct Rotation {
   int sets = 0;
-  int launches = 1;              // per event pair, a multiple of sets
-  double bytes_per_launch = 0;   // the working set
-  double bytes_per_timing() const { return bytes_per_launch * launches; }
-  // "back to back: 2 buffer sets, 40 launches per event pair"
+  int launches = 1;  // per event pair
+  // "back to back: 2 buffer sets in turn, 40 launches per event pair"
   std::string label() const;
 };
 // `launch_s`: the estimated GPU time of one launch.
@@ -78,6 +80,14 @@ Rotation rotation(double working_set_bytes, double l2_bytes, double launch_s);
 // Elements from one set to the next in one allocation: n rounded up to 64
 // (256 bytes, so every set is as aligned as the first).
 std::size_t rotation_stride(std::size_t n);
+// The time a row reports per iteration: one launch's, from the pair's. With
+// bytes_per_second counted per iteration (one launch's bytes), the rate is
+// every launch's bytes over the pair's time.
+double per_launch_seconds(double pair_seconds, int launches);
+// The delay before a pair whose launches took the host `enqueue_s` to
+// enqueue: half again as long, plus kEnqueueCover, at most 20 ms.
+constexpr double kEnqueueCover = 30e-6;  // s
+double enqueue_cover_s(double enqueue_s);
 
 // Google Benchmark calls a benchmark once per growth step and repetition;
 // its result is checked on the first call. Runs `check` unless `key`

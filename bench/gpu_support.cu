@@ -139,6 +139,8 @@ struct VectorBuffers {
       CUDA_CHECK(cudaMemcpyAsync(a.get() + k * stride, a.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
       CUDA_CHECK(cudaMemcpyAsync(b.get() + k * stride, b.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
     }
+    // Every output poisoned (NaN): a set no launch wrote cannot pass a check.
+    CUDA_CHECK(cudaMemsetAsync(c.get(), 0xFF, stride * this->sets * sizeof(float), s));
     CUDA_CHECK(cudaStreamSynchronize(s));
   }
   float* set(const DeviceBuffer<float>& x, int k) const { return x.get() + static_cast<std::size_t>(k) * stride; }
@@ -190,7 +192,9 @@ void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
   CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
-void cover_enqueue(cudaStream_t s) { stream_delay::delay(static_cast<std::uint64_t>(kEnqueueCover * 1e9), s); }
+void cover_enqueue(cudaStream_t s, double seconds) {
+  stream_delay::delay(static_cast<std::uint64_t>(seconds * 1e9), s);
+}
 
 void before_timed_kernel(L2Flush flush, cudaStream_t s) {
   switch (flush) {
@@ -266,7 +270,7 @@ void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std:
       if (before) before();
       t.start(s);
       body();
-      state.SetIterationTime(t.stop(s) / launches);
+      state.SetIterationTime(per_launch_seconds(t.stop(s), launches));
     }
   }
   CUDA_CHECK(cudaGetLastError());
@@ -297,6 +301,26 @@ bool vector_add_right(benchmark::State& state, const std::string& what, VectorBu
   return check_vector_add(state, what, h.a.data(), h.b.data(), back.data(), n);
 }
 
+// The rotated timing (bench_support.h Rotation): the sets in turn, the turn
+// going on across pairs; before each pair a delay that covers the host's
+// enqueue of its launches, as measured on one pair first. Then the last
+// set launched is checked, its output poisoned when it was made.
+bool time_rotated(benchmark::State& state, int dev, cudaStream_t s, VectorBuffers& d, const std::vector<GpuAdd>& adds,
+                  const Rotation& rot, const std::string& what) {
+  std::size_t next = 0;
+  const auto pair = [&] {
+    for (int k = 0; k < rot.launches; ++k) adds[next++ % adds.size()]();
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  pair();
+  const double enqueue_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  const double cover = enqueue_cover_s(enqueue_s);
+  timed_gpu_loop(state, dev, s, pair, [s, cover] { cover_enqueue(s, cover); }, rot.label(), rot.launches);
+  const int last = static_cast<int>((next - 1) % adds.size());
+  return vector_add_right(state, what + " (the last buffer set launched)", d, last, nullptr, s);
+}
+
 void run_gpu_vector_add(benchmark::State& state, int dev, L2Flush flush, const std::string& what,
                         const MakeGpuAdd& make) {
   try {
@@ -313,12 +337,7 @@ void run_gpu_vector_add(benchmark::State& state, int dev, L2Flush flush, const s
     CUDA_CHECK(cudaStreamSynchronize(s));
     const double bytes = static_cast<double>(n * vector_add::kBytesPerElement);
     if (rot.sets > 0) {
-      // Every set is launched rot.launches / rot.sets times per timing; the
-      // last set's output is checked after, every launch having written it.
-      timed_gpu_loop(
-          state, dev, s, [&] { for (int k = 0; k < rot.launches; ++k) adds[static_cast<std::size_t>(k % d.sets)](); },
-          [s] { cover_enqueue(s); }, rot.label(), rot.launches);
-      if (!vector_add_right(state, what + " (last buffer set)", d, d.sets - 1, nullptr, s)) return;
+      if (!time_rotated(state, dev, s, d, adds, rot, what)) return;
     } else {
       const std::string cache = cache_label(bytes, dev);
       timed_gpu_loop(state, dev, s, adds[0], [s, flush] { before_timed_kernel(flush, s); },
@@ -343,8 +362,10 @@ void register_gpu_vector_add(const RunOptions& run, const std::string& name, con
         // The reported time is per launch; a rotated iteration runs them all.
         const double launch = dram_time_estimate(static_cast<double>(n) * vector_add::kBytesPerElement, dev);
         const Rotation rot = vector_add_rotation(static_cast<std::size_t>(n), run.l2_flush, dev);
+        // The delay covers the host's enqueue, ~5 us a launch.
         if (rot.sets > 0)
-          bound_wall_time(run, b, launch, (rot.launches - 1) * launch + kEnqueueCover + kLaunchSyncOverhead);
+          bound_wall_time(run, b, launch,
+                          (rot.launches - 1) * launch + enqueue_cover_s(rot.launches * 5e-6) + kLaunchSyncOverhead);
         else
           bound_wall_time(run, b, launch, flush_overhead_s(run.l2_flush, dev));
       });

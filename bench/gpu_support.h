@@ -86,9 +86,9 @@ void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 // stop event, so the host's enqueue time is not measured.
 void before_timed_kernel(L2Flush flush, cudaStream_t s);
 std::string flush_label(L2Flush flush);  // "L2 flushed (read)", ...
-// The delay alone, before timed work that needs no flush (copies).
-constexpr double kEnqueueCover = 30e-6;  // s
-void cover_enqueue(cudaStream_t s);
+// The delay alone (kEnqueueCover, or `seconds`), before timed work that
+// needs no flush (copies, rotated launches).
+void cover_enqueue(cudaStream_t s, double seconds = kEnqueueCover);
 // cache_label (bench_support.h) for a working set on device `dev`.
 std::string cache_label(double working_set_bytes, int dev);
 
@@ -114,7 +114,7 @@ double pcie_time_estimate(double bytes, int dev);
 // when the GPU throttled.
 // Before the first one on a device, about half a second of warm-up lifts
 // the GPU from its idle clocks. With `launches` > 1, `body` launches that
-// many and each iteration's time is per launch.
+// many and each iteration's time is per launch (per_launch_seconds).
 void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std::function<void()>& body,
                     const std::function<void()>& before, const std::string& label, int launches = 1);
 // How VectorAdd of n elements is timed on `dev` (bench_support.h Rotation):

@@ -10,7 +10,7 @@
 #     gpu-check.tar.gz of everything so far, each written whole;
 #   - the run starts clean: old results are moved to <results>.previous.
 #
-# Here, once:   scripts/setup.sh && scripts/vendor-deps.sh   (fills .deps/)
+# Here, first:  scripts/setup.sh && scripts/vendor-deps.sh   (.deps/, REVISION)
 # There:        bash scripts/gpu-check.sh [OUT_DIR]          (carry .deps along)
 # Rehearsal:    bash scripts/gpu-check.sh --dry-run --build-dir build [OUT_DIR]
 #               the same machinery on a machine without a GPU: the GPU steps
@@ -29,11 +29,10 @@
 set -uo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
-cd "$CUDABENCH_ROOT"
 
 # name      estimate  cap  needs a GPU     (seconds; estimates on an H200)
 STEPS=(
-  "preflight        5   30  no"
+  "preflight        5   60  no"
   "build          200  320  no"
   "env             10   60  gpu"
   "bench           70  150  gpu"
@@ -48,6 +47,9 @@ STEPS=(
 usage() { sed -n '/^# Options:/,/^# CUDABENCH_FORCE/p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 bad_usage() { echo "gpu-check: $1" >&2; exit 2; }
 
+# A folder named on the command line, as an absolute path (the run works
+# from the repository's root).
+absolute() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 export GC_DRY_RUN=0 GC_BUILD=build-gpu
 res="" dest=""
 while [ $# -gt 0 ]; do
@@ -55,32 +57,34 @@ while [ $# -gt 0 ]; do
     --dry-run) GC_DRY_RUN=1 ;;
     --results|--build-dir)
       [ -n "${2:-}" ] || bad_usage "$1: expected a folder"
-      if [ "$1" = --results ]; then res="$2"; else GC_BUILD="$2"; fi
+      if [ "$1" = --results ]; then res="$(absolute "$2")"; else GC_BUILD="$(absolute "$2")"; fi
       shift ;;
     -h|--help) usage; exit 0 ;;
     -*) bad_usage "$1: unknown option (see --help)" ;;
-    *) [ -z "$dest" ] || bad_usage "$1: one output folder only (already $dest)"; dest="$1" ;;
+    *) [ -z "$dest" ] || bad_usage "$1: one output folder only (already $dest)"; dest="$(absolute "$1")" ;;
   esac
   shift
 done
+cd "$CUDABENCH_ROOT"
 budget="${CUDABENCH_GPU_CHECK_BUDGET:-540}"
 [[ "$budget" =~ ^[0-9]+$ ]] || bad_usage "CUDABENCH_GPU_CHECK_BUDGET=$budget: expected whole seconds"
 if [ -z "$res" ]; then
   machine="$(machine_label)" || exit 2
-  res="results/gpu-check/$machine"
+  res="$CUDABENCH_ROOT/results/gpu-check/$machine"
 fi
 dest="${dest:-${OUT:-$res}}"
 for d in "$res" "$dest"; do
   [ ! -e "$d" ] || [ -d "$d" ] || bad_usage "$d: not a folder"
 done
-mkdir -p "$(dirname "$res")" "$dest" || bad_usage "$dest: cannot make it"
+mkdir -p "$(dirname "$res")" || bad_usage "$res: cannot make its folder"
 # One run per results folder; the lock ends with this process.
-exec 9>"$res.lock" && flock -n 9 || bad_usage "$res: another gpu-check is using it"
+exec 9>"$res.lock" || bad_usage "$res.lock: cannot write it"
+flock -n 9 || bad_usage "$res: another gpu-check is using it"
 # Start clean: last run's files must not pass for this run's.
-if [ -d "$res" ]; then rm -rf "$res.previous" && mv "$res" "$res.previous"; fi
+if [ -n "$(ls -A "$res" 2>/dev/null)" ]; then rm -rf "$res.previous" && mv "$res" "$res.previous"; fi
+mkdir -p "$res/logs" "$dest" || bad_usage "$dest: cannot make it"
 rm -f "$dest/summary.txt" "$dest/gpu-check.tar.gz"
-mkdir -p "$res/logs"
-export GC_RES="$(cd "$res" && pwd)" GC_QUICK="${CUDABENCH_GPU_CHECK_QUICK:-0}" PYTHONUNBUFFERED=1
+export GC_RES="$res" GC_QUICK="${CUDABENCH_GPU_CHECK_QUICK:-0}" PYTHONUNBUFFERED=1
 start=$(date +%s)
 status=0
 
@@ -103,8 +107,12 @@ snapshot() {
   python3 scripts/gpu_summary.py "$GC_RES" > "$dest/summary.txt.tmp" 2> "$GC_RES/logs/summary.err" \
     || echo "(summary failed: see logs/summary.err)" >> "$dest/summary.txt.tmp"
   mv -f "$dest/summary.txt.tmp" "$dest/summary.txt"
-  tar czf "$dest/gpu-check.tar.gz.tmp" -C "$(dirname "$GC_RES")" "$(basename "$GC_RES")" \
-    && mv -f "$dest/gpu-check.tar.gz.tmp" "$dest/gpu-check.tar.gz"
+  # Never the tarball or the summary themselves: the output folder may be
+  # the results folder, so the archive is made beside it, then moved in.
+  local tmp="$GC_RES.tar.gz.tmp" rc=0
+  tar czf "$tmp" --exclude='gpu-check.tar.gz*' --exclude='summary.txt*' \
+      -C "$(dirname "$GC_RES")" "$(basename "$GC_RES")" || rc=$?
+  if [ "$rc" -le 1 ]; then mv -f "$tmp" "$dest/gpu-check.tar.gz"; else rm -f "$tmp"; fi
 }
 # A signal stops the running step's whole group, snapshots, and ends the run.
 on_signal() {
@@ -129,7 +137,8 @@ run_step() {
   fi
   [ "$cap" -le "$left" ] || cap="$left"
   current="$name"
-  run_job timeout -k 5 "$cap" bash scripts/gpu-check-steps.sh "$name" > "$GC_RES/logs/$name.log" 2>&1 || rc=$?
+  # -k 15: longer than the 5 s ddp_scaling.py gives its ranks after TERM.
+  run_job timeout -k 15 "$cap" bash scripts/gpu-check-steps.sh "$name" > "$GC_RES/logs/$name.log" 2>&1 || rc=$?
   current=""
   local took=$(( $(elapsed) - t0 ))
   case "$rc" in

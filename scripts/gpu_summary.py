@@ -4,7 +4,8 @@
     gpu_summary.py RESULTS_DIR
 
 Reads what scripts/gpu-check.sh has written so far (steps.txt, env.json,
-ctest.log, sanitizer.txt, vector_add.json, flush_*.json, mnist.json,
+ctest.log, sanitizer.txt, vector_add_headline.json and vector_add.json,
+flush_*.json, mnist.json,
 train_*.json) and prints, for whatever exists: the machine, the steps, the
 tests and sanitizers, the goals marked with a check or a cross, the L2 flush
 A/B, and the tables. Works on a partial folder (a run stopped early). Only the
@@ -42,6 +43,16 @@ def load(path):
         return compare.read_json(path)
     except compare.BadInput:
         return None
+
+
+# The bench step's two files: the headline rows, then the rest.
+BENCH_FILES = ("vector_add_headline.json", "vector_add.json")
+
+
+def bench_rows(d):
+    """The bench step's rows from both its files, as one document (None when neither is there)."""
+    docs = [x for x in (load(os.path.join(d, f)) for f in BENCH_FILES) if x]
+    return {"benchmarks": [b for x in docs for b in x.get("benchmarks", [])]} if docs else None
 
 
 def median(xs):
@@ -92,7 +103,7 @@ class Goal:
 
 
 def goals(d):
-    va = runs(load(os.path.join(d, "vector_add.json")))
+    va = runs(bench_rows(d))
     out = []
     b = best_raw(va, BIG)
     out.append(Goal("best raw VectorAdd kernel at 2^27", b and b[1],
@@ -254,8 +265,8 @@ def error_lines(d):
     """The benchmarks that failed, any faster than its peak, and how many ran
     while the GPU throttled."""
     errors, throttled = [], []
-    for f in ("vector_add.json", "mnist.json"):
-        for b in (load(os.path.join(d, f)) or {}).get("benchmarks", []):
+    for doc in (bench_rows(d), load(os.path.join(d, "mnist.json"))):
+        for b in (doc or {}).get("benchmarks", []):
             if b.get("error_occurred"):
                 errors.append(f"ERROR {b['name']}: {b.get('error_message')}")
             frac = b.get("frac_of_peak")
@@ -294,7 +305,7 @@ def flush_lines(d):
 
 def vector_add_lines(d):
     """The VectorAdd and Transfer rows at the headline sizes."""
-    va = runs(load(os.path.join(d, "vector_add.json")))
+    va = runs(bench_rows(d))
     if not va:
         return []
     lines = [f"\n{'benchmark':42s} {'time':>10s} {'GB/s':>9s} {'of peak':>8s} {'SM MHz':>7s}"]

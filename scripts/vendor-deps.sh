@@ -5,7 +5,8 @@
 # headers, and Fashion-MNIST. CMake uses .deps/ only when find_package finds
 # nothing. About 40 MB. It runs scripts/setup.sh --tests first. It also
 # writes .deps/REVISION, the commit (with "-dirty" for uncommitted changes),
-# which the build records when the tree travels without .git.
+# which the build records when the tree travels without .git: run it before
+# each device call.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 deps="$root/.deps"
@@ -24,6 +25,7 @@ fi
 [ -d "$deps/gloo" ] || { mkdir -p "$deps/gloo/include" && cp -r /usr/include/gloo "$deps/gloo/include/gloo"; }
 [ -d "$deps/fashion-mnist" ] || cp -r /usr/share/datasets/fashion-mnist "$deps/fashion-mnist"
 rev="$(git -C "$root" rev-parse --short HEAD)"
-git -C "$root" diff --quiet HEAD -- 2>/dev/null || rev="$rev-dirty"
+# Untracked files that git does not ignore travel with the tree too.
+[ -z "$(git -C "$root" status --porcelain 2>/dev/null)" ] || rev="$rev-dirty"
 echo "$rev" > "$deps/REVISION.tmp" && mv "$deps/REVISION.tmp" "$deps/REVISION"
 du -sh "$deps" | sed 's/^/vendor-deps: /' >&2

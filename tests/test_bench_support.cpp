@@ -266,26 +266,37 @@ TEST(TelemetrySummary, OnlySlowdownsAreThrottling) {
 
 TEST(Rotation, SetsKeepEveryLaunchsInputsOutOfL2) {
   const double l2 = 60e6;  // an H200's
-  // 1e7 elements (120 MB): two sets, the other moving 2x L2 between uses.
+  // 1e7 elements (120 MB): two sets, the other moving 2x L2 between uses;
+  // 1 ms of launches a pair.
   Rotation r = rotation(120e6, l2, 25e-6);
   EXPECT_EQ(r.sets, 2);
   EXPECT_GE((r.sets - 1) * 120e6, kRotationL2s * l2);
-  EXPECT_EQ(r.launches % r.sets, 0);
-  EXPECT_GE(r.launches * 25e-6, kRotationMinTime);
-  EXPECT_LT((r.launches - r.sets) * 25e-6, kRotationMinTime);  // no more than needed
-  // 4096 elements (48 KiB): 2443 sets, one launch each.
+  EXPECT_EQ(r.launches, 40);
+  // 4096 elements (48 KiB): 2443 sets, the fewest that keep 2x L2 between
+  // two uses of one; at most 256 launches a pair, however short each is.
   r = rotation(49152, l2, 2e-6);
   EXPECT_EQ(r.sets, 1 + 2442);
   EXPECT_GE((r.sets - 1) * 49152.0, kRotationL2s * l2);
   EXPECT_LT((r.sets - 2) * 49152.0, kRotationL2s * l2);
-  EXPECT_EQ(r.launches, r.sets);
-  EXPECT_EQ(r.label(), "back to back: 2443 buffer sets, 2443 launches per event pair");
+  EXPECT_EQ(r.launches, kMaxLaunchesPerTiming);
+  EXPECT_EQ(r.label(), "back to back: 2443 buffer sets in turn, 256 launches per event pair");
+  // A launch longer than the pair's minimum: one launch a pair.
+  EXPECT_EQ(rotation(400e6, l2, 2e-3).launches, 1);
 }
 
-TEST(Rotation, BytesAreThoseOfEveryLaunch) {
-  const Rotation r = rotation(12.0 * (1 << 20), 60e6, 5e-6);  // 2^20 elements
-  EXPECT_DOUBLE_EQ(r.bytes_per_launch, 12.0 * (1 << 20));
-  EXPECT_DOUBLE_EQ(r.bytes_per_timing(), r.launches * 12.0 * (1 << 20));
+TEST(Rotation, EachRowReportsOneLaunchsTimeSoItsBytesAreEveryLaunchs) {
+  // A pair of 40 launches of 1e7 elements in 1 ms: 25 us per launch, and
+  // 12 bytes an element per launch gives the pair's bytes over its time.
+  const double per_launch = per_launch_seconds(1e-3, 40);
+  EXPECT_DOUBLE_EQ(per_launch, 25e-6);
+  EXPECT_DOUBLE_EQ(12.0 * 1e7 / per_launch, 40 * 12.0 * 1e7 / 1e-3);
+  EXPECT_DOUBLE_EQ(per_launch_seconds(1e-3, 1), 1e-3);
+}
+
+TEST(Rotation, TheDelayCoversTheHostsEnqueue) {
+  EXPECT_DOUBLE_EQ(enqueue_cover_s(0), kEnqueueCover);
+  EXPECT_DOUBLE_EQ(enqueue_cover_s(1e-3), 1.5e-3 + kEnqueueCover);  // 256 launches at ~4 us
+  EXPECT_DOUBLE_EQ(enqueue_cover_s(1.0), 20e-3);                    // a stalled host: capped
 }
 
 TEST(Rotation, OneLaunchFrom8xL2OrWithoutAnL2) {

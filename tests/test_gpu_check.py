@@ -7,6 +7,7 @@ aside. Faults come from CUDABENCH_TEST_GPU_CHECK_FAULT=STEP:hang|fail.
 import os
 import signal
 import subprocess
+import sys
 import tarfile
 import time
 
@@ -41,7 +42,11 @@ def gpu_check(tmp_path, *extra, timeout=240, **env):
 
 
 def steps(tmp_path):
-    """{step: (result, detail)} from the results folder's steps.txt."""
+    """{step: (result, detail)} from the results folder's steps.txt (the logs
+    of the steps go to stderr, for a failing test's report)."""
+    logs = tmp_path / "res" / "logs"
+    for log in sorted(logs.glob("*.log")) if logs.is_dir() else []:
+        print(f"== {log.name}\n{log.read_text(errors='replace')[-2000:]}", file=sys.stderr)
     out = {}
     for line in (tmp_path / "res" / "steps.txt").read_text().splitlines():
         name, result, _, _, *detail = line.split()
@@ -53,39 +58,37 @@ def summary(tmp_path):
     return (tmp_path / "out" / "summary.txt").read_text()
 
 
-def test_a_dry_run_skips_the_gpu_steps_and_says_so_with_exit_4(tmp_path):
-    r, _ = gpu_check(tmp_path)
+def test_a_dry_run_starts_clean_skips_the_gpu_steps_and_says_so_with_exit_4(tmp_path):
+    # Last run's results, summary and tarball in the results folder, which is
+    # also the output folder here (no OUT_DIR, no $OUT).
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "train_cuda.json").write_text('{"per_epoch": [{"seconds": 0.1, "images_per_second": 1}],'
+                                         ' "final_test_accuracy": 0.9}')
+    (res / "summary.txt").write_text("last run's summary\n")
+    env = environment()
+    env.pop("OUT", None)
+    r = subprocess.run(command(tmp_path)[:-1], capture_output=True, text=True, timeout=240, env=env)
     assert r.returncode == 4, r.stderr
     s = steps(tmp_path)
     assert list(s) == STEPS
     for name in STEPS:
         want = ("skipped", "dry run: no GPU") if name in GPU_STEPS else ("ok", "")
         assert s[name] == want, name
-    text = summary(tmp_path)
+    assert "MISSING" not in (res / "logs" / "preflight.log").read_text()
+    # The old files moved aside, and nothing of them summarised.
+    assert not (res / "train_cuda.json").exists()
+    assert (tmp_path / "res.previous" / "train_cuda.json").exists()
+    text = (res / "summary.txt").read_text()
     assert "Status: exit 4 (a step was skipped)" in text
-    assert "MISSING" not in (tmp_path / "res" / "logs" / "preflight.log").read_text()
-    # The tarball holds what the summary was made from.
-    with tarfile.open(tmp_path / "out" / "gpu-check.tar.gz") as t:
+    assert "last run's summary" not in text and "train_cuda" not in text
+    assert [l for l in text.splitlines() if "epochs, batch 64, eager" in l][0].lstrip().startswith("-")
+    # The tarball holds what the summary was made from, and never itself.
+    with tarfile.open(res / "gpu-check.tar.gz") as t:
         names = t.getnames()
         assert "res/steps.txt" in names and "res/ctest.log" in names
+        assert not [n for n in names if "gpu-check.tar.gz" in n or "summary.txt" in n], names
         assert t.extractfile("res/steps.txt").read().decode().count("\n") == len(STEPS)
-
-
-def test_old_results_are_moved_aside_and_never_summarised(tmp_path):
-    old = tmp_path / "res"
-    old.mkdir()
-    (old / "train_cuda.json").write_text('{"per_epoch": [{"seconds": 0.1, "images_per_second": 1}],'
-                                         ' "final_test_accuracy": 0.9}')
-    (tmp_path / "out").mkdir()
-    (tmp_path / "out" / "summary.txt").write_text("last run's summary\n")
-    r, _ = gpu_check(tmp_path)
-    assert r.returncode == 4, r.stderr
-    assert not (old / "train_cuda.json").exists()
-    assert (tmp_path / "res.previous" / "train_cuda.json").exists()
-    text = summary(tmp_path)
-    assert "last run's summary" not in text
-    assert "train_cuda" not in text and "MNIST epochs, batch 64, eager".lower() in text.lower()
-    assert [l for l in text.splitlines() if "epochs, batch 64, eager" in l][0].lstrip().startswith("-")
 
 
 def test_a_failed_step_is_exit_3_with_its_code_and_log_in_the_summary(tmp_path):
