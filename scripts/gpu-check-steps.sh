@@ -196,7 +196,7 @@ step_bench() {
 
 # Fashion-MNIST as plain IDX files (the GPU image may lack zlib's headers),
 # each unpacked to a temp file and renamed, so a killed run leaves no half
-# file; prints the folder. Only the steps that read it call this.
+# file; prints the folder.
 dataset() {
   local src data="${TMPDIR:-/tmp}/cudabench-fashion-mnist" f out
   for src in .deps/fashion-mnist /usr/share/datasets/fashion-mnist; do
@@ -219,7 +219,6 @@ dataset() {
 
 step_train() {
   local a=0 b=0
-  export CUDABENCH_DATA_DIR; CUDABENCH_DATA_DIR="$(dataset)" || return 3
   "$build/train" --device cuda --epochs "$epochs" --quiet --json "$res/train_cuda.json" > "$res/train_cuda.txt" 2>&1 || a=$?
   "$build/train" --device cuda --cuda-graph --epochs "$epochs" --quiet --json "$res/train_cuda_graph.json" \
     > "$res/train_cuda_graph.txt" 2>&1 || b=$?
@@ -227,7 +226,6 @@ step_train() {
 }
 
 step_mnist() {
-  export CUDABENCH_DATA_DIR; CUDABENCH_DATA_DIR="$(dataset)" || return 3
   bench_json mnist --benchmark_repetitions=3 \
     --benchmark_filter='^MnistTrain/cuda[a-z0-9_]*/batch:(64|256|1024)/|^MnistEval/cuda/|^MnistTrain/cpu/batch:64/'
 }
@@ -249,7 +247,6 @@ step_flush-ab() {
 # more than one GPU.
 step_ddp() {
   local a=0 b=0 c=0 n ranks=1 k
-  export CUDABENCH_DATA_DIR; CUDABENCH_DATA_DIR="$(dataset)" || return 3
   local one=(env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 "$build/train" --device cuda --backend nccl --quiet)
   MASTER_PORT=29517 "${one[@]}" --epochs 2 --json "$res/train_ddp_nccl1.json" > "$res/train_ddp_nccl1.txt" 2>&1 || a=$?
   MASTER_PORT=29518 "${one[@]}" --epochs 1 --limit 4096 --check-sync --json "$res/train_ddp_nccl1_check.json" \
@@ -269,7 +266,6 @@ step_ddp() {
 # The GPU tests alone (the rest ran in CI), one at a time on the GPU; a
 # failed test is a wrong result, one past its timeout is not.
 step_tests() {
-  export CUDABENCH_DATA_DIR; CUDABENCH_DATA_DIR="$(dataset)" || return 3
   (cd "$build" && ctest -R "$GPU_TESTS" --no-tests=error --output-on-failure -j 1 --timeout 100) > "$res/ctest.log" 2>&1
   local rc=$?
   grep -E 'tests passed|tests failed|No tests' "$res/ctest.log"
@@ -286,7 +282,12 @@ step_sanitize() {
   [ -n "${SANITIZER:-}" ] || { echo "compute-sanitizer not found"; return 3; }
   local rcs=() san=("$SANITIZER" --error-exitcode 86 --print-limit 20)
   "$SANITIZER" --version > "$res/compute-sanitizer-version.txt" 2>&1
-  sanitized() { local rc=0; echo "== $1"; shift; "${san[@]}" "$@" 2>&1 || rc=$?; rcs+=("$rc"); }
+  # A finding (86) is a wrong result (1); a program's own failure is not.
+  sanitized() {
+    local rc=0; echo "== $1"; shift; "${san[@]}" "$@" 2>&1 || rc=$?
+    case "$rc" in 0) ;; 86) rc=1 ;; *) rc=3 ;; esac
+    rcs+=("$rc")
+  }
   {
     sanitized "memcheck: test_vector_add_gpu" --tool memcheck "$build/test_vector_add_gpu"
     sanitized "racecheck: test_vector_add_gpu" --tool racecheck "$build/test_vector_add_gpu"
@@ -299,11 +300,7 @@ step_sanitize() {
       --benchmark_filter='^VectorAdd/torch_cuda/n:16777216/'
   } > "$res/sanitizer.txt"
   grep -E '^== |ERROR SUMMARY' "$res/sanitizer.txt"
-  local rc w=0
-  for rc in "${rcs[@]}"; do
-    if [ "$rc" = 86 ]; then w=1; elif [ "$rc" != 0 ] && [ "$w" = 0 ]; then w=3; fi
-  done
-  return $w
+  worst "${rcs[@]}"
 }
 
 # Faults the tests of the check inject: CUDABENCH_TEST_GPU_CHECK_FAULT=STEP:hang
@@ -311,6 +308,10 @@ step_sanitize() {
 case "${CUDABENCH_TEST_GPU_CHECK_FAULT:-}" in
   "${1:-}:hang") echo "injected: hangs"; sleep 3600 ;;
   "${1:-}:fail") echo "injected: fails"; exit 7 ;;
+esac
+# The steps that read the dataset get its folder, and only they.
+case "${1:-}" in
+  train|mnist|ddp|tests) CUDABENCH_DATA_DIR="$(dataset)" || exit 3; export CUDABENCH_DATA_DIR ;;
 esac
 case "${1:-}" in
   preflight|build|env|bench|train|mnist|flush-ab|ddp|tests|sanitize) "step_$1" ;;
