@@ -225,7 +225,7 @@ double dram_peak(int dev) {
 
 double pcie_peak(int dev) {
   const auto* g = gpu(dev);
-  return g ? env::pcie_bytes_per_s(g->nvml.peak_pcie_gen(), g->nvml.pcie_width_max) : 0;
+  return g ? env::pcie_peak_bytes_per_s(g->nvml) : 0;
 }
 
 double flush_overhead_s(L2Flush flush, int dev) {
@@ -336,15 +336,15 @@ void run_gpu_vector_add(benchmark::State& state, int dev, L2Flush flush, const s
     for (int i = 0; i < 3; ++i) adds[static_cast<std::size_t>(i % d.sets)]();  // warm-up
     CUDA_CHECK(cudaStreamSynchronize(s));
     const double bytes = static_cast<double>(n * vector_add::kBytesPerElement);
+    const std::string cache = cache_label(bytes, dev);
     if (rot.sets > 0) {
       if (!time_rotated(state, dev, s, d, adds, rot, what)) return;
     } else {
-      const std::string cache = cache_label(bytes, dev);
       timed_gpu_loop(state, dev, s, adds[0], [s, flush] { before_timed_kernel(flush, s); },
                      cache.empty() ? flush_label(flush) : flush_label(flush) + "; " + cache);
     }
     set_vector_add_counters(state, n);
-    if (rot.sets > 0 || cache_label(bytes, dev).empty()) set_peak_counters(state, bytes, dram_peak(dev));
+    if (rot.sets > 0 || cache.empty()) set_peak_counters(state, bytes, dram_peak(dev));
   } catch (const std::exception& e) {
     fail_gpu(state, e);
   }

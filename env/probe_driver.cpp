@@ -217,4 +217,6 @@ double pcie_bytes_per_s(int generation, int width) {
   return it->second.first * 1e9 * it->second.second / 8.0 * width;
 }
 
+double pcie_peak_bytes_per_s(const NvmlGpuInfo& n) { return pcie_bytes_per_s(n.peak_pcie_gen(), n.pcie_width_max); }
+
 }  // namespace cudabench::env

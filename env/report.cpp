@@ -122,7 +122,7 @@ json nvml_json(const NvmlGpuInfo& n) {
           {"pcie_width", n.pcie_width},
           {"pcie_width_max", n.pcie_width_max},
           {"pcie_gen_gpu_max", n.pcie_gen_gpu_max},
-          {"pcie_max_bytes_per_s", pcie_bytes_per_s(n.peak_pcie_gen(), n.pcie_width_max)},
+          {"pcie_max_bytes_per_s", pcie_peak_bytes_per_s(n)},
           {"pcie_system_max_bytes_per_s", pcie_bytes_per_s(n.pcie_gen_max, n.pcie_width_max)},
           {"mig_current", n.mig_current},
           {"mig_pending", n.mig_pending},
@@ -277,7 +277,7 @@ Lines host_lines(const HostInfo& h) {
 Lines nvml_lines(const NvmlGpuInfo& n, const Report& r) {
   if (!n.found)
     return {text("      NVML: no data for this GPU" + (r.driver.nvml_found ? "" : " (" + r.driver.nvml_error + ")"))};
-  const double link = pcie_bytes_per_s(n.peak_pcie_gen(), n.pcie_width_max);
+  const double link = pcie_peak_bytes_per_s(n);
   return {
       text("      UUID " + (n.uuid.empty() ? "?" : n.uuid) + ", serial " + (n.serial.empty() ? "?" : n.serial) +
            ", persistence mode " + on_off(n.persistence_mode)),
@@ -520,7 +520,7 @@ std::vector<std::pair<std::string, std::string>> context_entries(const Report& r
     c.emplace_back("gpu_pcie_max", pcie_str(n.pcie_gen_max, n.pcie_width_max));
     // What frac_of_peak of a copy is against: the GPU's own max generation.
     c.emplace_back("gpu_pcie_peak", pcie_str(n.peak_pcie_gen(), n.pcie_width_max) + " = " +
-                                        gb(pcie_bytes_per_s(n.peak_pcie_gen(), n.pcie_width_max)) +
+                                        gb(pcie_peak_bytes_per_s(n)) +
                                         " GB/s per direction, theoretical" +
                                         (n.pcie_gen_gpu_max > 0 ? " (the GPU's own max generation, NVML)"
                                                                 : " (the system's max generation: NVML has no GPU max)"));
