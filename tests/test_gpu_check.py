@@ -142,12 +142,13 @@ def test_the_snapshot_follows_each_step_and_a_signal_stops_the_running_one(tmp_p
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        out = tmp_path / "out" / "summary.txt"
-        # Written after ddp, the step before the hanging one.
-        while time.monotonic() < deadline and not (out.exists() and "  ddp " in out.read_text()):
+        hang = tmp_path / "res" / "logs" / "tests.log"
+        # The hanging step has started (the snapshot after ddp, the step
+        # before it, is made by then; processes of that snapshot would not do).
+        while time.monotonic() < deadline and not (hang.exists() and "injected: hangs" in hang.read_text()):
             time.sleep(0.2)
-        text = out.read_text()
-        assert "  build      ok" in text and "  tests " not in text
+        text = summary(tmp_path)
+        assert "  build      ok" in text and "  ddp " in text and "  tests " not in text
         assert processes_of(tmp_path)  # the hanging step
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=20)
