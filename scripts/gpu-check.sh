@@ -114,15 +114,13 @@ snapshot() {
       -C "$(dirname "$GC_RES")" "$(basename "$GC_RES")" || rc=$?
   if [ "$rc" -le 1 ]; then mv -f "$tmp" "$dest/gpu-check.tar.gz"; else rm -f "$tmp"; fi
 }
-# A signal stops the running step's whole group, snapshots, and ends the run.
-on_signal() {
-  [ -z "$JOB_PGID" ] || kill -TERM -- "-$JOB_PGID" 2>/dev/null
+# A signal stops the running step's whole group (lib.sh), then this
+# records the step as stopped and snapshots, and the run ends.
+stopped_by() {
   record "${current:-?}" stopped "$(elapsed)" "by SIG$1"
   snapshot
-  trap - "$1"
-  kill -"$1" $$
 }
-for sig in INT TERM HUP; do trap "on_signal $sig" "$sig"; done
+stop_jobs_on_signal stopped_by
 
 # run_step NAME ESTIMATE CAP NEEDS: the step in its own process group,
 # under timeout; its output in logs/NAME.log.

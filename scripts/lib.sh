@@ -182,25 +182,28 @@ run_job() {
   return "$rc"
 }
 
+# stop_jobs_on_signal [HOOK]: on INT, TERM or HUP, stop the running job,
+# run HOOK with the signal's name (gpu-check.sh records and snapshots
+# there), then end this script by that signal.
 stop_jobs_on_signal() {
   local sig
   for sig in INT TERM HUP; do
     # shellcheck disable=SC2064
-    trap "stop_job_and_exit $sig" "$sig"
+    trap "stop_job_and_exit $sig ${1:-}" "$sig"
   done
 }
 
 # Stops the running job's whole group (TERM, then KILL after 15 s: longer
-# than ab.py's own 10 s for its bench runs), then ends this script by the
-# same signal.
+# than ab.py's own 10 s for its bench runs and ddp_scaling.py's 5 s for its
+# ranks), runs the hook, then ends this script by the same signal.
 stop_job_and_exit() {
-  local sig="$1" waited=0
+  local sig="$1" hook="${2:-}" waited=0
   if [ -n "$JOB_PGID" ]; then
     kill -TERM -- "-$JOB_PGID" 2>/dev/null || true
     while kill -0 -- "-$JOB_PGID" 2>/dev/null && [ "$waited" -lt 150 ]; do sleep 0.1; waited=$((waited + 1)); done
     kill -KILL -- "-$JOB_PGID" 2>/dev/null || true
   fi
+  [ -z "$hook" ] || "$hook" "$sig"
   trap - "$sig"
   kill -"$sig" $$
 }
-
