@@ -139,9 +139,13 @@ struct VectorBuffers {
       CUDA_CHECK(cudaMemcpyAsync(a.get() + k * stride, a.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
       CUDA_CHECK(cudaMemcpyAsync(b.get() + k * stride, b.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
     }
-    // Every output poisoned (NaN): a set no launch wrote cannot pass a check.
-    CUDA_CHECK(cudaMemsetAsync(c.get(), 0xFF, stride * this->sets * sizeof(float), s));
+    poison_outputs(s);
     CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  // Every output NaN (0xFF bytes are a NaN in every float): a set no launch
+  // wrote since cannot pass a check.
+  void poison_outputs(cudaStream_t s) {
+    CUDA_CHECK(cudaMemsetAsync(c.get(), 0xFF, stride * sets * sizeof(float), s));
   }
   float* set(const DeviceBuffer<float>& x, int k) const { return x.get() + static_cast<std::size_t>(k) * stride; }
 };
@@ -280,7 +284,7 @@ void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std:
 Rotation vector_add_rotation(std::size_t n, L2Flush flush, int dev) {
   const double bytes = static_cast<double>(n * vector_add::kBytesPerElement);
   const auto* g = gpu(dev);
-  if (flush == L2Flush::None || !g) return rotation(bytes, 0, 0);
+  if (flush == L2Flush::None || !g) return {};
   return rotation(bytes, static_cast<double>(g->l2_bytes), dram_time_estimate(bytes, dev));
 }
 
@@ -304,9 +308,12 @@ bool vector_add_right(benchmark::State& state, const std::string& what, VectorBu
 // The rotated timing (bench_support.h Rotation): the sets in turn, the turn
 // going on across pairs; before each pair a delay that covers the host's
 // enqueue of its launches, as measured on one pair first. Then the last
-// set launched is checked, its output poisoned when it was made.
+// set launched is checked. The buffers outlive a call (repetitions, other
+// variants at this n), so every output is poisoned first: what the check
+// reads was written by this call.
 bool time_rotated(benchmark::State& state, int dev, cudaStream_t s, VectorBuffers& d, const std::vector<GpuAdd>& adds,
                   const Rotation& rot, const std::string& what) {
+  d.poison_outputs(s);
   std::size_t next = 0;
   const auto pair = [&] {
     for (int k = 0; k < rot.launches; ++k) adds[next++ % adds.size()]();
@@ -336,15 +343,17 @@ void run_gpu_vector_add(benchmark::State& state, int dev, L2Flush flush, const s
     for (int i = 0; i < 3; ++i) adds[static_cast<std::size_t>(i % d.sets)]();  // warm-up
     CUDA_CHECK(cudaStreamSynchronize(s));
     const double bytes = static_cast<double>(n * vector_add::kBytesPerElement);
-    const std::string cache = cache_label(bytes, dev);
+    bool from_dram = true;  // what the row's frac_of_peak is against
     if (rot.sets > 0) {
       if (!time_rotated(state, dev, s, d, adds, rot, what)) return;
     } else {
+      const std::string cache = cache_label(bytes, dev);
+      from_dram = cache.empty();
       timed_gpu_loop(state, dev, s, adds[0], [s, flush] { before_timed_kernel(flush, s); },
-                     cache.empty() ? flush_label(flush) : flush_label(flush) + "; " + cache);
+                     from_dram ? flush_label(flush) : flush_label(flush) + "; " + cache);
     }
     set_vector_add_counters(state, n);
-    if (rot.sets > 0 || cache.empty()) set_peak_counters(state, bytes, dram_peak(dev));
+    if (from_dram) set_peak_counters(state, bytes, dram_peak(dev));
   } catch (const std::exception& e) {
     fail_gpu(state, e);
   }
