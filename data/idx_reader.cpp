@@ -242,6 +242,9 @@ MnistSplit load_mnist_split(const std::string& dir, const std::string& prefix) {
   return s;
 }
 
+constexpr const char* kNoIdxFiles =
+    "no MNIST-format IDX files (train-images-idx3-ubyte[.gz], t10k-images-idx3-ubyte[.gz], and their label files)";
+
 std::string find_dataset_dir(const std::string& flag_dir) {
   std::vector<std::pair<std::string, std::string>> tried;
   auto has = [](const std::string& d) {
@@ -251,17 +254,13 @@ std::string find_dataset_dir(const std::string& flag_dir) {
     if (has(flag_dir)) return flag_dir;
     if (const std::string why = folder_problem(flag_dir); !why.empty())
       throw IdxError("--data-dir " + flag_dir + ": " + why);
-    throw IdxError(flag_dir + ": no MNIST-format IDX files (train-images-idx3-ubyte[.gz], "
-                              "t10k-images-idx3-ubyte[.gz], and their label files)");
+    throw IdxError(flag_dir + ": " + kNoIdxFiles);
   }
   // A folder the user named is used or refused, never passed over.
   if (const char* e = std::getenv("CUDABENCH_DATA_DIR"); e && *e) {
     if (has(e)) return e;
     const std::string why = folder_problem(e);
-    throw IdxError(std::string("CUDABENCH_DATA_DIR=") + e + ": " +
-                   (why.empty() ? "no MNIST-format IDX files (train-images-idx3-ubyte[.gz], "
-                                  "t10k-images-idx3-ubyte[.gz], and their label files)"
-                                : why) +
+    throw IdxError(std::string("CUDABENCH_DATA_DIR=") + e + ": " + (why.empty() ? kNoIdxFiles : why) +
                    "; unset it to use " + kDebianFashionMnist);
   }
   if (has(kDebianFashionMnist)) return kDebianFashionMnist;

@@ -108,6 +108,14 @@ constexpr auto kRendezvousGrace = std::chrono::milliseconds(5000);
 
 std::string beat_key(int rank) { return "cudabench/beat/" + std::to_string(rank); }
 
+// Rank 0's wait for the other ranks to add to a counter in the store (it
+// serves the store, so it must not leave first), until `until` at most.
+void wait_for_count(c10d::Store& store, const std::string& key, int64_t want,
+                    std::chrono::steady_clock::time_point until) {
+  while (store.add(key, 0) < want && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
 // Ends the process when the rendezvous has not finished by its deadline.
 // TCPStore's client, and Gloo's rendezvous, can wait forever on a peer that
 // accepted the connection and never answers, whatever their timeouts say:
@@ -238,15 +246,16 @@ DistContext::DistContext(const Launch& launch, const std::string& backend, torch
 }
 
 void DistContext::resolve_master() {
-  if (launch_.master_addr_is_node_name && !resolves(launch_.master_addr)) {
+  if (resolves(launch_.master_addr)) return;
+  if (launch_.master_addr_is_node_name) {
     const auto addr = slurm_node_addr(launch_.master_addr);
     if (addr.empty())
       throw std::runtime_error("rank 0's node " + launch_.master_addr +
                                " (first of the step's node list) has no address; set MASTER_ADDR");
     launch_.master_addr = addr;
+    if (resolves(addr)) return;
   }
-  if (!resolves(launch_.master_addr))
-    throw GroupBadInput("MASTER_ADDR=" + launch_.master_addr + ": no such host (the name does not resolve)");
+  throw GroupBadInput("MASTER_ADDR=" + launch_.master_addr + ": no such host (the name does not resolve)");
 }
 
 void DistContext::connect_store() {
@@ -285,10 +294,8 @@ void DistContext::compare_settings(const Settings& mine) {
   store_->add(key + "read", 1);
   if (differs.empty()) return;
   // A rank that died before reading must not turn this into a timeout.
-  const auto until = std::chrono::steady_clock::now() + kDiagnoseWindow;
   if (launch_.rank == 0 && !launch_.agent_store)
-    while (store_->add(key + "read", 0) < launch_.world && std::chrono::steady_clock::now() < until)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    wait_for_count(*store_, key + "read", launch_.world, std::chrono::steady_clock::now() + kDiagnoseWindow);
   stop_heartbeat();
   throw GroupBadInput(differs);
 }
@@ -389,9 +396,8 @@ std::string diagnose_with(const DiagnoseInput& in) {
     if (l.rank == 0 && !l.agent_store) {
       // A survivor still waiting on a live peer gets here when its own
       // collective times out: wait that long, and no longer.
-      const auto until = std::chrono::steady_clock::now() + in.timeout + kDiagnoseWindow;
-      while (store.add(read_key, 0) < l.world - lost_count && std::chrono::steady_clock::now() < until)
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      wait_for_count(store, read_key, l.world - lost_count,
+                     std::chrono::steady_clock::now() + in.timeout + kDiagnoseWindow);
     }
   } catch (...) {
     if (verdict.empty()) throw;
@@ -492,9 +498,7 @@ void DistContext::finish() {
     store_->add(left, 1);
     return;
   }
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  while (store_->add(left, 0) < launch_.world - 1 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  wait_for_count(*store_, left, launch_.world - 1, std::chrono::steady_clock::now() + timeout_);
 }
 
 AllreduceTiming DistContext::time_allreduce(const std::vector<int64_t>& bucket_bytes, int iterations) {

@@ -70,6 +70,8 @@ class DistContext {
   int rank() const { return launch_.rank; }
   int world() const { return launch_.world; }
   const Launch& launch() const { return launch_; }
+  // The rendezvous store, "MASTER_ADDR:MASTER_PORT".
+  std::string store_address() const { return launch_.master_addr + ":" + std::to_string(launch_.master_port); }
   const std::string& backend() const { return backend_; }
   torch::Device device() const { return device_; }
   const c10::intrusive_ptr<c10d::ProcessGroup>& group() const { return pg_; }
@@ -98,7 +100,6 @@ class DistContext {
   AllreduceTiming time_allreduce(const std::vector<int64_t>& bucket_bytes, int iterations);
 
  private:
-  std::string store_address() const { return launch_.master_addr + ":" + std::to_string(launch_.master_port); }
   void resolve_master();
   void connect_store();
   void compare_settings(const Settings& mine);

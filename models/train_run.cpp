@@ -33,6 +33,13 @@
 namespace cudabench::models {
 namespace {
 
+// A 64-bit hash as 16 hex digits.
+std::string hex64(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 // A data-parallel rank's last word when a background thread throws (NCCL's
 // watchdog does, on a timeout or a peer's error, by default): the lost rank
 // in one line, exit 3, instead of "terminate called" and a backtrace.
@@ -232,7 +239,7 @@ void print_header(const TrainOptions& o, const Plan& p, const Data& d, int64_t t
             << (cfg.channels_last ? ", channels-last" : "") << (cfg.dropout ? "" : ", no dropout") << "\n";
   if (dist)
     std::cout << "train: data-parallel over " << p.world << " ranks (" << p.launch->launcher << ", " << p.backend
-              << ", rendezvous " << dist->launch().master_addr << ":" << p.launch->master_port
+              << ", rendezvous " << dist->store_address()
               << "): global batch " << p.global_batch << " = " << p.world << " x " << cfg.batch_size << "; lr "
               << cfg.lr << " = " << p.base_lr << " x " << p.global_batch << " / " << p.lr_ref
               << " (linear scaling rule); buckets of " << short_number(o.bucket_mb) << " MiB\n";
@@ -288,8 +295,7 @@ nlohmann::json finish_data_parallel(const TrainOptions& o, const Plan& p, DistCo
   const auto hash = dist.check_replicas(trainer.model()->parameters(), "the last step");
   const auto buckets = trainer.data_parallel()->bucket_bytes();
   const auto ar = dist.time_allreduce(buckets, 20);
-  char hex[32];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  const std::string hex = hex64(hash);
   std::cout << "train: rank " << p.rank << " of " << p.world << ": parameters fnv1a64 " << hex << std::endl;
   if (p.lead)
     std::cout << "train: all-reduce of the gradients (" << ar.buckets << " buckets, " << std::setprecision(2)
@@ -298,7 +304,7 @@ nlohmann::json finish_data_parallel(const TrainOptions& o, const Plan& p, DistCo
   nlohmann::json j = {{"launcher", p.launch->launcher},
                       {"backend", p.backend},
                       {"world_size", p.world},
-                      {"master", dist.launch().master_addr + ":" + std::to_string(p.launch->master_port)},
+                      {"master", dist.store_address()},
                       {"global_batch", p.global_batch},
                       {"lr_rule", "linear: lr = base_lr x global_batch / lr_batch"},
                       {"base_lr", p.base_lr},
@@ -356,9 +362,7 @@ std::string split_hash(const data::MnistSplit& split) {
   const auto& px = split.images.pixels;
   const auto& lb = split.labels.labels;
   const uint64_t h = fnv1a64(lb.data(), lb.size(), fnv1a64(px.data(), px.size()));
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return std::to_string(split.images.count) + " images, fnv1a64 " + buf;
+  return std::to_string(split.images.count) + " images, fnv1a64 " + hex64(h);
 }
 
 // What every rank must be given alike: one table, compared at the
