@@ -391,11 +391,17 @@ class Verdict:
     new_broke: bool = False  # the new run could not run it (bench's "could not run: ..."): exit 3
 
 
+def new_error(b: Run):
+    """The Verdict fields for the new run's error: a failed check (a wrong
+    result) or a benchmark that could not run."""
+    broke = b.error.startswith(COULD_NOT_RUN)
+    return {"new_failed": bool(b.error) and not broke, "new_broke": broke}
+
+
 def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05, pool=None):
     if a.error or b.error:
-        broke = b.error.startswith(COULD_NOT_RUN)
         return Verdict(name, "error", note=("new: " + b.error) if b.error else ("baseline: " + a.error),
-                       new_failed=bool(b.error) and not broke, new_broke=broke)
+                       **new_error(b))
     if not a.samples or not b.samples:
         return Verdict(name, "error", note="no samples")
     ma, mb = median(a.samples), median(b.samples)
@@ -532,12 +538,12 @@ def compare(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None, 
     """Verdicts of every later file against the first: (names, {label:
     [Verdict per name]}). A benchmark of the baseline that a later file
     lacks is "missing" there (it fails the gate), one only in later files
-    "new" where it is. floors: {name: [process medians of an A/A run]}."""
-    wanted = compile_filter(name_filter) if name_filter else None
-    keep = lambda n: not wanted or wanted.search(n)
+    "new" where it is. floors: {name: [process medians of an A/A run]}.
+    name_filter: the --filter the files were loaded with (load leaves out
+    what it does not match), named when nothing is in common."""
     base = files[0]
-    names = [n for n in base.runs if keep(n)]
-    names += list(dict.fromkeys(n for f in files[1:] for n in f.runs if n not in base.runs and keep(n)))
+    names = list(base.runs)
+    names += list(dict.fromkeys(n for f in files[1:] for n in f.runs if n not in base.runs))
     for f in files[1:]:
         if not any(n in base.runs and n in f.runs for n in names):
             raise BadInput("no benchmarks in common" + (f" matching '{name_filter}'" if name_filter else "") +
@@ -551,10 +557,8 @@ def compare(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None, 
         if a:
             return Verdict(n, "missing", n_base=len(a.samples), note=f"not in {f.label}: did it stop running?")
         if b:
-            broke = b.error.startswith(COULD_NOT_RUN)
             return Verdict(n, "new", new=median(b.samples) if b.samples else float("nan"), n_new=len(b.samples),
-                           note="not in the baseline" + (f"; new: {b.error}" if b.error else ""),
-                           new_failed=bool(b.error) and not broke, new_broke=broke)
+                           note="not in the baseline" + (f"; new: {b.error}" if b.error else ""), **new_error(b))
         return Verdict(n, "absent")
     return names, {f.label: [verdict(n, f) for n in names] for f in files[1:]}
 
@@ -815,11 +819,10 @@ def main(argv=None):
             raise BadInput(f"--threshold {a.threshold}: expected a relative change in (0, 10], e.g. 0.05")
         if not (math.isfinite(a.alpha) and 0 < a.alpha < 1):
             raise BadInput(f"--alpha {a.alpha}: expected a significance level in (0, 1), e.g. 0.05")
-        if a.filter is not None:
-            compile_filter(a.filter)
+        wanted = compile_filter(a.filter) if a.filter is not None else None
         if a.markdown:
             check_writable(a.markdown, "--markdown")
-        files = [load(p, a.metric, a.filter) for p in a.files]
+        files = [load(p, a.metric, wanted) for p in a.files]
         set_labels(files, a.labels.split(",") if a.labels is not None else None)
         floors = load_floors(a.floors) if a.floors else None
         names, results = compare(files, a.metric, a.threshold, a.alpha, a.filter, floors)

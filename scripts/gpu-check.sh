@@ -146,7 +146,7 @@ run_step() {
     *) record "$name" failed "$took" "exit $rc"; worsen 3 ;;
   esac
   # What went wrong, here too: the missing items, else the log's end.
-  [ "$rc" = 0 ] || { grep '^MISSING' "$GC_RES/logs/$name.log" || tail -n 5 "$GC_RES/logs/$name.log"; } | sed 's/^/    | /' >&2
+  [ "$rc" = 0 ] || { grep '^MISSING' "$GC_RES/logs/$name.log" || tail -n 6 "$GC_RES/logs/$name.log"; } | sed 's/^/    | /' >&2
 }
 
 log "results in $GC_RES, budget ${budget} s$([ "$GC_DRY_RUN" = 1 ] && echo ', dry run: GPU steps skipped')"

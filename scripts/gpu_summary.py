@@ -102,8 +102,8 @@ class Goal:
         return f"{mark} {self.what:46s} {self.text if self.value is not None else 'not measured':34s} {self.goal}"
 
 
-def goals(d):
-    va = runs(bench_rows(d))
+def goals(d, va):
+    """va: runs() of the bench step's rows."""
     out = []
     b = best_raw(va, BIG)
     out.append(Goal("best raw VectorAdd kernel at 2^27", b and b[1],
@@ -155,12 +155,14 @@ def flush_ab(d):
 
 def render(d):
     env = load(os.path.join(d, "env.json")) or {}
+    bench = bench_rows(d)  # read once: three parts use it
+    va = runs(bench)
     lines = machine_lines(d, env)
     lines += steps_lines(d) + tests_lines(d) + sanitizer_lines(d)
-    lines += error_lines(d)
-    lines += goal_lines(d, env)
+    lines += error_lines(d, bench)
+    lines += goal_lines(d, env, va)
     lines += flush_lines(d)
-    lines += vector_add_lines(d) + mnist_lines(d) + train_lines(d)
+    lines += vector_add_lines(va) + mnist_lines(d) + train_lines(d)
     lines += ddp_lines(d)
     return "\n".join(lines) + "\n"
 
@@ -261,11 +263,11 @@ def sanitizer_lines(d):
     return ["Sanitizer: " + ("; ".join(res) if res else san.strip()[:200])]
 
 
-def error_lines(d):
+def error_lines(d, bench):
     """The benchmarks that failed, any faster than its peak, and how many ran
-    while the GPU throttled."""
+    while the GPU throttled (bench: the bench step's rows)."""
     errors, throttled = [], []
-    for doc in (bench_rows(d), load(os.path.join(d, "mnist.json"))):
+    for doc in (bench, load(os.path.join(d, "mnist.json"))):
         for b in (doc or {}).get("benchmarks", []):
             if b.get("error_occurred"):
                 errors.append(f"ERROR {b['name']}: {b.get('error_message')}")
@@ -280,10 +282,10 @@ def error_lines(d):
     return errors
 
 
-def goal_lines(d, env):
+def goal_lines(d, env, va):
     name = first_gpu(env).get("name", "H200")
     return ([f"\nGoals{'' if 'H200' in name else ' (set for an H200; this is not one)'}:"]
-            + ["  " + x.line() for x in goals(d)])
+            + ["  " + x.line() for x in goals(d, va)])
 
 
 def flush_lines(d):
@@ -303,9 +305,8 @@ def flush_lines(d):
     return lines
 
 
-def vector_add_lines(d):
-    """The VectorAdd and Transfer rows at the headline sizes."""
-    va = runs(bench_rows(d))
+def vector_add_lines(va):
+    """The VectorAdd and Transfer rows at the headline sizes (va: runs() of the bench step's rows)."""
     if not va:
         return []
     lines = [f"\n{'benchmark':42s} {'time':>10s} {'GB/s':>9s} {'of peak':>8s} {'SM MHz':>7s}"]

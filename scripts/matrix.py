@@ -36,10 +36,7 @@ def fail(msg):
 
 
 def read(path):
-    try:
-        doc = compare.read_json(path)
-    except compare.BadInput as e:
-        fail(str(e))
+    doc = compare.read_json(path)
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         fail(f"{path}: not a Google Benchmark JSON file")
     return doc
@@ -103,16 +100,9 @@ def summary_lines(docs):
     return lines
 
 
-def writable(path, flag):
-    try:
-        compare.check_writable(path, flag)
-    except compare.BadInput as e:
-        fail(str(e))
-
-
 def main(argv):
     if len(argv) >= 3 and argv[0] == "merge":
-        writable(argv[1], "merge OUT")
+        compare.check_writable(argv[1], "merge OUT")
         merge(argv[1], argv[2:])
     elif len(argv) >= 2 and argv[0] == "labels":
         print(",".join(stack_facts(read(p))["label"] for p in argv[1:]))
@@ -124,7 +114,7 @@ def main(argv):
                 fail("--markdown needs a file")
             md = args[i + 1]
             args = args[:i] + args[i + 2:]
-            writable(md, "--markdown")
+            compare.check_writable(md, "--markdown")
         lines = summary_lines([read(p) for p in args])
         print("\n".join(lines))
         if md:
@@ -136,6 +126,8 @@ def main(argv):
 if __name__ == "__main__":
     try:
         main(sys.argv[1:])
+    except compare.BadInput as e:  # a file that cannot be read or written there
+        fail(str(e))
     except compare.ToolError as e:  # a file that could not be written: the tool failed
         print(f"matrix: {e}", file=sys.stderr)
         sys.exit(3)
