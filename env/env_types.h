@@ -67,10 +67,12 @@ struct NvmlGpuInfo {
   int ecc_current = -1, ecc_pending = -1;  // 1 enabled, 0 disabled
   long long ecc_volatile_corrected = -1, ecc_volatile_uncorrected = -1;
   // pcie_gen_max is what the GPU and the system allow together
-  // (nvmlDeviceGetMaxPcieLinkGeneration); pcie_gen_gpu_max the GPU's own
-  // (nvmlDeviceGetGpuMaxPcieLinkGeneration), the peak copies are held to.
+  // (nvmlDeviceGetMaxPcieLinkGeneration), the peak copies are held to: in a
+  // gen 4 slot a gen 5 GPU moves a gen 4 link's bytes. pcie_gen_gpu_max is
+  // the GPU's own (nvmlDeviceGetGpuMaxPcieLinkGeneration), the stand-in when
+  // NVML cannot say the first. Never the current link: it drops at idle.
   int pcie_gen = -1, pcie_gen_max = -1, pcie_width = -1, pcie_width_max = -1, pcie_gen_gpu_max = -1;
-  int peak_pcie_gen() const { return pcie_gen_gpu_max > 0 ? pcie_gen_gpu_max : pcie_gen_max; }
+  int peak_pcie_gen() const { return pcie_gen_max > 0 ? pcie_gen_max : pcie_gen_gpu_max; }
   int mig_current = -1, mig_pending = -1;  // 1 enabled, 0 disabled
   int compute_mode = -1;  // 0 default, 1 exclusive thread, 2 prohibited, 3 exclusive process
   int mig_devices = -1;   // MIG devices (GPU + compute instances) that exist, with MIG on

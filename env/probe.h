@@ -92,8 +92,8 @@ double peak_bandwidth_bytes_per_s(int memory_clock_khz, int bus_width_bits);
 // encoding efficiency (8b/10b for gen 1-2, 128b/130b for gen 3-5, 242/256
 // FLIT for gen 6) / 8 bits per byte. 0 for an unknown generation or width.
 double pcie_bytes_per_s(int generation, int width);
-// The peak a copy is held to: the link at the GPU's own maximum generation
-// (NvmlGpuInfo::peak_pcie_gen) and its maximum width.
+// The peak a copy is held to: the link at the maximum generation of this GPU
+// in this system (NvmlGpuInfo::peak_pcie_gen) and its maximum width.
 double pcie_peak_bytes_per_s(const NvmlGpuInfo& n);
 
 // Decide usability from the probes (pure: tested on hand-made data).

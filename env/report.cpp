@@ -123,7 +123,7 @@ json nvml_json(const NvmlGpuInfo& n) {
           {"pcie_width_max", n.pcie_width_max},
           {"pcie_gen_gpu_max", n.pcie_gen_gpu_max},
           {"pcie_max_bytes_per_s", pcie_peak_bytes_per_s(n)},
-          {"pcie_system_max_bytes_per_s", pcie_bytes_per_s(n.pcie_gen_max, n.pcie_width_max)},
+          {"pcie_gpu_max_bytes_per_s", pcie_bytes_per_s(n.pcie_gen_gpu_max, n.pcie_width_max)},
           {"mig_current", n.mig_current},
           {"mig_pending", n.mig_pending},
           {"compute_mode", n.compute_mode},
@@ -289,8 +289,8 @@ Lines nvml_lines(const NvmlGpuInfo& n, const Report& r) {
       text("      ECC " + on_off(n.ecc_current) + " (pending " + on_off(n.ecc_pending) + "), volatile errors " +
            known(n.ecc_volatile_corrected) + " corrected, " + known(n.ecc_volatile_uncorrected) + " uncorrected"),
       text("      PCIe " + pcie_str(n.pcie_gen, n.pcie_width) + " now, " + pcie_str(n.pcie_gen_max, n.pcie_width_max) +
-           " max with this system, the GPU's own gen " + known(n.pcie_gen_gpu_max) +
-           (link > 0 ? " = " + gb(link) + " GB/s per direction" : "")),
+           " max with this system" + (link > 0 ? " = " + gb(link) + " GB/s per direction" : "") +
+           ", the GPU's own gen " + known(n.pcie_gen_gpu_max)),
       text("      MIG " + on_off(n.mig_current) +
            (n.mig_pending >= 0 && n.mig_pending != n.mig_current ? " (pending " + on_off(n.mig_pending) + ")" : "") +
            ", compute mode " + compute_mode_name(n.compute_mode))};
@@ -518,12 +518,11 @@ std::vector<std::pair<std::string, std::string>> context_entries(const Report& r
     c.emplace_back("gpu_power_limit", watts(n.power_limit_w));
     c.emplace_back("gpu_ecc", on_off(n.ecc_current));
     c.emplace_back("gpu_pcie_max", pcie_str(n.pcie_gen_max, n.pcie_width_max));
-    // What frac_of_peak of a copy is against: the GPU's own max generation.
+    // What frac_of_peak of a copy is against, and where it came from.
     c.emplace_back("gpu_pcie_peak", pcie_str(n.peak_pcie_gen(), n.pcie_width_max) + " = " +
-                                        gb(pcie_peak_bytes_per_s(n)) +
-                                        " GB/s per direction, theoretical" +
-                                        (n.pcie_gen_gpu_max > 0 ? " (the GPU's own max generation, NVML)"
-                                                                : " (the system's max generation: NVML has no GPU max)"));
+                                        gb(pcie_peak_bytes_per_s(n)) + " GB/s per direction, theoretical" +
+                                        (n.pcie_gen_max > 0 ? " (the max of this GPU in this system, NVML)"
+                                                            : " (the GPU's own max: NVML has no system max)"));
     c.emplace_back("gpu_mig", on_off(n.mig_current));
     c.emplace_back("gpu_compute_mode", compute_mode_name(n.compute_mode));
     std::string all;

@@ -426,7 +426,7 @@ TEST(Report, ContextDescribesHostAndTheSelectedGpu) {
   EXPECT_EQ(c["gpu_power_limit"], "500 W");
   EXPECT_EQ(c["gpu_pcie_max"], "gen 5 x16");
   EXPECT_EQ(c["gpu_pcie_peak"],
-            "gen 5 x16 = 63.0 GB/s per direction, theoretical (the system's max generation: NVML has no GPU max)");
+            "gen 5 x16 = 63.0 GB/s per direction, theoretical (the max of this GPU in this system, NVML)");
   EXPECT_EQ(c["gpu_peak_bandwidth_source"],
             "theoretical: memory clock 3201000 kHz x 6144-bit bus x 2 (DDR) / 8, from the CUDA device attributes");
   EXPECT_EQ(c["gpu_count"], "2");
@@ -443,21 +443,21 @@ TEST(Report, TextAndJsonShowNvmlFacts) {
   g.nvml.uuid = "GPU-1234";
   g.nvml.power_limit_w = 700;
   g.nvml.pcie_gen = 1;
-  g.nvml.pcie_gen_max = 4;      // what this system allows
-  g.nvml.pcie_gen_gpu_max = 5;  // the GPU's own: the peak
+  g.nvml.pcie_gen_max = 4;      // what this system allows: the peak
+  g.nvml.pcie_gen_gpu_max = 5;  // the GPU's own
   g.nvml.pcie_width = g.nvml.pcie_width_max = 16;
   g.nvml.compute_mode = 3;
   r.gpus.push_back(g);
   const std::string t = to_text(r);
   for (const char* s : {"UUID GPU-1234", "power limit 700 W",
-                        "PCIe gen 1 x16 now, gen 4 x16 max with this system, the GPU's own gen 5 = 63.0 GB/s",
+                        "PCIe gen 1 x16 now, gen 4 x16 max with this system = 31.5 GB/s per direction, the GPU's own gen 5",
                         "compute mode Exclusive_Process", "Host\n"})
     EXPECT_NE(t.find(s), std::string::npos) << s << " in\n" << t;
   const auto j = to_json(r);
   EXPECT_EQ(j["gpus"][0]["nvml"]["uuid"], "GPU-1234");
   EXPECT_EQ(j["gpus"][0]["nvml"]["compute_mode_name"], "Exclusive_Process");
-  EXPECT_NEAR(j["gpus"][0]["nvml"]["pcie_max_bytes_per_s"].get<double>(), 63.015e9, 1e6);
-  EXPECT_NEAR(j["gpus"][0]["nvml"]["pcie_system_max_bytes_per_s"].get<double>(), 31.5e9, 0.1e9);
+  EXPECT_NEAR(j["gpus"][0]["nvml"]["pcie_max_bytes_per_s"].get<double>(), 31.5e9, 0.1e9);
+  EXPECT_NEAR(j["gpus"][0]["nvml"]["pcie_gpu_max_bytes_per_s"].get<double>(), 63.015e9, 1e6);
   EXPECT_EQ(j["gpus"][0]["nvml"]["pcie_gen_gpu_max"], 5);
   EXPECT_TRUE(j.contains("host"));
 }
