@@ -43,7 +43,22 @@ void bound_wall_time(const RunOptions& run, Registered* b, double gpu_s, double 
 std::string cache_label(double working_set_bytes, double l2_bytes) {
   if (!(l2_bytes > 0) || working_set_bytes >= kDramBoundL2s * l2_bytes) return "";
   char buf[96];
-  std::snprintf(buf, sizeof buf, "working set %.2gx L2: not DRAM-bound", working_set_bytes / l2_bytes);
+  std::snprintf(buf, sizeof buf, "working set %.2gx L2: %s", working_set_bytes / l2_bytes, kNotDramBound);
+  return buf;
+}
+
+std::string joined_label(const std::string& a, const std::string& b) {
+  return a.empty() || b.empty() ? a + b : a + "; " + b;
+}
+
+std::string flush_label(L2Flush f) {
+  return f == L2Flush::None ? "L2 not flushed" : std::string("L2 flushed (") + l2_flush_name(f) + ")";
+}
+
+std::string latency_label(double bytes, double peak) {
+  if (!(peak > 0) || bytes / peak >= kLatencyBound) return "";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%s: %.2g us of traffic at peak", kLatencyBoundLabel, bytes / peak * 1e6);
   return buf;
 }
 
@@ -56,14 +71,27 @@ Rotation rotation(double working_set_bytes, double l2_bytes, double launch_s) {
   return r;
 }
 
+namespace {
+// Rotation::label() writes it and rotation_of_label() reads it.
+constexpr const char* kRotationFormat = "back to back: %d buffer sets in turn, %d launches per event pair";
+}  // namespace
+
 std::string Rotation::label() const {
-  return "back to back: " + std::to_string(sets) + " buffer sets in turn, " + std::to_string(launches) +
-         " launches per event pair";
+  char buf[128];
+  std::snprintf(buf, sizeof buf, kRotationFormat, sets, launches);
+  return buf;
+}
+
+std::optional<Rotation> rotation_of_label(const std::string& label) {
+  Rotation r;
+  int consumed = 0;
+  const std::string format = std::string(kRotationFormat) + "%n";
+  if (std::sscanf(label.c_str(), format.c_str(), &r.sets, &r.launches, &consumed) != 2 || consumed == 0)
+    return std::nullopt;
+  return r;
 }
 
 double per_launch_seconds(double pair_seconds, int launches) { return pair_seconds / std::max(1, launches); }
-
-double enqueue_cover_s(double enqueue_s) { return std::min(20e-3, 1.5 * std::max(0.0, enqueue_s) + kEnqueueCover); }
 
 std::size_t rotation_stride(std::size_t n) { return (n + 63) / 64 * 64; }
 
@@ -176,11 +204,22 @@ bool check_vector_add(benchmark::State& state, const std::string& what, const fl
   return false;
 }
 
-void set_vector_add_counters(benchmark::State& state, std::size_t n) {
+bool check_copy(benchmark::State& state, const std::string& what, const float* a, const float* c, std::size_t n) {
+  const std::size_t i = vector_add::first_copy_mismatch(a, c, n);
+  if (i == n) return true;
+  fail(state, what + " gave a wrong result: c[" + std::to_string(i) + "] = " + std::to_string(c[i]) + ", expected " +
+                  std::to_string(a[i]) + " (n = " + std::to_string(n) + ")");
+  return false;
+}
+
+void set_stream_counters(benchmark::State& state, std::size_t n, std::size_t bytes_per_element) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
-                          static_cast<std::int64_t>(n * vector_add::kBytesPerElement));
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
-                          static_cast<std::int64_t>(n));
+                          static_cast<std::int64_t>(n * bytes_per_element));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(n));
+}
+
+void set_vector_add_counters(benchmark::State& state, std::size_t n) {
+  set_stream_counters(state, n, vector_add::kBytesPerElement);
 }
 
 std::string bare_nonfinite_to_null(const std::string& text) {
@@ -213,13 +252,14 @@ std::string bare_nonfinite_to_null(const std::string& text) {
   return out;
 }
 
-void set_peak_counters(benchmark::State& state, double bytes_per_iteration, double peak) {
-  if (!(peak > 0)) return;
-  state.counters["peak_GBps"] = benchmark::Counter(peak / 1e9);
+void set_reference_counters(benchmark::State& state, const std::string& name, double bytes_per_iteration,
+                            double reference) {
+  if (!(reference > 0)) return;
+  state.counters[name + "_GBps"] = benchmark::Counter(reference / 1e9);
   // A rate counter divides by the benchmark's time (real or manual time),
-  // so this is achieved bytes/s over peak bytes/s.
-  state.counters["frac_of_peak"] = benchmark::Counter(
-      bytes_per_iteration * static_cast<double>(state.iterations()) / peak, benchmark::Counter::kIsRate);
+  // so this is achieved bytes/s over the reference's bytes/s.
+  state.counters["frac_of_" + name] = benchmark::Counter(
+      bytes_per_iteration * static_cast<double>(state.iterations()) / reference, benchmark::Counter::kIsRate);
 }
 
 }  // namespace cudabench::bench

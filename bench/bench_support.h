@@ -53,19 +53,35 @@ void bound_wall_time(const RunOptions& run, Registered* b, double gpu_s, double 
 // Such runs get this label ("working set 2x L2: not DRAM-bound") and no
 // frac_of_peak; "" for a DRAM-bound working set or an unknown L2.
 constexpr double kDramBoundL2s = 8;
+constexpr const char* kNotDramBound = "not DRAM-bound";
 std::string cache_label(double working_set_bytes, double l2_bytes);
+// A row's label from its parts: "a; b", or the one that is not empty.
+std::string joined_label(const std::string& a, const std::string& b);
+// "L2 flushed (read)", "L2 flushed (memset)", "L2 not flushed".
+std::string flush_label(L2Flush flush);
 
-// So below kDramBoundL2s x L2 a VectorAdd is not timed as one launch after
-// a flush but the way BabelStream times every size: `launches` back to back
-// between one event pair, taking `sets` buffer sets in turn (the turn goes
-// on from one pair to the next), so that between two uses of one set the
-// others move kRotationL2s x L2: no launch finds its inputs in L2, and each
-// pays, in steady state, for the write-backs of the one before. A pair
-// holds kRotationMinTime of GPU time, but at most kMaxLaunchesPerTiming
-// launches, so that a delay kernel before it covers the host's enqueue of
-// them all (enqueue_cover_s): the GPU, not the host's launch rate, is
-// timed. sets == 0: one launch (a working set from 8x L2 up, or an unknown
-// L2).
+// Work whose bytes would move in under kLatencyBound at the peak rate (DRAM
+// or PCIe) is timed by the GPU's turnaround from one launch or copy to the
+// next (2-4 us), not by its bandwidth: such a row gets this label
+// ("latency-bound: 0.01 us of traffic at peak") and no frac_of_peak; "" for
+// any other row or an unknown peak.
+constexpr double kLatencyBound = 5e-6;  // s
+constexpr const char* kLatencyBoundLabel = "latency-bound";
+std::string latency_label(double bytes, double peak_bytes_per_s);
+
+// Below kDramBoundL2s x L2 a single launch after a flush would still find
+// part of its data in L2 (above), and a small one would be timed by its
+// launch, so a VectorAdd is timed over `launches` back to back between one
+// event pair, taking `sets` buffer sets in turn (the turn goes on from one
+// pair to the next): between two uses of one set the others move
+// kRotationL2s x L2, so no launch finds its inputs in L2 and each pays, in
+// steady state, for the write-backs of the one before. (BabelStream instead
+// times each kernel on its own, synchronising after each, on arrays far
+// beyond the caches; we keep that for 8x L2 and up.) A pair holds
+// kRotationMinTime of GPU time, at most kMaxLaunchesPerTiming launches, all
+// enqueued behind a closed gate (kernels/stream_cover.cuh), so the GPU, not
+// the host's launch rate, is timed. sets == 0: one launch (a working set
+// from 8x L2 up, or an unknown L2).
 constexpr double kRotationL2s = 2;
 constexpr double kRotationMinTime = 1e-3;  // s
 constexpr int kMaxLaunchesPerTiming = 256;
@@ -74,9 +90,13 @@ struct Rotation {
   int launches = 1;  // per event pair
   // "back to back: 2 buffer sets in turn, 40 launches per event pair"
   std::string label() const;
+  bool operator==(const Rotation& o) const { return sets == o.sets && launches == o.launches; }
 };
 // `launch_s`: the estimated GPU time of one launch.
 Rotation rotation(double working_set_bytes, double l2_bytes, double launch_s);
+// The rotation a label made by Rotation::label() names (its start, whatever
+// follows), or nullopt.
+std::optional<Rotation> rotation_of_label(const std::string& label);
 // Elements from one set to the next in one allocation: n rounded up to 64
 // (256 bytes, so every set is as aligned as the first).
 std::size_t rotation_stride(std::size_t n);
@@ -84,10 +104,12 @@ std::size_t rotation_stride(std::size_t n);
 // bytes_per_second counted per iteration (one launch's bytes), the rate is
 // every launch's bytes over the pair's time.
 double per_launch_seconds(double pair_seconds, int launches);
-// The delay before a pair whose launches took the host `enqueue_s` to
-// enqueue: half again as long, plus kEnqueueCover, at most 20 ms.
+// The gate's timeout: far beyond any pair's enqueue (256 launches take the
+// host a few ms), so only a stalled host or a full launch queue reaches it.
+constexpr double kGateTimeout = 1.0;  // s
+// The delay before work that cannot be gated (it blocks the host while it
+// is enqueued: pageable copies) or where launches block (a profiler).
 constexpr double kEnqueueCover = 30e-6;  // s
-double enqueue_cover_s(double enqueue_s);
 
 // Google Benchmark calls a benchmark once per growth step and repetition;
 // its result is checked on the first call. Runs `check` unless `key`
@@ -181,8 +203,12 @@ const std::vector<std::string>& notes();
 bool check_vector_add(benchmark::State& state, const std::string& what,
                       const float* a, const float* b, const float* c, std::size_t n);
 
-// bytes_per_second (12 bytes/element) and items_per_second for `n` elements
-// per iteration.
+// The same for a copy: c == a bit for bit.
+bool check_copy(benchmark::State& state, const std::string& what, const float* a, const float* c, std::size_t n);
+
+// bytes_per_second (`bytes_per_element` each, 12 for an add) and
+// items_per_second for `n` elements per iteration.
+void set_stream_counters(benchmark::State& state, std::size_t n, std::size_t bytes_per_element);
 void set_vector_add_counters(benchmark::State& state, std::size_t n);
 
 // Google Benchmark 1.7.1 writes a non-finite double as a bare NaN,
@@ -191,8 +217,14 @@ void set_vector_add_counters(benchmark::State& state, std::size_t n);
 // library writes it, so that the file still parses.
 std::string bare_nonfinite_to_null(const std::string& json_text);
 
-// peak_GBps and frac_of_peak: achieved bytes/s over `peak_bytes_per_s`
-// (nothing when the peak is unknown, <= 0).
-void set_peak_counters(benchmark::State& state, double bytes_per_iteration, double peak_bytes_per_s);
+// <name>_GBps and frac_of_<name>: the reference's rate, and achieved bytes/s
+// over `reference_bytes_per_s` (nothing when the reference is unknown, <= 0).
+void set_reference_counters(benchmark::State& state, const std::string& name, double bytes_per_iteration,
+                            double reference_bytes_per_s);
+// peak_GBps and frac_of_peak, against a theoretical peak (DRAM, PCIe) or
+// the CPU's measured copy.
+inline void set_peak_counters(benchmark::State& state, double bytes_per_iteration, double peak_bytes_per_s) {
+  set_reference_counters(state, "peak", bytes_per_iteration, peak_bytes_per_s);
+}
 
 }  // namespace cudabench::bench

@@ -1,7 +1,9 @@
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -10,7 +12,7 @@
 #include "env/probe.h"
 #include "gpu_support.h"
 #include "kernels/l2_flush.cuh"
-#include "kernels/stream_delay.cuh"
+#include "kernels/stream_cover.cuh"
 #include "telemetry.h"
 #include "kernels/vector_add.cuh"
 
@@ -72,8 +74,8 @@ GpuTimer::~GpuTimer() {
   cudaEventDestroy(stop_);
 }
 void GpuTimer::start(cudaStream_t s) { CUDA_CHECK(cudaEventRecord(start_, s)); }
-double GpuTimer::stop(cudaStream_t s) {
-  CUDA_CHECK(cudaEventRecord(stop_, s));
+void GpuTimer::record_stop(cudaStream_t s) { CUDA_CHECK(cudaEventRecord(stop_, s)); }
+double GpuTimer::seconds() {
   CUDA_CHECK(cudaEventSynchronize(stop_));
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
@@ -121,41 +123,6 @@ FlushBuffer& flush_buffer() {
   return *slot;
 }
 
-// a and b hold host_inputs(n) in each of `sets` sets (at least one); c is
-// each set's output. One allocation per array, sets rotation_stride(n)
-// apart. Kept per device across a benchmark's growth steps and
-// repetitions, replaced for a new n.
-struct VectorBuffers {
-  std::size_t n, stride;
-  int sets;
-  DeviceBuffer<float> a, b, c;
-  VectorBuffers(std::size_t n, int sets, cudaStream_t s)
-      : n(n), stride(rotation_stride(n)), sets(std::max(1, sets)), a(stride * this->sets),
-        b(stride * this->sets), c(stride * this->sets) {
-    const HostInputs& h = host_inputs(n);
-    upload(a.get(), h.a.data(), n * sizeof(float), s);
-    upload(b.get(), h.b.data(), n * sizeof(float), s);
-    for (int k = 1; k < this->sets; ++k) {
-      CUDA_CHECK(cudaMemcpyAsync(a.get() + k * stride, a.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
-      CUDA_CHECK(cudaMemcpyAsync(b.get() + k * stride, b.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
-    }
-    poison_outputs(s);
-    CUDA_CHECK(cudaStreamSynchronize(s));
-  }
-  // Every output NaN (0xFF bytes are a NaN in every float): a set no launch
-  // wrote since cannot pass a check.
-  void poison_outputs(cudaStream_t s) {
-    CUDA_CHECK(cudaMemsetAsync(c.get(), 0xFF, stride * sets * sizeof(float), s));
-  }
-  float* set(const DeviceBuffer<float>& x, int k) const { return x.get() + static_cast<std::size_t>(k) * stride; }
-};
-
-VectorBuffers& vector_buffers(std::size_t n, int sets, cudaStream_t s) {
-  static std::map<int, LastOne<VectorBuffers>> per_device;
-  return per_device[current_device()].get(std::to_string(n) + "x" + std::to_string(sets),
-                                          [&] { return std::make_unique<VectorBuffers>(n, sets, s); });
-}
-
 // About half a second of DRAM traffic on the current device, once per
 // process, before its first timed benchmark: a GPU at idle clocks takes
 // that long to reach its boost clock.
@@ -196,14 +163,11 @@ void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
   CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
-void cover_enqueue(cudaStream_t s, double seconds) {
-  stream_delay::delay(static_cast<std::uint64_t>(seconds * 1e9), s);
-}
+void cover_enqueue(cudaStream_t s) { stream_cover::delay(static_cast<std::uint64_t>(kEnqueueCover * 1e9), s); }
 
 void before_timed_kernel(L2Flush flush, cudaStream_t s) {
   switch (flush) {
     case L2Flush::None:
-      cover_enqueue(s);
       return;
     case L2Flush::Memset: {
       FlushBuffer& f = flush_buffer();
@@ -216,10 +180,6 @@ void before_timed_kernel(L2Flush flush, cudaStream_t s) {
       return;
     }
   }
-}
-
-std::string flush_label(L2Flush f) {
-  return f == L2Flush::None ? "L2 not flushed" : std::string("L2 flushed (") + l2_flush_name(f) + ")";
 }
 
 double dram_peak(int dev) {
@@ -260,10 +220,103 @@ double pcie_time_estimate(double bytes, int dev) {
   return std::max(kLaunchFloor, bytes / link);
 }
 
+namespace {
+
+// The current device's gate (kernels/stream_cover.cuh): its flags in mapped,
+// pinned host memory.
+class Gate {
+ public:
+  Gate() {
+    CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), sizeof *host_,
+                             cudaHostAllocMapped | cudaHostAllocPortable));
+    CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0));
+  }
+  ~Gate() { cudaFreeHost(host_); }
+  Gate(const Gate&) = delete;
+  Gate& operator=(const Gate&) = delete;
+  void close(cudaStream_t s, double timeout_s) {
+    word(host_->open) = 0;
+    word(host_->timed_out) = 0;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    stream_cover::gate(device_, static_cast<std::uint64_t>(timeout_s * 1e9), s);
+  }
+  void open() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    word(host_->open) = 1;
+  }
+  // Once the stream has passed it: whether it was opened, not timed out.
+  bool held() const { return word(host_->timed_out) == 0; }
+
+ private:
+  static volatile std::uint32_t& word(std::uint32_t& w) { return w; }
+  stream_cover::GateFlags* host_ = nullptr;
+  stream_cover::GateFlags* device_ = nullptr;
+};
+
+// Opens the gate when the enqueue is done, or when it throws.
+struct OpenWhenDone {
+  Gate* gate;
+  ~OpenWhenDone() {
+    if (gate) gate->open();
+  }
+};
+
+// The current device's gate, or why it has none: mapped host memory is
+// refused, or a launch blocks the host until the kernel ends (a profiler or
+// a sanitizer serialises launches), where a closed gate would only time out.
+// Asked once per device: a gate that the stream still waits on after its
+// launch returned is one that works.
+struct GateOrWhy {
+  std::unique_ptr<Gate> gate;
+  std::string why_not;
+};
+const GateOrWhy& usable_gate(cudaStream_t s) {
+  static std::map<int, GateOrWhy> per_device;
+  const int dev = current_device();
+  auto it = per_device.find(dev);
+  if (it != per_device.end()) return it->second;
+  GateOrWhy g;
+  try {
+    g.gate = std::make_unique<Gate>();
+  } catch (const CudaError& e) {
+    return per_device[dev] = {nullptr, std::string("not gated: no mapped host memory (") + cudaGetErrorName(e.code()) + ")"};
+  }
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  g.gate->close(s, 0.05);
+  const cudaError_t q = cudaStreamQuery(s);
+  g.gate->open();
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  if (q != cudaErrorNotReady && q != cudaSuccess) CUDA_CHECK(q);
+  if (q == cudaSuccess) g = {nullptr, "not gated: launches block the host here (a profiler or sanitizer?)"};
+  return per_device[dev] = std::move(g);
+}
+
+// One iteration: seconds per launch, or nullopt when the gate timed out.
+std::optional<double> time_one(GpuTimer& t, cudaStream_t s, const std::function<void()>& body, const Timing& timing,
+                               Gate* gate) {
+  if (timing.before) timing.before();
+  if (gate) gate->close(s, kGateTimeout);
+  else if (timing.cover != Cover::None) cover_enqueue(s);
+  {
+    OpenWhenDone done{gate};
+    t.start(s);
+    body();
+    t.record_stop(s);
+  }
+  const double pair = t.seconds();
+  if (gate && !gate->held()) return std::nullopt;
+  return per_launch_seconds(pair, timing.launches);
+}
+
+}  // namespace
+
 void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std::function<void()>& body,
-                    const std::function<void()>& before, const std::string& label, int launches) {
+                    const Timing& timing) {
   const auto* g = gpu(dev);
   warm_up_once(s);
+  const GateOrWhy* cover = timing.cover == Cover::Gate ? &usable_gate(s) : nullptr;
+  Gate* gate = cover ? cover->gate.get() : nullptr;
+  const std::string label = cover ? joined_label(timing.label, cover->why_not) : timing.label;
   GpuTimer t;
   Telemetry telemetry(g ? g->pci_bus_id : "");
   {
@@ -271,113 +324,38 @@ void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std:
     // find the GPU idle; a thread samples while the work runs.
     TelemetryThread sampler(telemetry);
     for (auto _ : state) {
-      if (before) before();
-      t.start(s);
-      body();
-      state.SetIterationTime(per_launch_seconds(t.stop(s), launches));
+      const std::optional<double> seconds = time_one(t, s, body, timing, gate);
+      if (!seconds) {
+        fail_run(state, "the gate before the timed work timed out after " + std::to_string(static_cast<int>(kGateTimeout)) +
+                            " s: the host stalled while enqueuing it, or the launch queue filled");
+        break;
+      }
+      state.SetIterationTime(*seconds);
     }
   }
   CUDA_CHECK(cudaGetLastError());
   state.SetLabel(add_telemetry(state, telemetry.finish(), label));
 }
 
-Rotation vector_add_rotation(std::size_t n, L2Flush flush, int dev) {
-  const double bytes = static_cast<double>(n * vector_add::kBytesPerElement);
+double time_launches(cudaStream_t s, const std::function<void()>& body, const Timing& timing, double min_gpu_s,
+                     int max_iterations) {
+  Gate* gate = timing.cover == Cover::Gate ? usable_gate(s).gate.get() : nullptr;
+  GpuTimer t;
+  double total = 0;
+  int i = 0;
+  for (; i < max_iterations && total * timing.launches < min_gpu_s; ++i) {
+    const std::optional<double> seconds = time_one(t, s, body, timing, gate);
+    if (!seconds) return 0;
+    total += *seconds;
+  }
+  return i ? total / i : 0;
+}
+
+Rotation stream_rotation(std::size_t n, std::size_t bytes_per_element, L2Flush flush, int dev) {
+  const double bytes = static_cast<double>(n * bytes_per_element);
   const auto* g = gpu(dev);
   if (flush == L2Flush::None || !g) return {};
   return rotation(bytes, static_cast<double>(g->l2_bytes), dram_time_estimate(bytes, dev));
-}
-
-namespace {
-
-// The result of `add` on set k of d, c poisoned first, against the CPU.
-bool vector_add_right(benchmark::State& state, const std::string& what, VectorBuffers& d, int k,
-                      const GpuAdd& add, cudaStream_t s) {
-  const std::size_t n = d.n;
-  // 0xFF bytes are a NaN in every float: an unwritten element cannot pass.
-  if (add) {
-    CUDA_CHECK(cudaMemsetAsync(d.set(d.c, k), 0xFF, n * sizeof(float), s));
-    add();
-  }
-  std::vector<float> back(n);
-  download(back.data(), d.set(d.c, k), n * sizeof(float), s);
-  const HostInputs& h = host_inputs(n);
-  return check_vector_add(state, what, h.a.data(), h.b.data(), back.data(), n);
-}
-
-// The rotated timing (bench_support.h Rotation): the sets in turn, the turn
-// going on across pairs; before each pair a delay that covers the host's
-// enqueue of its launches, as measured on one pair first. Then the last
-// set launched is checked. The buffers outlive a call (repetitions, other
-// variants at this n), so every output is poisoned first: what the check
-// reads was written by this call.
-bool time_rotated(benchmark::State& state, int dev, cudaStream_t s, VectorBuffers& d, const std::vector<GpuAdd>& adds,
-                  const Rotation& rot, const std::string& what) {
-  d.poison_outputs(s);
-  std::size_t next = 0;
-  const auto pair = [&] {
-    for (int k = 0; k < rot.launches; ++k) adds[next++ % adds.size()]();
-  };
-  const auto t0 = std::chrono::steady_clock::now();
-  pair();
-  const double enqueue_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  const double cover = enqueue_cover_s(enqueue_s);
-  timed_gpu_loop(state, dev, s, pair, [s, cover] { cover_enqueue(s, cover); }, rot.label(), rot.launches);
-  const int last = static_cast<int>((next - 1) % adds.size());
-  return vector_add_right(state, what + " (the last buffer set launched)", d, last, nullptr, s);
-}
-
-void run_gpu_vector_add(benchmark::State& state, int dev, L2Flush flush, const std::string& what,
-                        const MakeGpuAdd& make) {
-  try {
-    const auto n = static_cast<std::size_t>(state.range(0));
-    use_device(dev);
-    cudaStream_t s = bench_stream();
-    const Rotation rot = vector_add_rotation(n, flush, dev);
-    VectorBuffers& d = vector_buffers(n, rot.sets, s);
-    std::vector<GpuAdd> adds;
-    for (int k = 0; k < d.sets; ++k) adds.push_back(make(d.set(d.a, k), d.set(d.b, k), d.set(d.c, k), n, s, dev));
-    const std::string key = what + " n=" + std::to_string(n) + " dev=" + std::to_string(dev);
-    if (!check_once(key, [&] { return vector_add_right(state, what, d, 0, adds[0], s); })) return;
-    for (int i = 0; i < 3; ++i) adds[static_cast<std::size_t>(i % d.sets)]();  // warm-up
-    CUDA_CHECK(cudaStreamSynchronize(s));
-    const double bytes = static_cast<double>(n * vector_add::kBytesPerElement);
-    bool from_dram = true;  // what the row's frac_of_peak is against
-    if (rot.sets > 0) {
-      if (!time_rotated(state, dev, s, d, adds, rot, what)) return;
-    } else {
-      const std::string cache = cache_label(bytes, dev);
-      from_dram = cache.empty();
-      timed_gpu_loop(state, dev, s, adds[0], [s, flush] { before_timed_kernel(flush, s); },
-                     from_dram ? flush_label(flush) : flush_label(flush) + "; " + cache);
-    }
-    set_vector_add_counters(state, n);
-    if (from_dram) set_peak_counters(state, bytes, dram_peak(dev));
-  } catch (const std::exception& e) {
-    fail_gpu(state, e);
-  }
-}
-
-}  // namespace
-
-void register_gpu_vector_add(const RunOptions& run, const std::string& name, const MakeGpuAdd& make) {
-  const L2Flush flush = run.l2_flush;
-  register_per_device(
-      run, "VectorAdd/" + name, "n", vector_sizes(),
-      [name, make, flush](benchmark::State& st, int dev) { run_gpu_vector_add(st, dev, flush, name, make); },
-      [run](Registered* b, std::int64_t n, int dev) {
-        b->UseManualTime()->Unit(benchmark::kMicrosecond);
-        // The reported time is per launch; a rotated iteration runs them all.
-        const double launch = dram_time_estimate(static_cast<double>(n) * vector_add::kBytesPerElement, dev);
-        const Rotation rot = vector_add_rotation(static_cast<std::size_t>(n), run.l2_flush, dev);
-        // The delay covers the host's enqueue, ~5 us a launch.
-        if (rot.sets > 0)
-          bound_wall_time(run, b, launch,
-                          (rot.launches - 1) * launch + enqueue_cover_s(rot.launches * 5e-6) + kLaunchSyncOverhead);
-        else
-          bound_wall_time(run, b, launch, flush_overhead_s(run.l2_flush, dev));
-      });
 }
 
 }  // namespace cudabench::bench

@@ -15,6 +15,8 @@
 #include <functional>
 #include <string>
 
+#include "bench_support.h"
+
 namespace cudabench::bench {
 
 // Device memory on the device current when it is made; freed with that
@@ -51,13 +53,19 @@ class HostBuffer {
   bool pinned_ = false;
 };
 
-// Events on one stream; stop() waits for the stop event and returns seconds.
+// Events on one stream: start(), record_stop(), then seconds() waits for
+// the stop event; stop() is the last two at once.
 class GpuTimer {
  public:
   GpuTimer();
   ~GpuTimer();
   void start(cudaStream_t s);
-  double stop(cudaStream_t s);
+  void record_stop(cudaStream_t s);
+  double seconds();
+  double stop(cudaStream_t s) {
+    record_stop(s);
+    return seconds();
+  }
 
  private:
   cudaEvent_t start_{}, stop_{};
@@ -80,22 +88,18 @@ cudaStream_t bench_stream();
 void upload(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 
-// What runs on `s` before each timed kernel: the L2 flush `flush`, or with
-// `none` a short delay. Either keeps the
-// stream busy while the host enqueues the start event, the kernel and the
-// stop event, so the host's enqueue time is not measured.
+// What runs on `s` before each timed kernel: the L2 flush `flush`
+// (nothing for None), outside the measurement.
 void before_timed_kernel(L2Flush flush, cudaStream_t s);
-std::string flush_label(L2Flush flush);  // "L2 flushed (read)", ...
-// The delay alone (kEnqueueCover, or `seconds`), before timed work that
-// needs no flush (copies, rotated launches).
-void cover_enqueue(cudaStream_t s, double seconds = kEnqueueCover);
+// The delay alone (kEnqueueCover), before timed work that cannot be gated.
+void cover_enqueue(cudaStream_t s);
 // cache_label (bench_support.h) for a working set on device `dev`.
 std::string cache_label(double working_set_bytes, int dev);
 
 // Facts about CUDA device `dev` from the environment report.
 double dram_peak(int dev);  // theoretical DRAM bytes/s (0 if unknown)
-// Theoretical PCIe bytes/s per direction at the GPU's own maximum link
-// generation, else the system's (0 if unknown).
+// Theoretical PCIe bytes/s per direction at the maximum link generation of
+// this GPU in this system, else the GPU's own (0 if unknown).
 double pcie_peak(int dev);
 // Wall time per iteration spent outside the timed region: the flush (or
 // the delay), launch and synchronisation (for bound_wall_time).
@@ -106,33 +110,44 @@ double flush_overhead_s(L2Flush flush, int dev);
 double dram_time_estimate(double bytes, int dev);
 double pcie_time_estimate(double bytes, int dev);
 
-// The timed loop of every GPU benchmark: per iteration, `before` (the L2
-// flush, a delay) outside the measurement, then `body` between two CUDA
-// events on `s` (SetIterationTime). A thread samples device `dev`'s
-// telemetry (NVML) while the loop runs, every 100 ms and at the end; the
-// samples become counters, and the label is `label`, plus "throttled: ..."
-// when the GPU throttled.
-// Before the first one on a device, about half a second of warm-up lifts
-// the GPU from its idle clocks. With `launches` > 1, `body` launches that
-// many and each iteration's time is per launch (per_launch_seconds).
+// What keeps the GPU from reaching the start event before the host has
+// enqueued the timed work (kernels/stream_cover.cuh).
+enum class Cover {
+  // The start event, the work and the stop event are enqueued behind a
+  // closed gate, opened once they all are: the host's enqueue is never
+  // measured, and a gate that timed out fails the row. Where launches
+  // block the host (a profiler or sanitizer serialises them) a gate cannot
+  // work: the delay stands in, and the label says so.
+  Gate,
+  // A kEnqueueCover delay, for work that blocks the host while it is
+  // enqueued (pageable copies), which a gate would hold until its timeout.
+  Delay,
+  // Nothing: the host's time is part of what is measured (a training step).
+  None,
+};
+// How the timed loop times one iteration.
+struct Timing {
+  std::function<void()> before;  // outside the measurement: the L2 flush, or nothing
+  std::string label;             // the row's label (telemetry adds to it)
+  int launches = 1;              // > 1: the body launches that many; the time is per launch
+  Cover cover = Cover::Gate;
+};
+// The timed loop of every GPU benchmark: per iteration, timing.before, then
+// `body` between two CUDA events on `s` (SetIterationTime). A thread samples
+// device `dev`'s telemetry (NVML) while the loop runs, every 100 ms and at
+// the end; the samples become counters, and the label gets "throttled: ..."
+// when the GPU throttled. Before the first one on a device, about half a
+// second of warm-up lifts the GPU from its idle clocks.
 void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std::function<void()>& body,
-                    const std::function<void()>& before, const std::string& label, int launches = 1);
-// How VectorAdd of n elements is timed on `dev` (bench_support.h Rotation):
-// with sets == 0, one launch after the flush `flush`.
-Rotation vector_add_rotation(std::size_t n, L2Flush flush, int dev);
-
-// VectorAdd on the GPU. A MakeGpuAdd is called once per benchmark run with
-// the device buffers (a and b hold host_inputs(n)) and returns what one
-// iteration launches on `s`, so that anything costly (tensor wrappers,
-// handles) is built outside the timed region.
-using GpuAdd = std::function<void()>;
-using MakeGpuAdd =
-    std::function<GpuAdd(const float* a, const float* b, float* c, std::size_t n, cudaStream_t s, int dev)>;
-// Registers VectorAdd/<name>/n:N[/dev:D] for every size and selected device:
-// check once against the CPU (c poisoned first), warm up, then the timed
-// loop: back to back over rotating buffer sets below 8x L2 (checked again
-// after), else one launch after the L2 flush; wall time bounded as
-// bound_wall_time says.
-void register_gpu_vector_add(const RunOptions& run, const std::string& name, const MakeGpuAdd& make);
+                    const Timing& timing);
+// The same timing outside Google Benchmark, for a reference a row is held
+// against: iterations until min_gpu_s of GPU time or max_iterations;
+// seconds per launch, 0 when a gate timed out.
+double time_launches(cudaStream_t s, const std::function<void()>& body, const Timing& timing, double min_gpu_s,
+                     int max_iterations);
+// How a VectorAdd or Copy of n elements (bytes_per_element each) is timed
+// on `dev` (bench_support.h Rotation): with sets == 0, one launch after the
+// flush `flush`.
+Rotation stream_rotation(std::size_t n, std::size_t bytes_per_element, L2Flush flush, int dev);
 
 }  // namespace cudabench::bench

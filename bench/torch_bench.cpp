@@ -27,6 +27,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include "gpu_support.h"
+#include "stream_rows.h"
 #define CUDABENCH_TORCH_GPU 1
 #endif
 
@@ -148,8 +149,10 @@ void timed_loop(benchmark::State& state, const torch::Device& dev, Step&& step) 
 #ifdef CUDABENCH_TORCH_GPU
   if (dev.is_cuda()) {
     torch::cuda::synchronize(dev.index());
-    timed_gpu_loop(state, dev.index(), c10::cuda::getCurrentCUDAStream(dev.index()).stream(), [&] { step(); }, {},
-                   "");
+    // No cover: the host's share of a training step is part of its cost.
+    Timing timing;
+    timing.cover = Cover::None;
+    timed_gpu_loop(state, dev.index(), c10::cuda::getCurrentCUDAStream(dev.index()).stream(), [&] { step(); }, timing);
     return;
   }
 #else
@@ -261,8 +264,9 @@ void register_torch_add(const RunOptions& run, bool gpu) {
   for (auto n : vector_sizes()) b->Arg(n);
 #ifdef CUDABENCH_TORCH_GPU
   if (gpu)
-    register_gpu_vector_add(run, "torch_cuda", [](const float* a, const float* b, float* c, std::size_t n,
-                                                  cudaStream_t s, int dev) -> GpuAdd {
+    register_gpu_vector_add(
+        run, "torch_cuda",
+        [](const float* a, const float* b, float* c, std::size_t n, cudaStream_t s, int dev) -> GpuAdd {
       // The tensors (from_blob queries each pointer's attributes) and the
       // stream wrapper are made here, outside the timed region.
       const auto opts = torch::TensorOptions().device(torch::kCUDA, static_cast<c10::DeviceIndex>(dev));
@@ -275,7 +279,8 @@ void register_torch_add(const RunOptions& run, bool gpu) {
         c10::cuda::CUDAStreamGuard g(stream);
         torch::add_out(tc, ta, tb);
       };
-    });
+        },
+        kTorchEnqueue);
 #else
   (void)run;
   (void)gpu;

@@ -25,7 +25,7 @@ namespace {
 
 using CpuAdd = void (*)(const float*, const float*, float*, std::size_t);
 constexpr double kBeyondLlc = 2;
-constexpr std::size_t kCopyBytesPerElement = 2 * sizeof(float);
+using vector_add::kCopyBytesPerElement;
 
 // The last-level cache one core sees: sysfs (what lscpu shows) first, since
 // inside a VM sysconf can report the whole host's L3.

@@ -1,6 +1,8 @@
-// VectorAdd/cuda_v1..v4, VectorAdd/cublas_geam, VectorAdd/thrust, and the
-// seed's whole flow VectorAddFlow/<pageable|pinned> (copy a and b in, add
-// with the seed's <<<512,512>>> launch made correct, copy c out).
+// VectorAdd/cuda_v1..v4, VectorAdd/cublas_geam, VectorAdd/thrust, the
+// device copies Copy/cuda_kernel (BabelStream's Copy) and Copy/cuda_memcpy
+// (cudaMemcpyAsync device to device), and the seed's whole flow
+// VectorAddFlow/<pageable|pinned> (copy a and b in, add with the seed's
+// <<<512,512>>> launch made correct, copy c out).
 #include <cublas_v2.h>
 #include <thrust/execution_policy.h>
 #include <thrust/functional.h>
@@ -15,6 +17,7 @@
 #include "kernels/cuda_check.h"
 #include "gpu_support.h"
 #include "registry.h"
+#include "stream_rows.h"
 #include "kernels/vector_add.cuh"
 
 namespace cudabench::bench {
@@ -97,7 +100,10 @@ void BM_flow(benchmark::State& state, int dev, bool pinned) {
     if (!good) return;
     flow();  // warm-up
     CUDA_CHECK(cudaStreamSynchronize(s));
-    timed_gpu_loop(state, dev, s, flow, [s] { cover_enqueue(s); }, "");
+    // A pageable copy blocks the host while it stages the data: no gate.
+    Timing timing;
+    timing.cover = pinned ? Cover::Gate : Cover::Delay;
+    timed_gpu_loop(state, dev, s, flow, timing);
     // 12 bytes per element cross the bus: a and b in, c out.
     set_vector_add_counters(state, n);
   } catch (const std::exception& e) {
@@ -110,13 +116,27 @@ void BM_flow(benchmark::State& state, int dev, bool pinned) {
 void register_gpu_vector_add(const RunOptions& run) {
   for (const auto& v : vector_add::gpu_variants()) {
     const int id = v.id;
-    register_gpu_vector_add(run, v.name, [id](const float* a, const float* b, float* c, std::size_t n, cudaStream_t s,
-                                         int) -> GpuAdd {
-      return [=] { vector_add::vector_add(id, a, b, c, n, kBlock, s); };
-    });
+    register_gpu_vector_add(
+        run, v.name,
+        [id](const float* a, const float* b, float* c, std::size_t n, cudaStream_t s, int) -> GpuAdd {
+          return [=] { vector_add::vector_add(id, a, b, c, n, kBlock, s); };
+        },
+        kKernelEnqueue);
   }
-  register_gpu_vector_add(run, "cublas_geam", cublas_add);
-  register_gpu_vector_add(run, "thrust", thrust_add);
+  register_gpu_vector_add(run, "cublas_geam", cublas_add, kLibraryEnqueue);
+  register_gpu_vector_add(run, "thrust", thrust_add, kLibraryEnqueue);
+  register_gpu_copy(
+      run, "cuda_kernel",
+      [](const float* a, const float*, float* c, std::size_t n, cudaStream_t s, int) -> GpuAdd {
+        return [=] { vector_add::copy(a, c, n, kBlock, s); };
+      },
+      kKernelEnqueue);
+  register_gpu_copy(
+      run, "cuda_memcpy",
+      [](const float* a, const float*, float* c, std::size_t n, cudaStream_t s, int) -> GpuAdd {
+        return [=] { CUDA_CHECK(cudaMemcpyAsync(c, a, n * sizeof(float), cudaMemcpyDeviceToDevice, s)); };
+      },
+      kKernelEnqueue);
   for (bool pinned : {false, true}) {
     register_per_device(
         run, pinned ? "VectorAddFlow/pinned" : "VectorAddFlow/pageable", "n", vector_sizes(),

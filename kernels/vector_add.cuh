@@ -14,7 +14,8 @@
 //   copy_nt   : STREAM Copy (c = a) the same way, the CPU's measured
 //               bandwidth the add is held against (8 bytes per element)
 // GPU (kernels/vector_add.cu): the variants are the table below,
-// CUDABENCH_GPU_VARIANTS, one row each.
+// CUDABENCH_GPU_VARIANTS, one row each; and the copy kernel, the GPU's
+// measured bandwidth the add is held against.
 //
 // The per-thread bodies are __host__ __device__ so that host tests can drive
 // every thread index of a launch and check tails, n = 0 and alignment without
@@ -35,6 +36,8 @@ constexpr int kArraysRead = 2;
 constexpr int kArraysWritten = 1;
 constexpr std::size_t kBytesPerElement =
     (kArraysRead + kArraysWritten) * sizeof(float);
+// A copy (c = a), the bandwidth the add is held against: read a, write c.
+constexpr std::size_t kCopyBytesPerElement = 2 * sizeof(float);
 
 // The seed's launch: <<<512, 512>>>, the variant whose grid is Grid::Seed.
 constexpr unsigned kSeedGrid = 512;
@@ -89,6 +92,14 @@ struct Float4 {
     }
     const std::size_t tail = nvec * 4 + tid;
     if (tail < n) c[tail] = a[tail] + b[tail];
+  }
+};
+
+// The device copy, BabelStream's Copy kernel: c = a, thread `tid` owns
+// element `tid`, grid = ceil(n / block) (Grid::PerElement).
+struct CopyOnePerElement {
+  static CUDABENCH_HD void run(const float* a, float* c, std::size_t n, std::size_t tid) {
+    if (tid < n) c[tid] = a[tid];
   }
 };
 
@@ -149,12 +160,16 @@ const char* cpu_nt_isa();
 // or n when all match. NaN (the poison) never matches.
 std::size_t first_mismatch(const float* a, const float* b, const float* c,
                            std::size_t n);
+// The same for a copy: the first element whose bits differ from a's.
+std::size_t first_copy_mismatch(const float* a, const float* c, std::size_t n);
 
 #ifdef CUDABENCH_HAVE_CUDA
 // The dispatcher (vector_add.cu): variant `id` of the table on `stream`;
 // throws std::invalid_argument for an unknown one.
 void vector_add(int variant, const float* a, const float* b, float* c,
                 std::size_t n, unsigned block_size, cudaStream_t stream);
+// The copy kernel (CopyOnePerElement) on `stream`.
+void copy(const float* a, float* c, std::size_t n, unsigned block_size, cudaStream_t stream);
 #endif
 
 }  // namespace cudabench::vector_add

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "vector_add.cuh"
@@ -132,6 +133,12 @@ std::size_t first_mismatch(const float* a, const float* b, const float* c,
     // Compare values, and NaN (the poison) never equals anything.
     if (!(c[i] == want)) return i;
   }
+  return n;
+}
+
+std::size_t first_copy_mismatch(const float* a, const float* c, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::memcmp(&a[i], &c[i], sizeof(float)) != 0) return i;
   return n;
 }
 

@@ -116,6 +116,28 @@ TEST(CacheLabel, OnlyWorkingSetsWellBeyondL2AreDramBound) {
   EXPECT_EQ(cache_label(1000, 0), "");  // L2 unknown: no claim either way
 }
 
+// The labels the GPU rows get, word for word (the GPU tests match them
+// through these functions and constants).
+TEST(Labels, FlushLatencyAndJoin) {
+  EXPECT_EQ(flush_label(L2Flush::Read), "L2 flushed (read)");
+  EXPECT_EQ(flush_label(L2Flush::Memset), "L2 flushed (memset)");
+  EXPECT_EQ(flush_label(L2Flush::None), "L2 not flushed");
+  EXPECT_NE(cache_label(1000, 60e6).find(kNotDramBound), std::string::npos);
+  // 4096 floats added on an H200 (48 KiB at 4.8 TB/s): latency-bound; 2^20
+  // (12.6 MB, 2.6 us) too; 2^22 (50 MB, 10 us) is not.
+  const double h200 = 4.8e12, per = cudabench::vector_add::kBytesPerElement;
+  EXPECT_EQ(latency_label(per * 4096, h200), "latency-bound: 0.01 us of traffic at peak");
+  EXPECT_EQ(latency_label(per * (1 << 20), h200).rfind(kLatencyBoundLabel, 0), 0u);
+  EXPECT_EQ(latency_label(per * (1 << 22), h200), "");
+  EXPECT_EQ(latency_label(per * 4096, 0), "");  // peak unknown: no claim
+  // A 16 KB copy over PCIe gen 5 x16 (63 GB/s): latency-bound; 4 MB is not.
+  EXPECT_NE(latency_label(16384, 63e9), "");
+  EXPECT_EQ(latency_label(4194304, 63e9), "");
+  EXPECT_EQ(joined_label("a", "b"), "a; b");
+  EXPECT_EQ(joined_label("", "b"), "b");
+  EXPECT_EQ(joined_label("a", ""), "a");
+}
+
 TEST(CheckOnce, PassesAreRememberedFailuresAreNot) {
   int calls = 0;
   EXPECT_TRUE(check_once("pass", [&] { ++calls; return true; }));
@@ -293,10 +315,16 @@ TEST(Rotation, EachRowReportsOneLaunchsTimeSoItsBytesAreEveryLaunchs) {
   EXPECT_DOUBLE_EQ(per_launch_seconds(1e-3, 1), 1e-3);
 }
 
-TEST(Rotation, TheDelayCoversTheHostsEnqueue) {
-  EXPECT_DOUBLE_EQ(enqueue_cover_s(0), kEnqueueCover);
-  EXPECT_DOUBLE_EQ(enqueue_cover_s(1e-3), 1.5e-3 + kEnqueueCover);  // 256 launches at ~4 us
-  EXPECT_DOUBLE_EQ(enqueue_cover_s(1.0), 20e-3);                    // a stalled host: capped
+// The GPU tests find a row's rotation in its label (which telemetry may
+// extend): the label and its reading are one format.
+TEST(Rotation, ItsLabelNamesItAndIsReadBack) {
+  const Rotation r = rotation(49152, 60e6, 2e-6);
+  EXPECT_EQ(rotation_of_label(r.label()), r);
+  EXPECT_EQ(rotation_of_label(r.label() + "; throttled: sw_power_cap"), r);
+  EXPECT_EQ(rotation_of_label(joined_label(r.label(), latency_label(49152, 4.8e12))), r);
+  EXPECT_FALSE(rotation_of_label("L2 flushed (read)").has_value());
+  EXPECT_FALSE(rotation_of_label("back to back: 2 buffer sets, 40 launches per event pair").has_value());
+  EXPECT_FALSE(rotation_of_label("").has_value());
 }
 
 TEST(Rotation, OneLaunchFrom8xL2OrWithoutAnL2) {

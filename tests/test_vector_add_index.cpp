@@ -1,6 +1,7 @@
 // The GPU kernels' per-thread bodies, driven on the host over every thread of
 // the launch shape the launcher would use: tails, n = 0, odd and unaligned
-// sizes, and the float4 path's alignment fallback.
+// sizes, and the float4 path's alignment fallback; and the stream gate's
+// wait, on a clock of the test's own.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "kernels/l2_flush.cuh"
+#include "kernels/stream_cover.cuh"
 #include "kernels/vector_add.cuh"
 
 namespace va = cudabench::vector_add;
@@ -64,6 +66,26 @@ TEST_P(VariantCoverage, EveryElementWrittenOnceAndNothingPastTheEnd) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVariants, VariantCoverage, ::testing::ValuesIn(va::gpu_variant_ids()));
+
+// The copy kernel's body over every thread of its launch: each element
+// copied bit for bit, nothing past the end; a poisoned or differing bit is
+// found.
+TEST(CopyBody, EveryElementCopiedOnceAndNothingPastTheEnd) {
+  for (std::size_t n : {0u, 1u, 255u, 256u, 257u, 4099u}) {
+    Arrays x(n, 1);
+    const va::LaunchShape s = va::launch_shape(va::Grid::PerElement, n, 64, 0, 0);
+    for (std::size_t t = 0; t < static_cast<std::size_t>(s.grid) * s.block; ++t)
+      va::CopyOnePerElement::run(x.a, x.c, n, t);
+    EXPECT_EQ(va::first_copy_mismatch(x.a, x.c, n), n) << n;
+    EXPECT_EQ(x.c[n], -12345.0f) << "wrote past the end: n=" << n;
+  }
+  Arrays x(8, 0);
+  EXPECT_EQ(va::first_copy_mismatch(x.a, x.c, 8), 0u);  // the poison
+  for (std::size_t i = 0; i < 8; ++i) x.c[i] = x.a[i];
+  x.a[5] = 0.0f;
+  x.c[5] = -0.0f;  // equal as values, not as bits
+  EXPECT_EQ(va::first_copy_mismatch(x.a, x.c, 8), 5u);
+}
 
 TEST(LaunchShape, GridsAreSizedAsDocumented) {
   EXPECT_EQ(va::launch_shape(1, 1000, 256, 132, 8).grid, 4u);
@@ -131,3 +153,39 @@ TEST(L2FlushBody, ThreadsCoverEveryWordOnce) {
   std::memset(fill.data(), 0x5a, fill.size() * sizeof(va::Vec4));
   EXPECT_NE(cudabench::l2_flush::body_read(fill.data(), fill.size(), 0, 1), cudabench::l2_flush::kSentinel);
 }
+
+// The gate's wait on a simulated clock: each reading of it is one tick, and
+// the "host" opens the gate at tick `opens_at` (0: never).
+struct Ticks {
+  std::uint64_t now = 0, opens_at = 0;
+  volatile std::uint32_t* open;
+  std::uint64_t tick() {
+    if (++now == opens_at) *open = 1;
+    return now;
+  }
+};
+
+TEST(StreamGate, WaitsUntilTheHostOpensItAndNoLonger) {
+  using cudabench::stream_cover::wait_open;
+  volatile std::uint32_t open = 0;
+  Ticks clock{0, 5, &open};
+  int naps = 0;
+  EXPECT_TRUE(wait_open(&open, 100, [&] { return clock.tick(); }, [&] { ++naps; }));
+  EXPECT_EQ(clock.now, 5u);  // no reading of the clock after the host opened it
+  EXPECT_EQ(naps, 5);        // one nap after each poll that found it closed
+  // Already open: no nap at all.
+  naps = 0;
+  EXPECT_TRUE(wait_open(&open, 0, [&] { return clock.tick(); }, [&] { ++naps; }));
+  EXPECT_EQ(naps, 0);
+}
+
+TEST(StreamGate, GivesUpAtItsDeadlineWhenNeverOpened) {
+  using cudabench::stream_cover::wait_open;
+  volatile std::uint32_t open = 0;
+  Ticks clock{0, 0, &open};
+  int naps = 0;
+  EXPECT_FALSE(wait_open(&open, 50, [&] { return clock.tick(); }, [&] { ++naps; }));
+  EXPECT_EQ(clock.now, 50u);
+  EXPECT_EQ(naps, 49);
+}
+

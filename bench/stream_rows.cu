@@ -1,0 +1,185 @@
+// The VectorAdd and Copy rows on the GPU (stream_rows.h).
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "gpu_support.h"
+#include "kernels/cuda_check.h"
+#include "kernels/vector_add.cuh"
+#include "registry.h"
+#include "stream_rows.h"
+
+namespace cudabench::bench {
+namespace {
+
+constexpr unsigned kBlock = 256;
+
+// What a row does per element: VectorAdd (c = a + b) or Copy (c = a).
+enum class Op { Add, Copy };
+
+std::size_t bytes_per_element(Op op) {
+  return op == Op::Add ? vector_add::kBytesPerElement : vector_add::kCopyBytesPerElement;
+}
+
+// a and b hold host_inputs(n) in each of `sets` sets (at least one); c is
+// each set's output. One allocation per array, sets rotation_stride(n)
+// apart. Kept per device across a benchmark's growth steps and
+// repetitions, replaced for a new n.
+struct VectorBuffers {
+  std::size_t n, stride;
+  int sets;
+  DeviceBuffer<float> a, b, c;
+  VectorBuffers(std::size_t n, int sets, cudaStream_t s)
+      : n(n), stride(rotation_stride(n)), sets(std::max(1, sets)), a(stride * this->sets),
+        b(stride * this->sets), c(stride * this->sets) {
+    const HostInputs& h = host_inputs(n);
+    upload(a.get(), h.a.data(), n * sizeof(float), s);
+    upload(b.get(), h.b.data(), n * sizeof(float), s);
+    for (int k = 1; k < this->sets; ++k) {
+      CUDA_CHECK(cudaMemcpyAsync(set(a, k), a.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+      CUDA_CHECK(cudaMemcpyAsync(set(b, k), b.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    }
+    poison_outputs(s);
+    CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  // Every output NaN (0xFF bytes are a NaN in every float): a set no launch
+  // wrote since cannot pass a check.
+  void poison_outputs(cudaStream_t s) {
+    CUDA_CHECK(cudaMemsetAsync(c.get(), 0xFF, stride * sets * sizeof(float), s));
+  }
+  float* set(const DeviceBuffer<float>& x, int k) const { return x.get() + static_cast<std::size_t>(k) * stride; }
+};
+
+VectorBuffers& vector_buffers(std::size_t n, int sets, cudaStream_t s) {
+  static std::map<int, LastOne<VectorBuffers>> per_device;
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  return per_device[dev].get(std::to_string(n) + "x" + std::to_string(sets),
+                             [&] { return std::make_unique<VectorBuffers>(n, sets, s); });
+}
+
+// Set k's output against the CPU: c = a + b, or c = a.
+bool output_right(benchmark::State& state, const std::string& what, Op op, const VectorBuffers& d, int k,
+                  cudaStream_t s) {
+  std::vector<float> back(d.n);
+  download(back.data(), d.set(d.c, k), d.n * sizeof(float), s);
+  const HostInputs& h = host_inputs(d.n);
+  return op == Op::Add ? check_vector_add(state, what, h.a.data(), h.b.data(), back.data(), d.n)
+                       : check_copy(state, what, h.a.data(), back.data(), d.n);
+}
+
+// `work` on set k, its output poisoned first, then checked.
+bool run_right(benchmark::State& state, const std::string& what, Op op, const VectorBuffers& d, int k,
+               const GpuAdd& work, cudaStream_t s) {
+  CUDA_CHECK(cudaMemsetAsync(d.set(d.c, k), 0xFF, d.n * sizeof(float), s));
+  work();
+  return output_right(state, what, op, d, k, s);
+}
+
+// One event pair's launches: `launches` of `works` in turn, the turn going
+// on from one pair to the next (`next` counts every launch).
+std::function<void()> pair_of(const std::vector<GpuAdd>& works, int launches, std::size_t& next) {
+  return [&works, launches, &next] {
+    for (int k = 0; k < launches; ++k) works[next++ % works.size()]();
+  };
+}
+
+// How a row over its buffers is timed: rotated (sets > 0), else one launch
+// after the flush.
+Timing timing_of(const Rotation& rot, L2Flush flush, cudaStream_t s, const std::string& label) {
+  Timing t;
+  if (rot.sets == 0) t.before = [flush, s] { before_timed_kernel(flush, s); };
+  t.launches = rot.launches;
+  t.label = label;
+  return t;
+}
+
+// The copy kernel's bytes/s over d's sets, timed as `rot` and `flush` time
+// the add, and checked first (a wrong copy fails the add's row): measured
+// once per device, n and flush in a process. 0 when it failed or timed out.
+double copy_reference(benchmark::State& state, int dev, cudaStream_t s, const VectorBuffers& d, const Rotation& rot,
+                      L2Flush flush) {
+  static std::map<std::string, double> measured;
+  const std::string key = std::to_string(dev) + " " + std::to_string(d.n) + " " + l2_flush_name(flush);
+  if (const auto it = measured.find(key); it != measured.end()) return it->second;
+  std::vector<GpuAdd> copies;
+  for (int k = 0; k < d.sets; ++k)
+    copies.push_back([a = d.set(d.a, k), c = d.set(d.c, k), n = d.n, s] { vector_add::copy(a, c, n, kBlock, s); });
+  if (!run_right(state, "the copy reference (Copy/cuda_kernel)", Op::Copy, d, 0, copies[0], s)) return 0;
+  std::size_t next = 0;
+  const double per_launch = time_launches(s, pair_of(copies, rot.launches, next), timing_of(rot, flush, s, ""),
+                                          20e-3, 200);
+  const double rate = per_launch > 0 ? static_cast<double>(d.n * vector_add::kCopyBytesPerElement) / per_launch : 0;
+  return measured[key] = rate;
+}
+
+void run_gpu_stream(benchmark::State& state, int dev, L2Flush flush, Op op, const std::string& what,
+                    const MakeGpuAdd& make) {
+  try {
+    const auto n = static_cast<std::size_t>(state.range(0));
+    use_device(dev);
+    cudaStream_t s = bench_stream();
+    const double bytes = static_cast<double>(n * bytes_per_element(op));
+    const Rotation rot = stream_rotation(n, bytes_per_element(op), flush, dev);
+    VectorBuffers& d = vector_buffers(n, rot.sets, s);
+    std::vector<GpuAdd> works;
+    for (int k = 0; k < d.sets; ++k) works.push_back(make(d.set(d.a, k), d.set(d.b, k), d.set(d.c, k), n, s, dev));
+    const std::string key = what + " n=" + std::to_string(n) + " dev=" + std::to_string(dev);
+    if (!check_once(key, [&] { return run_right(state, what, op, d, 0, works[0], s); })) return;
+    for (int i = 0; i < 3; ++i) works[static_cast<std::size_t>(i % d.sets)]();  // warm-up
+    // The buffers outlive a call (repetitions, other rows at this n): every
+    // output is poisoned, so the check after the timing reads this call's.
+    d.poison_outputs(s);
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    // Why the row has no fraction of the DRAM peak ("" when it has one).
+    const std::string not_dram =
+        joined_label(rot.sets > 0 ? "" : cache_label(bytes, dev), latency_label(bytes, dram_peak(dev)));
+    std::size_t next = 0;
+    timed_gpu_loop(state, dev, s, pair_of(works, rot.launches, next),
+                   timing_of(rot, flush, s, joined_label(rot.sets > 0 ? rot.label() : flush_label(flush), not_dram)));
+    if (state.error_occurred()) return;
+    const int last = static_cast<int>((next - 1) % works.size());
+    if (!output_right(state, what + " (the last buffer set launched)", op, d, last, s)) return;
+    set_stream_counters(state, n, bytes_per_element(op));
+    if (!not_dram.empty()) return;
+    set_peak_counters(state, bytes, dram_peak(dev));
+    if (op == Op::Add) set_reference_counters(state, "copy", bytes, copy_reference(state, dev, s, d, rot, flush));
+  } catch (const std::exception& e) {
+    fail_gpu(state, e);
+  }
+}
+
+void register_stream(const RunOptions& run, const std::string& family, const std::string& name, Op op,
+                     const MakeGpuAdd& make, double enqueue_s) {
+  const L2Flush flush = run.l2_flush;
+  register_per_device(
+      run, family + "/" + name, "n", vector_sizes(),
+      [name, make, flush, op](benchmark::State& st, int dev) { run_gpu_stream(st, dev, flush, op, name, make); },
+      [run, op, enqueue_s](Registered* b, std::int64_t n, int dev) {
+        b->UseManualTime()->Unit(benchmark::kMicrosecond);
+        const auto elements = static_cast<std::size_t>(n);
+        const double launch = dram_time_estimate(static_cast<double>(elements * bytes_per_element(op)), dev);
+        const Rotation rot = stream_rotation(elements, bytes_per_element(op), run.l2_flush, dev);
+        // The reported time is one launch's; an iteration also enqueues
+        // every launch of its pair behind the gate, then runs the others.
+        if (rot.sets > 0)
+          bound_wall_time(run, b, launch,
+                          rot.launches * enqueue_s + (rot.launches - 1) * launch + kLaunchSyncOverhead);
+        else
+          bound_wall_time(run, b, launch, enqueue_s + flush_overhead_s(run.l2_flush, dev));
+      });
+}
+
+}  // namespace
+
+void register_gpu_vector_add(const RunOptions& run, const std::string& name, const MakeGpuAdd& make,
+                             double enqueue_s) {
+  register_stream(run, "VectorAdd", name, Op::Add, make, enqueue_s);
+}
+
+void register_gpu_copy(const RunOptions& run, const std::string& name, const MakeGpuAdd& make, double enqueue_s) {
+  register_stream(run, "Copy", name, Op::Copy, make, enqueue_s);
+}
+
+}  // namespace cudabench::bench
