@@ -8,6 +8,7 @@
 #include <cctype>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -16,6 +17,7 @@
 #include "env/probe.h"
 #include "explain.h"
 #include "rules.h"
+#include "scenarios_json.h"
 
 namespace cudabench::doctor {
 using namespace env;
@@ -90,144 +92,16 @@ bool code_in(const std::string& t, int code) {
 }  // namespace
 
 const std::vector<Scenario>& scenarios() {
-  static const std::vector<Scenario> all = {
-      {1, "driver_older_than_runtime", "The driver is older than the CUDA runtime", {35},
-       {"cudaerrorinsufficientdriver"},
-       {"cuda driver version is insufficient for cuda runtime version", "the nvidia driver on your system is too old",
-        "driver version is insufficient"},
-       {"driver.runtime_compat", "torch.driver_compat"},
-       "the CUDA version libcuda supports (cuDriverGetVersion) against this binary's and LibTorch's runtime",
-       "install a driver at least as new as the runtime (NVIDIA's table: CUDA 13.0 needs >= 580.65.06), or use a build "
-       "for an older CUDA"},
-      {2, "compat_not_supported", "Forward-compatibility libraries on a GPU that does not support them (error 804)", {804},
-       {"cuda_error_compat_not_supported_on_device", "cudaerrorcompatnotsupportedondevice"},
-       {"forward compatibility was attempted on non supported hw"},
-       {"driver.compat_unsupported"},
-       "cuInit's code and the folder libcuda was loaded from",
-       "take the cuda-compat folder (…/compat) out of the library path; in a container, use an image whose CUDA the "
-       "host driver supports"},
-      {3, "driver_module_mismatch", "libcuda and the kernel module are from different drivers (error 803)", {803},
-       {"cuda_error_system_driver_mismatch", "cudaerrorsystemdrivermismatch"},
-       {"system has unsupported display driver / cuda driver combination"},
-       {"driver.module_matches_library"},
-       "cuInit's code, libcuda's version against /proc/driver/nvidia/version",
-       "make libcuda and the module the same driver version (reboot after an upgrade; remove stray compat libraries)"},
-      {4, "nvml_module_mismatch", "NVML and the kernel module differ: upgraded without a reboot",
-       {},
-       {},
-       {"driver/library version mismatch", "nvml/rm version mismatch", "nvml library version"},
-       {"nvml.module_mismatch", "driver.module_matches_library"},
-       "nvmlInit's code, NVML's and libcuda's versions against /proc/driver/nvidia/version",
-       "reboot, or unload and reload the nvidia modules"},
-      {5, "fabric_manager", "An NVSwitch system whose fabric manager is not running (error 802)", {802},
-       {"cuda_error_system_not_ready", "cudaerrorsystemnotready"},
-       {"system not yet initialized"},
-       {"driver.fabric_manager"},
-       "cuInit's code, NVSwitch PCI functions and /dev/nvidia-nvswitch*, an nv-fabricmanager process, NVML's fabric state",
-       "systemctl enable --now nvidia-fabricmanager (its version must equal the driver's)"},
-      {6, "no_kernel_image", "No SASS for this GPU and no PTX to JIT-compile (error 209)", {209},
-       {"cuda_error_no_binary_for_gpu", "cudaerrornokernelimagefordevice"},
-       {"no kernel image is available for execution on the device", "is not compatible with the current pytorch installation",
-        "the current pytorch install supports cuda capabilities"},
-       {"binary.arch", "torch.arch"},
-       "the architectures in this binary's and libtorch_cuda.so's fatbins against each GPU's compute capability",
-       "use a build (or a torch wheel) whose architecture list includes the GPU's sm_XY"},
-      {7, "ptx_too_new", "PTX built by a newer toolkit than the driver supports (error 222)", {222},
-       {"cuda_error_unsupported_ptx_version", "cudaerrorunsupportedptxversion"},
-       {"the provided ptx was compiled with an unsupported toolchain"},
-       {"binary.ptx_version"},
-       "PTX-only architectures in the fatbins against the driver's CUDA version",
-       "upgrade the driver to one for the toolkit that built the code, or build with SASS (-real) for the GPU"},
-      {8, "no_device_nodes", "libcuda is there but /dev/nvidia* is not (a container without GPU access)", {100},
-       {"cuda_error_no_device", "cudaerrornodevice"},
-       {"no cuda-capable device is detected", "no cuda gpus are available", "found no nvidia driver on your system",
-        "nvidia-container-cli"},
-       {"driver.device_nodes"},
-       "/dev/nvidiactl and /dev/nvidia0..N, libcuda, cuInit's code, container markers",
-       "run the container with --gpus all (or the runtime's equivalent)"},
-      {9, "visible_devices", "CUDA_VISIBLE_DEVICES is empty, malformed or names a GPU that does not exist", {101},
-       {"cuda_error_invalid_device", "cudaerrorinvaliddevice"},
-       {"invalid device ordinal", "cuda_visible_devices", "no cuda gpus are available", "no cuda-capable device is detected"},
-       {"driver.visible_devices"},
-       "CUDA_VISIBLE_DEVICES against the GPUs and UUIDs NVML lists",
-       "unset CUDA_VISIBLE_DEVICES or list indices/UUIDs that exist (nvidia-smi -L)"},
-      {10, "stub_libcuda", "The toolkit's stub libcuda was loaded as the driver (error 34)", {34},
-       {"cuda_error_stub_library", "cudaerrorstublibrary"},
-       {"cuda driver is a stub library", "stubs/libcuda"},
-       {"driver.stub"},
-       "libcuda's path and cuInit's code",
-       "take …/lib64/stubs out of LD_LIBRARY_PATH; delete a stub copied as libcuda.so.1"},
-      {11, "nouveau", "The nouveau driver holds the GPU instead of nvidia", {},
-       {},
-       {"nouveau"},
-       {"driver.nouveau"},
-       "/sys/module/nouveau and the driver bound to each NVIDIA PCI device",
-       "blacklist nouveau, rebuild the initramfs, reboot"},
-      {12, "module_not_loaded", "The nvidia kernel module is not loaded (not installed, or refused by Secure Boot)", {},
-       {"nvml_error_driver_not_loaded"},
-       {"couldn't communicate with the nvidia driver", "could not insert 'nvidia'", "key was rejected by service",
-        "module nvidia not found", "driver not loaded", "found no nvidia driver on your system",
-        "no cuda-capable device is detected", "unable to load the kernel module 'nvidia"},
-       {"driver.module_missing"},
-       "/sys/module/nvidia, /proc/driver/nvidia/version, the module's files for the running kernel, Secure Boot",
-       "install the driver for the running kernel, sign the module or turn Secure Boot off, then modprobe nvidia"},
-      {13, "library_not_found", "A CUDA library the program loads is not on the library path", {},
-       {},
-       {"cannot open shared object file", "could not load library lib", "could not load dynamic library",
-        "is not found or cannot be loaded", "unable to load any of {lib"},
-       {"library.missing"},
-       "whether the loader finds each library named (LD_LIBRARY_PATH, the ld.so cache, the default folders), and copies "
-       "of it in toolkits, pip wheels and conda",
-       "put the folder that holds the library on LD_LIBRARY_PATH, or install it"},
-      {14, "two_library_copies", "Two copies of cuBLAS, cuDNN or NCCL, or one older than the build's", {},
-       {},
-       {"undefined symbol: cublas", "undefined symbol: nccl", "undefined symbol: cudnn", "version libcublaslt",
-        "cudnn version incompatibility", "compiled against * but found runtime version", "loaded runtime cudnn library"},
-       {"libs.duplicate", "libs.older_than_built"},
-       "the CUDA libraries mapped into this process, and cuBLAS's and cuDNN's versions against the build's",
-       "keep one copy of each library per process: remove the other's folder from LD_LIBRARY_PATH"},
-      {15, "nvcc_differs_from_torch", "The nvcc/CUDA_HOME toolkit differs from LibTorch's CUDA", {},
-       {},
-       {"the detected cuda version * mismatches the version that was used to compile pytorch"},
-       {"nvcc.torch"},
-       "the toolkit an extension build picks (CUDA_HOME, then nvcc on PATH, then /usr/local/cuda) against LibTorch's CUDA",
-       "point CUDA_HOME at a toolkit of LibTorch's CUDA major version"},
-      {16, "mig_without_instances", "MIG is on but no MIG instances exist, so CUDA sees no device", {},
-       {},
-       {"mig mode is enabled, but no mig devices", "no mig devices found", "mig-enabled", "mig mode",
-        "no cuda gpus are available", "no cuda-capable device is detected"},
-       {"gpu.mig_no_instances"},
-       "each GPU's MIG mode and MIG devices through NVML",
-       "create GPU and compute instances (nvidia-smi mig -cgi … -C), or turn MIG off"},
-      {17, "device_unavailable", "Compute mode exclusive or prohibited: the device is unavailable (error 46)", {46},
-       {"cuda_error_device_unavailable", "cudaerrordevicesunavailable"},
-       {"busy or unavailable"},
-       {"gpu.compute_mode"},
-       "each GPU's compute mode and the processes holding it, through NVML",
-       "nvidia-smi -c DEFAULT (as root), or wait for the process that holds the GPU"},
-      {18, "ecc_reset", "Uncorrectable ECC errors, pending page retirement, or a GPU that needs a reset", {214},
-       {"cuda_error_ecc_uncorrectable", "cudaerroreccuncorrectable"},
-       {"uncorrectable ecc error", "double bit error", "page retirement", "pending page blacklist", "row remap",
-        "requires reset", "reset required", "contained ecc error", "uncontained", "xid (pci:*): 48,",
-        "xid (pci:*): 63,", "xid (pci:*): 64,", "xid (pci:*): 94,", "xid (pci:*): 95,"},
-       {"gpu.ecc_errors", "gpu.needs_reset"},
-       "each GPU's volatile uncorrected ECC count, pending page retirement and row remapping through NVML",
-       "drain the GPU and reset it (nvidia-smi -r -i N, or reboot); replace it if remapping failed"},
-      {19, "wsl", "WSL2: libcuda must come from /usr/lib/wsl/lib", {},
-       {},
-       {"/usr/lib/wsl", "wsl2", "wsl"},
-       {"driver.wsl"},
-       "/proc/version, /usr/lib/wsl/lib/libcuda.so.1, libcuda's path, Linux libcuda copies in the distribution",
-       "remove any Linux NVIDIA driver from the distribution; keep /usr/lib/wsl/lib first on the library path"},
-      {20, "driver_too_old_for_gpu", "A driver too old to know this GPU", {},
-       {},
-       {"is not supported by the*driver release", "installed in this system is not supported by the",
-        "supported through the nvidia*legacy drivers", "no nvidia gpu found", "no devices were found",
-        "rminitadapter failed", "probe routine was not called"},
-       {"driver.gpu_unknown"},
-       "NVIDIA PCI GPUs that the loaded nvidia module did not take",
-       "install a driver branch whose release notes list the GPU"},
-  };
+  // doctor/scenarios.json, compiled in (scripts/driver_probe.py reads the
+  // same file before anything is built).
+  static const std::vector<Scenario> all = [] {
+    std::vector<Scenario> out;
+    const auto table = nlohmann::json::parse(kScenariosJson);
+    for (const auto& j : table.at("scenarios"))
+      out.push_back({j.at("number"), j.at("id"), j.at("title"), j.at("codes"), j.at("names"), j.at("patterns"),
+                     j.at("verdict_ids"), j.at("checked"), j.at("fix")});
+    return out;
+  }();
   return all;
 }
 

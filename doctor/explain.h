@@ -26,7 +26,8 @@ struct Scenario {
   std::string fix;           // the usual fix, for when it happened elsewhere
 };
 
-// The 20 scenarios, in order: the one table of them.
+// The 20 scenarios, in order: the one table of them, doctor/scenarios.json
+// (compiled in; scripts/driver_probe.py reads the file before any build).
 const std::vector<Scenario>& scenarios();
 // The scenarios a pasted text names (by its wording, an error code such as
 // "Error 804" or "code=802(...)", or an enum name).
