@@ -10,7 +10,8 @@ The table below is the only place the choices are written down.
 Standard library only: it runs before the project's venv exists.
 
 The rule. The driver's CUDA comes from libcuda's cuDriverGetVersion (through
-dlopen: nvidia-smi is not always there). LibTorch: the newest in STACKS whose
+dlopen, in a child with a deadline: driver_probe.py; nvidia-smi is not always
+there). LibTorch: the newest in STACKS whose
 CUDA the driver runs (CUDA 13.x needs a 13.x driver; CUDA 12.x runs on any
 12.x driver, by minor-version compatibility); with no driver, the newest.
 Kernels: the system's nvcc when the driver can run what it builds (its CUDA
@@ -33,13 +34,15 @@ else /usr/local/cuda-X.Y; CUDABENCH_NVCC_SEARCH); CUDABENCH_CACHE, CUDABENCH_VEN
 Exit codes: 0 a plan; 2 a driver too old for every stack, or a setting or
 --stack the table does not know (one line naming it).
 """
-import ctypes
 import glob
 import os
 import re
 import subprocess
 import sys
 from collections import namedtuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import driver_probe  # noqa: E402  (the standard library only)
 
 # torch: the PyPI version. cuda: the CUDA it is built with. driver_cuda: the
 # oldest driver CUDA that runs it (cuDriverGetVersion's number);
@@ -68,29 +71,17 @@ def major(version):
 
 
 def read_driver():
-    """(cuDriverGetVersion's number, the driver's version string), or (None, "")."""
-    try:
-        cuda = ctypes.CDLL("libcuda.so.1")
-    except OSError:
-        return None, ""
-    v = ctypes.c_int(0)
-    if not hasattr(cuda, "cuDriverGetVersion") or cuda.cuDriverGetVersion(ctypes.byref(v)) != 0 or v.value <= 0:
+    """(cuDriverGetVersion's number, the driver's version string), or (None, ""):
+    from driver_probe.py, in a child with a deadline (a stuck GPU hangs
+    libcuda; a libcuda that hangs or crashes is taken for no driver)."""
+    found = driver_probe.probe_in_child(driver_probe.probe_seconds())
+    if not found.get("libcuda") or found.get("cuda_version", 0) <= 0:
         return None, ""  # the toolkit's stub answers CUDA_ERROR_STUB_LIBRARY
-    return v.value, driver_version_string()
+    return found["cuda_version"], found.get("driver_version") or module_version()
 
 
-def driver_version_string():
-    """NVML's driver version, else the kernel module's, else ""."""
-    try:
-        nvml = ctypes.CDLL("libnvidia-ml.so.1")
-        if nvml.nvmlInit_v2() == 0:
-            buf = ctypes.create_string_buffer(96)
-            ok = nvml.nvmlSystemGetDriverVersion(buf, len(buf)) == 0
-            nvml.nvmlShutdown()
-            if ok:
-                return buf.value.decode(errors="replace")
-    except (OSError, AttributeError):
-        pass
+def module_version():
+    """The kernel module's version, or ""."""
     try:
         with open("/proc/driver/nvidia/version") as f:
             m = re.search(r"Kernel Module\s+(?:for \S+\s+)?(\d+\.\d+(?:\.\d+)?)", f.read())

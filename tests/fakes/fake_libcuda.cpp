@@ -3,6 +3,10 @@
 // strings), answered from the machine in $CUDABENCH_FAKE_GPU. The CUDA
 // runtime finds no cuGetProcAddress here and reports an error, so nothing
 // can run on these GPUs: they exist to be probed, listed and selected.
+#include <unistd.h>
+
+#include <csignal>
+
 #include "fake_machine.h"
 
 namespace {
@@ -21,7 +25,15 @@ int cuda_count() {
 const nlohmann::json* device(int d) { return d < cuda_count() ? fake::Machine::get().gpu(d) : nullptr; }
 }  // namespace
 
-FAKE_API int cuInit(unsigned) { return init_result(); }
+// A driver in a bad state: "driver/init_fault" "hang" blocks cuInit (a stuck
+// GPU), "crash" dies in it with SIGSEGV.
+FAKE_API int cuInit(unsigned) {
+  const std::string fault = fake::Machine::get().json().value("/driver/init_fault"_json_pointer, "");
+  if (fault == "hang")
+    for (;;) pause();
+  if (fault == "crash") raise(SIGSEGV);
+  return init_result();
+}
 
 FAKE_API int cuDriverGetVersion(int* v) {
   if (!v) return kInvalidValue;
