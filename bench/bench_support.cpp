@@ -36,8 +36,14 @@ double bounded_min_time(double gpu_s, double overhead_s, double budget_s) {
   return std::min(kDefaultMinTime, budget_s * gpu_s / (gpu_s + std::max(0.0, overhead_s)));
 }
 
-void bound_wall_time(const RunOptions& run, Registered* b, double gpu_s, double overhead_s) {
-  if (!run.user_min_time) b->MinTime(bounded_min_time(gpu_s, overhead_s));
+std::optional<double> row_min_time(const RunOptions& run, double gpu_s, double overhead_s, int launches) {
+  if (!run.user_min_time) return bounded_min_time(gpu_s, overhead_s);
+  if (launches > 1) return *run.user_min_time / launches;
+  return std::nullopt;
+}
+
+void bound_wall_time(const RunOptions& run, Registered* b, double gpu_s, double overhead_s, int launches) {
+  if (const auto t = row_min_time(run, gpu_s, overhead_s, launches)) b->MinTime(*t);
 }
 
 std::string cache_label(double working_set_bytes, double l2_bytes) {

@@ -42,8 +42,14 @@ constexpr double kDefaultMinTime = 0.5;   // Google Benchmark's default
 constexpr double kGpuWallBudget = 0.3;    // s of wall time in the timed phase
 constexpr double kLaunchSyncOverhead = 20e-6;  // s per iteration: launch, events, synchronise
 double bounded_min_time(double gpu_s, double overhead_s, double budget_s = kGpuWallBudget);
-// Sets it on `b` unless the user gave --benchmark_min_time.
-void bound_wall_time(const RunOptions& run, Registered* b, double gpu_s, double overhead_s);
+// The minimum time a row gets (nullopt: Google Benchmark's flag as given):
+// bounded_min_time, or the user's --benchmark_min_time, which is seconds of
+// GPU work. A rotated row's reported time is one launch's of the
+// `launches` each iteration runs, so its GPU time grows `launches` times
+// faster than Google Benchmark counts: the user's time is divided by them.
+std::optional<double> row_min_time(const RunOptions& run, double gpu_s, double overhead_s, int launches = 1);
+// Sets row_min_time on `b`.
+void bound_wall_time(const RunOptions& run, Registered* b, double gpu_s, double overhead_s, int launches = 1);
 
 // A kernel moves its nominal bytes through DRAM only when its working set
 // is well beyond the L2. Below kDramBoundL2s x L2, the kernel's own writes

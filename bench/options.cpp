@@ -187,7 +187,7 @@ std::string parse_benchmark_flags(const std::vector<std::string>& args, Benchmar
     if (const std::string want = expected_value(flag, has_value, v); !want.empty())
       return flag + "=" + shown(v) + ": expected " + want;
     if (flag == "--benchmark_filter") out->filter = v;
-    if (flag == "--benchmark_min_time") out->user_min_time = true;
+    if (flag == "--benchmark_min_time") out->user_min_time = std::stod(v);
     if (flag == "--benchmark_out_format") out->out_format = v;
     if (flag == "--benchmark_list_tests") out->list_only = *parse_benchmark_bool(v);
     if (flag == "--benchmark_out") {

@@ -22,7 +22,7 @@ std::optional<L2Flush> parse_l2_flush(const std::string& s);
 struct RunOptions {
   std::vector<int> devices{0};  // CUDA ordinals the GPU families run on
   L2Flush l2_flush = L2Flush::Read;
-  bool user_min_time = false;  // --benchmark_min_time was given: it applies as is
+  std::optional<double> user_min_time;  // --benchmark_min_time, seconds of GPU work per row
 };
 
 // The Google Benchmark flags bench reads, checked before Google Benchmark
@@ -34,7 +34,7 @@ struct BenchmarkFlags {
   std::string out_path;  // --benchmark_out: written by bench, whole, at the end
   std::string out_format = "json";
   bool list_only = false;
-  bool user_min_time = false;
+  std::optional<double> user_min_time;
   std::vector<std::string> pass_on;  // for benchmark::Initialize, --benchmark_out made a sink
 };
 // Fills `out` from `args` (the arguments bench does not parse itself);

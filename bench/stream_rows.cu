@@ -164,8 +164,8 @@ void register_stream(const RunOptions& run, const std::string& family, const std
         // The reported time is one launch's; an iteration also enqueues
         // every launch of its pair behind the gate, then runs the others.
         if (rot.sets > 0)
-          bound_wall_time(run, b, launch,
-                          rot.launches * enqueue_s + (rot.launches - 1) * launch + kLaunchSyncOverhead);
+          bound_wall_time(run, b, launch, rot.launches * enqueue_s + (rot.launches - 1) * launch + kLaunchSyncOverhead,
+                          rot.launches);
         else
           bound_wall_time(run, b, launch, enqueue_s + flush_overhead_s(run.l2_flush, dev));
       });

@@ -65,7 +65,7 @@ TEST(BenchmarkFlags, ReadOnceAndPassedOn) {
   EXPECT_EQ(f.out_path, "r.json");
   EXPECT_EQ(f.out_format, "json");
   EXPECT_FALSE(f.list_only);
-  EXPECT_TRUE(f.user_min_time);
+  EXPECT_EQ(f.user_min_time, 0.1);
   EXPECT_EQ(f.pass_on, (std::vector<std::string>{"--benchmark_filter=^VectorAdd/", "--benchmark_out=/dev/null",
                                                  "--benchmark_list_tests=false", "--benchmark_min_time=0.1",
                                                  "--other"}));
@@ -103,6 +103,18 @@ TEST(WallTimeBound, LongKernelsKeepTheDefaultCap) {
   EXPECT_DOUBLE_EQ(bounded_min_time(0.0, 1e-5), kDefaultMinTime);  // unknown: Google Benchmark's default
   // More overhead, shorter minimum time.
   EXPECT_LT(bounded_min_time(1e-5, 1e-4), bounded_min_time(1e-5, 1e-5));
+}
+
+// --benchmark_min_time is seconds of GPU work: a rotated row of 256
+// launches per iteration counts one launch's time per iteration, so its
+// minimum is divided among them (0.1 s at 4096 elements would otherwise be
+// 40,000 iterations of 256 launches: a minute).
+TEST(WallTimeBound, TheUsersMinTimeIsGpuWorkForRotatedRowsToo) {
+  RunOptions run;
+  EXPECT_EQ(row_min_time(run, 2e-6, 1e-3, 256), bounded_min_time(2e-6, 1e-3));
+  run.user_min_time = 0.1;
+  EXPECT_FALSE(row_min_time(run, 2e-6, 1e-3).has_value());  // the flag as given
+  EXPECT_DOUBLE_EQ(*row_min_time(run, 2e-6, 1e-3, 256), 0.1 / 256);
 }
 
 TEST(CacheLabel, OnlyWorkingSetsWellBeyondL2AreDramBound) {
