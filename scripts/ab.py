@@ -335,10 +335,10 @@ def one_run(args, extra, out, floors, progress=True):
 def git_info(rev):
     try:
         r = subprocess.run(["git", "log", "-1", "--format=%H%x09%ct%x09%s", rev], capture_output=True, text=True,
-                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), timeout=60)
         sha, ts, subject = r.stdout.strip().split("\t", 2)
         return {"commit": sha, "time": int(ts), "subject": subject}
-    except (OSError, ValueError):
+    except (OSError, ValueError, subprocess.TimeoutExpired):
         return {"commit": rev}
 
 

@@ -90,7 +90,21 @@ project_python() {
   echo "${STACK[venv]}/bin/python"
 }
 
-# A name for this kind of machine: the GPU's, or the CPU's with its core count.
+# The deadline of each probe of the driver and each nvidia-smi call, in
+# seconds: CUDABENCH_PROBE_SECONDS, else 15 (a stuck GPU hangs both).
+probe_seconds() {
+  if [[ "${CUDABENCH_PROBE_SECONDS:-}" =~ ^[1-9][0-9]{0,3}$ ]]; then echo "$CUDABENCH_PROBE_SECONDS"; else echo 15; fi
+}
+
+# nvidia-smi ARGS... within that deadline: exit 124 when it did not answer,
+# 127 when it is not on PATH.
+nvidia_smi() {
+  command -v nvidia-smi > /dev/null 2>&1 || return 127
+  timeout -k 2 "$(probe_seconds)" nvidia-smi "$@"
+}
+
+# A name for this kind of machine: the GPU's (nvidia-smi, within its
+# deadline), or the CPU's with its core count.
 # CUDABENCH_MACHINE overrides.
 # It names a folder under results/ and the history: one safe path component,
 # never a path (../../x, /), or the caller stops with exit 2.
@@ -103,10 +117,8 @@ machine_label() {
     echo "$CUDABENCH_MACHINE"
     return
   fi
-  local name=""
-  if command -v nvidia-smi >/dev/null 2>&1; then
-    name="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 || true)"
-  fi
+  local name
+  name="$(nvidia_smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 || true)"
   if [ -z "$name" ]; then
     name="cpu-$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)-$(nproc)c"
   fi
@@ -117,7 +129,7 @@ machine_label() {
 # cuda-13.0.88, or cpu-only for a build without CUDA.
 toolkit_label() {
   local v
-  v="$("$1/bench" --env=json 2>/dev/null | sed -n 's/.*"cuda_toolkit_version": *"\([^"]*\)".*/\1/p' | head -n1)"
+  v="$(timeout -k 2 60 "$1/bench" --env=json 2>/dev/null | sed -n 's/.*"cuda_toolkit_version": *"\([^"]*\)".*/\1/p' | head -n1)"
   if [ -n "$v" ]; then echo "cuda-$v"; else echo "cpu-only"; fi
 }
 
@@ -139,7 +151,7 @@ ci_subset_filter() {
     gpu-rows) echo "^($gpu)" ;;
     cpu) echo "^($cpu)" ;;
     gpu) echo "^($cpu|$gpu)" ;;
-    auto) if "$CUDABENCH_ROOT/build/bench" --env --require-gpu >/dev/null 2>&1; then echo "^($cpu|$gpu)"; else echo "^($cpu)"; fi ;;
+    auto) if timeout -k 2 60 "$CUDABENCH_ROOT/build/bench" --env --require-gpu >/dev/null 2>&1; then echo "^($cpu|$gpu)"; else echo "^($cpu)"; fi ;;
   esac
 }
 

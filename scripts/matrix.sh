@@ -57,7 +57,7 @@ done
 machine="$(machine_label)" || exit 2
 cpu_rows='VectorAdd/(cpu_scalar|cpu_omp_simd|torch_cpu)/n:(1048576|10000000)/|MnistTrain/cpu/batch:64/'
 gpu_rows='VectorAdd/(cuda_v[1-4]|cublas_geam|thrust|torch_cuda)/n:(1048576|10000000|134217728)/|Transfer/h2d_pinned/bytes:40000000/|MnistTrain/cuda/batch:64/'
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+if nvidia_smi -L >/dev/null 2>&1; then
   device=gpu; filter="^($cpu_rows|$gpu_rows)"
 else
   device=cpu; filter="^($cpu_rows)"
