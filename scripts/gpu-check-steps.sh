@@ -2,23 +2,31 @@
 # One step of scripts/gpu-check.sh, which runs each under `timeout`:
 #   bash scripts/gpu-check-steps.sh STEP
 # It writes into $GC_RES and builds in $GC_BUILD; GC_DRY_RUN=1 is the
-# rehearsal without a GPU, GC_QUICK=1 fewer sizes and epochs. Exit: 0 ok,
-# 1 a wrong result, anything else a step that could not run.
+# rehearsal without a GPU, GC_QUICK=1 fewer sizes and epochs. What the
+# preflight and the build find goes to preflight.env (tools, the GPU) and
+# have.env (HAVE_<need>=0|1 and WHY_<need> for the needs of STEPS), which
+# later steps read. Exit: 0 ok, 1 a wrong result, 4 skipped (its last
+# "skipped: " line says why), anything else a step that could not run.
 set -uo pipefail
 . "$CUDABENCH_ROOT/scripts/lib.sh"
 cd "$CUDABENCH_ROOT"
 res="$GC_RES" build="$GC_BUILD"
+[ -f "$res/preflight.env" ] && . "$res/preflight.env"
+[ -f "$res/have.env" ] && . "$res/have.env"
 epochs=10; [ "$GC_QUICK" = 1 ] && epochs=2
-sizes='(4096|1048576|16777216|10000000|134217728)' other_sizes='(4096|1048576|16777216)'
-[ "$GC_QUICK" = 1 ] && sizes='(1048576|10000000|134217728)' other_sizes='(1048576)'
+headline='(10000000|134217728)' sizes='(4096|1048576|16777216)' flow_sizes='(4096|1048576|16777216|10000000|134217728)'
+[ "$GC_QUICK" = 1 ] && sizes='(1048576)' flow_sizes='(1048576|10000000)'
 # The GPU tests, by suite: those that skip without a GPU.
-GPU_TESTS='(GpuVectorAdd|CudaCheck|L2Flush|BenchCliGpu|TrainerGpu)\.'
-
-# A python with torch: the GPU machine's python3; the project's venv in a
-# dry run (this machine's python3 may have none).
-python_with_torch() {
-  if [ "$GC_DRY_RUN" = 1 ]; then project_python 2>/dev/null || echo python3; else echo python3; fi
-}
+GPU_TESTS='(GpuVectorAdd|CudaCheck|L2FlushGpu|BenchCliGpu|TrainerGpu)\.'
+# Tests that make an API call fail on purpose (a 2^62-byte cudaMalloc): a
+# sanitizer would report it, so sanitized runs leave them out.
+DELIBERATE_API_FAILURES='CudaCheck.*'
+# The implementations whose rows a step exists for (bench/vector_add_gpu_bench.cu,
+# bench/torch_bench.cpp): a row missing from its results fails the step.
+ADD_IMPLS="cuda_v1 cuda_v2 cuda_v3 cuda_v4 cublas_geam thrust"
+[ "${HAVE_torch:-0}" = 1 ] && ADD_IMPLS+=" torch_cuda"
+COPY_IMPLS="cuda_kernel cuda_memcpy"
+MNIST_VARIANTS="cuda cuda_graph cuda_bf16 cuda_channels_last cuda_tf32_on cuda_tf32_off"
 
 # worst RC...: 1 if any is 1 (a wrong result), else 3 if any failed, else 0.
 worst() {
@@ -29,112 +37,26 @@ worst() {
   return $w
 }
 
-# The nvcc a build would use: CUDACXX (which must then be one), PATH,
-# CUDA_PATH, /usr/local/cuda.
-find_nvcc() {
-  local c
-  if [ -n "${CUDACXX:-}" ]; then
-    [ -x "$CUDACXX" ] && echo "$CUDACXX"
-    return
-  fi
-  for c in "$(command -v nvcc 2>/dev/null)" "${CUDA_PATH:+$CUDA_PATH/bin/nvcc}" /usr/local/cuda/bin/nvcc; do
-    [ -n "$c" ] && [ -x "$c" ] && { echo "$c"; return 0; }
-  done
-  return 1
-}
+# have NEED 0|1 WHY: what a step that needs NEED finds (have.env).
+have() { printf 'HAVE_%s=%q\nWHY_%s=%q\n' "$1" "$2" "$1" "${3:-}" >> "$res/have.env"; }
 
-# Each item the check needs, one line each ("ok" or "MISSING"); exit 3
-# when any is missing. What later steps use goes to preflight.env.
-step_preflight() {
-  missing=0
-  : > "$res/preflight.env"
-  preflight_toolkit
-  local f
-  for f in cmake ninja; do
-    if command -v "$f" > /dev/null; then need ok "$f $(command -v "$f")"; else need no "$f: not on PATH"; fi
-  done
-  preflight_torch
-  preflight_driver
-  [ "$missing" = 0 ] || return 3
-}
-need() { if [ "$1" = ok ]; then echo "ok       $2"; else echo "MISSING  $2"; missing=1; fi; }
+# The preflight (step_preflight): the tools, torch's files, the driver.
+. "$CUDABENCH_ROOT/scripts/gpu-check-preflight.sh"
 
-# first_of PATH...: the first that exists.
-first_of() {
-  local p
-  for p in "$@"; do [ -e "$p" ] && { echo "$p"; return 0; }; done
-  return 1
-}
-
-# nvcc, the toolkit's headers and libraries beside it, and compute-sanitizer.
-preflight_toolkit() {
-  local nvcc root f found
-  if ! nvcc="$(find_nvcc)"; then
-    need no "nvcc: ${CUDACXX:+CUDACXX=$CUDACXX is not an executable; }not in CUDACXX, PATH, CUDA_PATH or /usr/local/cuda/bin"
-    return
-  fi
-  root="$(cd "$(dirname "$(readlink -f "$nvcc")")/.." && pwd)"
-  need ok "nvcc $nvcc ($("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
-  echo "NVCC=$nvcc" >> "$res/preflight.env"
-  for f in include/cuda_runtime.h include/cublas_v2.h lib/libcudart.so lib/libcublas.so; do
-    if found="$(first_of "$root/$f" "$root/${f/lib\//lib64/}" "$root"/targets/*/"$f")"; then
-      need ok "$found"
-    else
-      need no "$root/$f (the CUDA toolkit's headers and libraries)"
-    fi
-  done
-  if found="$(first_of "$(command -v compute-sanitizer 2>/dev/null)" "$root/bin/compute-sanitizer" \
-                       "$root/compute-sanitizer/compute-sanitizer")"; then
-    need ok "compute-sanitizer $found"
-    echo "SANITIZER=$found" >> "$res/preflight.env"
-  elif [ "$GC_DRY_RUN" = 1 ]; then
-    echo "skipped  compute-sanitizer (dry run)"
-  else
-    need no "compute-sanitizer: not on PATH or in $root"
-  fi
-}
-
-preflight_torch() {
-  local py torch
-  py="$(python_with_torch)"
-  torch="$("$py" -c 'import torch; print(torch.__version__, torch.version.cuda or "none")' 2>/dev/null)"
-  if [ -z "$torch" ]; then
-    need no "torch: $py cannot import it"
-  elif [ "${torch#* }" = none ] && [ "$GC_DRY_RUN" != 1 ]; then
-    need no "torch ${torch% *} in $py is built without CUDA"
-  else
-    need ok "torch ${torch% *} (CUDA ${torch#* }) in $py"
-  fi
-}
-
-# nvidia-smi answers (its CSV and -q are kept for the summary's tarball).
-preflight_driver() {
-  if [ "$GC_DRY_RUN" = 1 ]; then
-    echo "skipped  the driver (dry run)"
-  elif ! command -v nvidia-smi > /dev/null; then
-    need no "a working driver: nvidia-smi is not on PATH"
-  elif nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total,compute_cap,clocks.sm,clocks.mem,clocks.max.sm,power.limit,persistence_mode \
-         --format=csv > "$res/nvidia-smi.csv" 2>&1; then
-    need ok "driver $(sed -n '2p' "$res/nvidia-smi.csv")"
-    nvidia-smi -q > "$res/nvidia-smi-q.txt" 2>&1
-  else
-    need no "a working driver: nvidia-smi says: $(head -c 200 "$res/nvidia-smi.csv" | tr '\n' ' ')"
-  fi
-}
-
-# Configure, check that CUDA, LibTorch (and on a GPU machine NCCL) are on,
-# then build. A dry run of an existing build keeps that build's settings.
+# Configure, check that CUDA is on (LibTorch and NCCL decide which later
+# steps run), then build what the check runs. A dry run of an existing
+# build keeps that build's settings.
 step_build() {
-  local args=() archs="${CUDABENCH_GPU_CHECK_ARCHS:-}" cc
-  [ -f "$res/preflight.env" ] && . "$res/preflight.env"
+  local args=() archs="${CUDABENCH_GPU_CHECK_ARCHS:-}"
   if [ "$GC_DRY_RUN" != 1 ] || [ ! -f "$build/CMakeCache.txt" ]; then
-    args=(-G Ninja -DCMAKE_BUILD_TYPE=Release ${NVCC:+-DCMAKE_CUDA_COMPILER=$NVCC})
+    # LibTorch named, so that CMake need not import torch to find it.
+    args=(-G "${GENERATOR:-Ninja}" -DCMAKE_BUILD_TYPE=Release ${NVCC:+-DCMAKE_CUDA_COMPILER=$NVCC})
+    if [ "${HAVE_torch:-0}" = 1 ]; then args+=("-DTorch_DIR=$TORCH_DIR"); else args+=(-DCUDABENCH_ENABLE_TORCH=OFF); fi
   fi
   if [ "$GC_DRY_RUN" != 1 ]; then
     # The GPU machine's own torch and tools, not a cache from elsewhere.
     args+=(-DCUDABENCH_CACHE_DIR=/nonexistent)
-    cc="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d ' .')"
-    [ -z "$archs" ] && [ -n "$cc" ] && archs="${cc}-real"
+    [ -z "$archs" ] && [ -n "${GPU_CC:-}" ] && archs="${GPU_CC}-real"
   fi
   [ -n "$archs" ] && args+=("-DCMAKE_CUDA_ARCHITECTURES=$archs")
   [ -n "${CUDABENCH_FORCE_VENDORED:-}" ] && args+=(-DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON
@@ -143,27 +65,112 @@ step_build() {
     || { tail -30 "$res/configure.log"; return 3; }
   grep -E '^-- cudabench:' "$res/configure.log"
   configure_result "$res/configure.log" || return 3
-  cmake --build "$build" -j "$(nproc)" > "$res/build.log" 2>&1 || { tail -40 "$res/build.log"; return 3; }
+  cmake --build "$build" --target gpu_check_programs -j "$(nproc)" > "$res/build.log" 2>&1 \
+    || { tail -40 "$res/build.log"; return 3; }
 }
 
-# What a configure log says is off that the check needs on.
+# What a configure log says: no CUDA stops the run; LibTorch (with the
+# preflight's torch: a dry run may reuse a build that has one) and NCCL are
+# needs of later steps.
 configure_result() {
-  local bad=0
-  grep -q '^-- cudabench: CUDA [0-9]' "$1" || { echo "the build has no CUDA: $(grep -m1 'cudabench: CUDA' "$1")"; bad=1; }
-  grep -q '^-- cudabench: LibTorch [0-9]' "$1" || { echo "the build has no LibTorch: $(grep -m1 'cudabench: LibTorch' "$1")"; bad=1; }
-  if [ "$GC_DRY_RUN" != 1 ] && ! grep -q '^-- cudabench: data-parallel training ON (c10d: Gloo, NCCL' "$1"; then
-    echo "the build has no NCCL: $(grep -m1 'cudabench: data-parallel' "$1")"; bad=1
+  local line
+  grep -q '^-- cudabench: CUDA [0-9]' "$1" || { echo "the build has no CUDA: $(grep -m1 'cudabench: CUDA' "$1")"; return 3; }
+  if [ "${HAVE_torch:-0}" != 1 ]; then
+    :  # the preflight's reason stands
+  elif grep -q '^-- cudabench: LibTorch [0-9]' "$1"; then
+    have torch 1
+  else
+    line="$(grep -m1 'cudabench: LibTorch' "$1" | sed 's/^-- cudabench: //')"
+    echo "absent   LibTorch: ${line:-not configured} (the training steps are skipped)"
+    have torch 0 "the build has no LibTorch: ${line:-not configured}"
   fi
-  return $bad
+  if grep -q '^-- cudabench: data-parallel training ON (c10d: Gloo, NCCL' "$1"; then
+    have nccl 1
+  else
+    line="$(grep -m1 'cudabench: data-parallel' "$1" | sed 's/^-- cudabench: //')"
+    have nccl 0 "the build has no NCCL: ${line:-no LibTorch}"
+  fi
 }
 
+# The GPU tests alone (the rest ran in CI), one at a time on the GPU; a
+# failed test is a wrong result, one past its timeout is not, and on a GPU
+# machine one that skipped itself proved nothing.
+step_tests() {
+  (cd "$build" && ctest -R "$GPU_TESTS" --no-tests=error --output-on-failure -j 1 --timeout 100) > "$res/ctest.log" 2>&1
+  local rc=$?
+  cp "$build/Testing/Temporary/LastTest.log" "$res/ctest-full.log" 2>/dev/null
+  grep -E 'tests passed|tests failed|No tests' "$res/ctest.log"
+  if [ "$rc" != 0 ]; then
+    grep -qE '^\s*[0-9]+ - .* \(Failed\)$' "$res/ctest.log" && return 1
+    return 3
+  fi
+  if [ "$GC_DRY_RUN" != 1 ] && grep -qE '\(Skipped\)$' "$res/ctest.log"; then
+    echo "GPU tests skipped themselves on a GPU machine (their reasons: ctest-full.log):"
+    grep -E '\(Skipped\)$' "$res/ctest.log"
+    return 3
+  fi
+}
+
+# sanitized LABEL TOOL PROGRAM ARGS...: one compute-sanitizer run, its
+# output appended to sanitizer.txt. A finding (exit 86) or the program's
+# own wrong result (1) is a wrong result; a GPU the sanitizer cannot check
+# here (some runtimes) skips the step; anything else could not run (3).
+sanitized() {
+  local label="$1" tool="$2" rc=0 out; shift 2
+  out="$(mktemp)"
+  "$SANITIZER" --tool "$tool" --error-exitcode 86 --print-limit 20 "$@" > "$out" 2>&1 || rc=$?
+  { echo "== $tool: $label"; cat "$out"; } >> "$res/sanitizer.txt"
+  if [ "$rc" != 0 ] && [ "$rc" != 86 ] && grep -q '^========= .*[Dd]evice not supported' "$out"; then
+    unsupported="$(grep -m1 '^========= .*[Dd]evice not supported' "$out" | sed 's/^========= //')"
+  fi
+  rm -f "$out"
+  case "$rc" in 0) ;; 1|86) rc=1 ;; *) rc=3 ;; esac
+  rcs+=("$rc")
+}
+
+# The sanitizer's verdict on the runs in rcs: skipped where it could not
+# check this GPU, else the worst of them.
+sanitizer_result() {
+  grep -E '^== |ERROR SUMMARY' "$res/sanitizer.txt"
+  if [ -n "$unsupported" ]; then echo "skipped: compute-sanitizer cannot check this GPU here: $unsupported"; return 4; fi
+  worst "${rcs[@]}"
+}
+
+# Right after the tests: memcheck on the GPU tests and on one small run of
+# each kernel family. 2^24 rotates over two buffer sets; the warm-up runs
+# the read flush.
+step_memcheck() {
+  local rcs=() unsupported="" min=--benchmark_min_time=0.001
+  "$SANITIZER" --version > "$res/compute-sanitizer-version.txt" 2>&1
+  sanitized "test_vector_add_gpu" memcheck "$build/test_vector_add_gpu" --gtest_filter="-$DELIBERATE_API_FAILURES"
+  sanitized "raw kernels, cuBLAS, Thrust, the device copies, host copies, the flow" memcheck "$build/bench" "$min" \
+    --benchmark_filter='^(VectorAdd/(cuda|cublas|thrust)[^/]*/n:16777216/|Copy/cuda_[a-z]+/n:16777216/|Transfer/.*/bytes:16384/|VectorAddFlow/pinned/n:65536/)'
+  [ "${HAVE_torch:-0}" = 1 ] && sanitized "torch add" memcheck "$build/bench" "$min" \
+    --benchmark_filter='^VectorAdd/torch_cuda/n:16777216/'
+  sanitizer_result
+}
+
+# Last: racecheck and initcheck on the GPU tests.
+step_sanitize() {
+  local rcs=() unsupported="" tool
+  for tool in racecheck initcheck; do
+    sanitized "test_vector_add_gpu" "$tool" "$build/test_vector_add_gpu" --gtest_filter="-$DELIBERATE_API_FAILURES"
+  done
+  sanitizer_result
+}
+
+# The report and the doctor on a machine the preflight found healthy: an
+# error verdict is a set-up problem (3); each message names its scenario
+# and finds no cause here (exit 1), and exit 0 would be a false alarm.
 step_env() {
   "$build/bench" --env > "$res/env.txt" 2>&1
   "$build/bench" --env=json --env-out "$res/env.json" || return 3
   sed -n '1,3p' "$res/env.txt"
-  "$build/bench" --env --check > /dev/null 2>&1 || { echo "bench --env --check found an error verdict"; return 1; }
-  # The doctor on a healthy machine: each message names its scenario and
-  # finds no cause here (exit 1); exit 0 would be a false alarm.
+  if ! "$build/bench" --env --check > /dev/null 2>&1; then
+    echo "bench --env --check found an error verdict:"
+    grep -A3 'ERROR' "$res/env.txt" | head -n 20
+    return 3
+  fi
   local msg rc
   for msg in "Error 804: forward compatibility was attempted on non supported HW" \
              "Error 802: system not yet initialized" \
@@ -182,16 +189,53 @@ bench_json() {
   "$build/bench" "$@" --benchmark_out="$res/$name.json" --benchmark_out_format=json > "$res/$name.txt" 2>&1
 }
 
-# Two runs, the headline rows first, so that a run stopped in the second
-# keeps them: VectorAdd at 1e7 and 2^27 and the 40 MB pinned copy, then the
-# other sizes, the flows and the copies.
-step_bench() {
-  local a=0 b=0 impl='(cuda|cublas|thrust|torch_cuda)[^/]*'
-  bench_json vector_add_headline --devices all --benchmark_repetitions=3 \
-    --benchmark_filter="^(VectorAdd/$impl/n:(10000000|134217728)/|Transfer/h2d_pinned/bytes:40000000/)" || a=$?
-  bench_json vector_add --devices all --benchmark_repetitions=3 \
-    --benchmark_filter="^(VectorAdd/$impl/n:$other_sizes/|VectorAddFlow/(pinned|pageable)/n:$sizes/|Transfer/.*/bytes:(16384|4194304|536870912)/|Transfer/(h2d_pageable|d2h_pinned|d2h_pageable)/bytes:40000000/)" || b=$?
+# expect NAME PATTERN...: every pattern has a row in NAME.json that passed.
+expect() {
+  local name="$1"; shift
+  python3 scripts/expect_rows.py "$res/$name.json" "$@"
+}
+
+# What the headline and bench steps run (a filter) and the rows they
+# expect (patterns), one function each: `gpu-check-steps.sh rows STEP`
+# prints both, and the gpu_check test lists a fake GPU's rows with them.
+# The headline rows come first, in a run of their own, so that a later stop
+# keeps them: VectorAdd and the device copies at 1e7 and 2^27, the 40 MB
+# pinned copy. Then the other sizes, the flows and the host copies.
+headline_filter() {
+  echo "^(VectorAdd/(${ADD_IMPLS// /|})/n:$headline/|Copy/(${COPY_IMPLS// /|})/n:$headline/|Transfer/h2d_pinned/bytes:40000000/)"
+}
+headline_rows() {
+  rows VectorAdd "$ADD_IMPLS" n "$headline"
+  rows Copy "$COPY_IMPLS" n "$headline"
+  echo '^Transfer/h2d_pinned/bytes:40000000/'
+}
+bench_filter() {
+  echo "^(VectorAdd/(${ADD_IMPLS// /|})/n:$sizes/|Copy/(${COPY_IMPLS// /|})/n:$sizes/|VectorAddFlow/(pinned|pageable)/n:$flow_sizes/|Transfer/.*/bytes:(16384|4194304|536870912)/|Transfer/(h2d_pageable|d2h_pinned|d2h_pageable)/bytes:40000000/)"
+}
+bench_rows() {
+  rows VectorAdd "$ADD_IMPLS" n "$sizes"
+  rows Copy "$COPY_IMPLS" n "$sizes"
+  rows VectorAddFlow "pinned pageable" n "$flow_sizes"
+  rows Transfer "h2d_pinned h2d_pageable d2h_pinned d2h_pageable" bytes '(16384|4194304|536870912)'
+  rows Transfer "h2d_pageable d2h_pinned d2h_pageable" bytes '(40000000)'
+}
+# measured NAME STEP: the step's rows on every GPU, 3 repetitions, each row
+# it expects there and passed.
+measured() {
+  local a=0 b=0
+  bench_json "$1" --devices all --benchmark_repetitions=3 --benchmark_filter="$("$2_filter")" || a=$?
+  expect "$1" $("$2_rows") || b=$?
   worst "$a" "$b"
+}
+step_headline() { measured vector_add_headline headline; }
+step_bench() { measured vector_add bench; }
+
+# rows FAMILY IMPLS ARG "(v1|v2)": the name patterns of those rows.
+rows() {
+  local impl v
+  for impl in $2; do
+    for v in $(tr -d '()' <<< "$4" | tr '|' ' '); do echo "^$1/$impl/$3:$v/"; done
+  done
 }
 
 # Fashion-MNIST as plain IDX files (the GPU image may lack zlib's headers),
@@ -225,9 +269,14 @@ step_train() {
   worst "$a" "$b"
 }
 
+# The training-step benchmarks on the GPU; the CPU row at batch 64 is a
+# control, never a stand-in for the GPU rows.
 step_mnist() {
+  local a=0 b=0
   bench_json mnist --benchmark_repetitions=3 \
-    --benchmark_filter='^MnistTrain/cuda[a-z0-9_]*/batch:(64|256|1024)/|^MnistEval/cuda/|^MnistTrain/cpu/batch:64/'
+    --benchmark_filter='^MnistTrain/cuda[a-z0-9_]*/batch:(64|1024)/|^MnistEval/cuda/|^MnistTrain/cpu/batch:64/' || a=$?
+  expect mnist $(rows MnistTrain "$MNIST_VARIANTS" batch '(64|1024)') '^MnistEval/cuda/' || b=$?
+  worst "$a" "$b"
 }
 
 # Above 8x L2 a VectorAdd is one launch after an L2 flush: read and memset
@@ -238,20 +287,22 @@ step_flush-ab() {
     i=$((i + 1)); rc=0
     bench_json "flush_${mode}_$i" --l2-flush "$mode" --benchmark_repetitions=3 --benchmark_filter="$filter" || rc=$?
     rcs+=("$rc")
+    rc=0
+    expect "flush_${mode}_$i" '^VectorAdd/cuda_v4/n:134217728/' '^VectorAdd/cublas_geam/n:134217728/' || rc=$?
+    rcs+=("$rc")
   done
   worst "${rcs[@]}"
 }
 
 # Data-parallel train over NCCL: the throughput without the replica check,
 # the check itself on a short run, then the scaling series when there is
-# more than one GPU.
+# more than one GPU (the preflight counted them).
 step_ddp() {
-  local a=0 b=0 c=0 n ranks=1 k
+  local a=0 b=0 c=0 n="${GPU_COUNT:-1}" ranks=1 k
   local one=(env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 "$build/train" --device cuda --backend nccl --quiet)
   MASTER_PORT=29517 "${one[@]}" --epochs 2 --json "$res/train_ddp_nccl1.json" > "$res/train_ddp_nccl1.txt" 2>&1 || a=$?
   MASTER_PORT=29518 "${one[@]}" --epochs 1 --limit 4096 --check-sync --json "$res/train_ddp_nccl1_check.json" \
     > "$res/train_ddp_nccl1_check.txt" 2>&1 || b=$?
-  n="$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)"
   [ -z "${CUDA_VISIBLE_DEVICES:-}" ] || n="$(tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .)"
   for k in 2 4 8 16; do [ "$k" -le "$n" ] && ranks="$ranks,$k"; done
   if [ "$ranks" = 1 ]; then
@@ -261,46 +312,6 @@ step_ddp() {
       --out "$res/ddp-scaling" > "$res/ddp_scaling.txt" 2>&1 || c=$?
   fi
   worst "$a" "$b" "$c"
-}
-
-# The GPU tests alone (the rest ran in CI), one at a time on the GPU; a
-# failed test is a wrong result, one past its timeout is not.
-step_tests() {
-  (cd "$build" && ctest -R "$GPU_TESTS" --no-tests=error --output-on-failure -j 1 --timeout 100) > "$res/ctest.log" 2>&1
-  local rc=$?
-  grep -E 'tests passed|tests failed|No tests' "$res/ctest.log"
-  [ "$rc" = 0 ] && return 0
-  grep -qE '^\s*[0-9]+ - .* \(Failed\)$' "$res/ctest.log" && return 1
-  return 3
-}
-
-# compute-sanitizer on one small run of each kernel family. A finding is
-# its own exit code (86), a wrong result (1); anything else (a tool that
-# could not run, a program that failed under it) is 3.
-step_sanitize() {
-  [ -f "$res/preflight.env" ] && . "$res/preflight.env"
-  [ -n "${SANITIZER:-}" ] || { echo "compute-sanitizer not found"; return 3; }
-  local rcs=() san=("$SANITIZER" --error-exitcode 86 --print-limit 20)
-  "$SANITIZER" --version > "$res/compute-sanitizer-version.txt" 2>&1
-  # A finding (86) is a wrong result (1); a program's own failure is not.
-  sanitized() {
-    local rc=0; echo "== $1"; shift; "${san[@]}" "$@" 2>&1 || rc=$?
-    case "$rc" in 0) ;; 86) rc=1 ;; *) rc=3 ;; esac
-    rcs+=("$rc")
-  }
-  {
-    sanitized "memcheck: test_vector_add_gpu" --tool memcheck "$build/test_vector_add_gpu"
-    sanitized "racecheck: test_vector_add_gpu" --tool racecheck "$build/test_vector_add_gpu"
-    # 2^24 rotates over two buffer sets (smaller sizes over hundreds); the
-    # warm-up runs the read flush.
-    sanitized "memcheck: raw kernels, cuBLAS, Thrust, copies, the flow" --tool memcheck "$build/bench" \
-      --benchmark_min_time=0.001 \
-      --benchmark_filter='^(VectorAdd/(cuda|cublas|thrust)[^/]*/n:16777216/|Transfer/.*/bytes:16384/|VectorAddFlow/pinned/n:65536/)'
-    sanitized "memcheck: torch add" --tool memcheck "$build/bench" --benchmark_min_time=0.001 \
-      --benchmark_filter='^VectorAdd/torch_cuda/n:16777216/'
-  } > "$res/sanitizer.txt"
-  grep -E '^== |ERROR SUMMARY' "$res/sanitizer.txt"
-  worst "${rcs[@]}"
 }
 
 # Faults the tests of the check inject: CUDABENCH_TEST_GPU_CHECK_FAULT=STEP:hang
@@ -314,6 +325,7 @@ case "${1:-}" in
   train|mnist|ddp|tests) CUDABENCH_DATA_DIR="$(dataset)" || exit 3; export CUDABENCH_DATA_DIR ;;
 esac
 case "${1:-}" in
-  preflight|build|env|bench|train|mnist|flush-ab|ddp|tests|sanitize) "step_$1" ;;
+  preflight|build|tests|memcheck|env|headline|bench|flush-ab|train|mnist|ddp|sanitize) "step_$1" ;;
+  rows) case "${2:-}" in headline|bench) "${2}_filter"; "${2}_rows" ;; *) echo "gpu-check-steps: rows headline|bench" >&2; exit 2 ;; esac ;;
   *) echo "gpu-check-steps: ${1:-}: no such step" >&2; exit 2 ;;
 esac

@@ -4,8 +4,11 @@
 # torch are enough). One call must return every number it can, so:
 #
 #   - the steps run in order of value (STEPS below), each under `timeout`
-#     for at most its cap and the time left, and a step whose estimate no
-#     longer fits the budget is skipped and says so;
+#     for at most its cap and the time left; a step whose estimate no
+#     longer fits the budget, or whose tools are absent, is skipped and
+#     says why, and the rest go on;
+#   - the preflight probes the driver (with a deadline) before anything is
+#     built, and stops the run naming the cause in the doctor's words;
 #   - after every step the output folder gets summary.txt and
 #     gpu-check.tar.gz of everything so far, each written whole;
 #   - the run starts clean: old results are moved to <results>.previous.
@@ -26,22 +29,34 @@
 # Exit: 0 every step ran and passed; 1 a check, test or sanitizer found a
 # wrong result; 2 bad usage; 3 the preflight, the build or a step failed or
 # timed out; 4 a step was skipped. The worst of the steps wins (1, 3, 4, 0).
+# CUDABENCH_PROBE_SECONDS (default 15) bounds each probe of the driver and
+# each nvidia-smi call.
 set -uo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
 
-# name      estimate  cap  needs a GPU     (seconds; estimates on an H200)
+# The steps in the order a first run must prove things: the build, a
+# correctness pass (the GPU tests, then memcheck of one small run of each
+# kernel family), the headline numbers, then the rest. A step runs only
+# where what it needs is there: gpu (not in a dry run), torch (python3's
+# CUDA torch, so LibTorch is built), nccl (the build has it), sanitizer
+# (compute-sanitizer). Estimates are seconds on an H200 (how each was made:
+# docs/gpu-check.md); a results folder with an earlier run's steps.txt
+# gives its own times instead (estimate_of below).
+# name      estimate  cap  needs
 STEPS=(
-  "preflight        5   60  no"
-  "build          200  320  no"
-  "env             10   60  gpu"
-  "bench           70  150  gpu"
-  "train           25   90  gpu"
-  "mnist           35   90  gpu"
-  "flush-ab        20   60  gpu"
-  "ddp             25   90  gpu"
-  "tests           25  120  no"
-  "sanitize        45  120  gpu"
+  "preflight       10   60  -"
+  "build          200  330  -"
+  "tests           45  150  -"
+  "memcheck        50  150  gpu,sanitizer"
+  "env             20   60  gpu"
+  "headline        35   90  gpu"
+  "bench           75  180  gpu"
+  "flush-ab        30   75  gpu"
+  "train           30   90  gpu,torch"
+  "mnist           35   90  gpu,torch"
+  "ddp             30   90  gpu,torch,nccl"
+  "sanitize        30  120  gpu,sanitizer"
 )
 
 usage() { sed -n '/^# Options:/,/^# CUDABENCH_FORCE/p' "$0" | sed 's/^# \{0,1\}//' >&2; }
@@ -80,10 +95,32 @@ mkdir -p "$(dirname "$res")" || bad_usage "$res: cannot make its folder"
 # One run per results folder; the lock ends with this process.
 exec 9>"$res.lock" || bad_usage "$res.lock: cannot write it"
 flock -n 9 || bad_usage "$res: another gpu-check is using it"
+# Each step's estimate and cap: this folder's last run's time where the
+# step passed there (x1.25, + 5 s), its cap where it timed out there, else
+# STEPS'; a run of the other kind (dry or not) does not count. One line a
+# step: name, estimate, cap, needs, where the estimate came from.
+plan_steps() {
+  local last="$1" row name est cap needs t result from same=0
+  grep -qx "# dry run $GC_DRY_RUN" "$last/plan.txt" 2>/dev/null && same=1
+  for row in "${STEPS[@]}"; do
+    read -r name est cap needs <<< "$row"
+    from=STEPS
+    if [ "$same" = 1 ] && read -r _ result t _ < <(grep "^$name " "$last/steps.txt"); then
+      case "$result" in
+        ok) est=$(( t * 5 / 4 + 5 )); from="last run: $t s" ;;
+        timed-out) est="$cap"; from="last run: timed out at $t s" ;;
+      esac
+      [ "$cap" -ge $(( est * 3 / 2 )) ] || cap=$(( est * 3 / 2 ))
+    fi
+    printf '%-10s %4d %4d %-20s %s\n' "$name" "$est" "$cap" "$needs" "$from"
+  done
+}
+plan="$(plan_steps "$res")"
 # Start clean: last run's files must not pass for this run's.
 if [ -n "$(ls -A "$res" 2>/dev/null)" ]; then rm -rf "$res.previous" && mv "$res" "$res.previous"; fi
 mkdir -p "$res/logs" "$dest" || bad_usage "$dest: cannot make it"
 rm -f "$dest/summary.txt" "$dest/gpu-check.tar.gz"
+printf '# dry run %s\n%s\n' "$GC_DRY_RUN" "$plan" > "$res/plan.txt"
 export GC_RES="$res" GC_QUICK="${CUDABENCH_GPU_CHECK_QUICK:-0}" PYTHONUNBUFFERED=1
 start=$(date +%s)
 status=0
@@ -122,17 +159,31 @@ stopped_by() {
 }
 stop_jobs_on_signal stopped_by
 
+# Why a step cannot run here, from its needs ("" when it can): HAVE_<need>
+# and WHY_<need> are what the preflight and the build found (have.env).
+unmet() {
+  local need have why
+  [ -f "$GC_RES/have.env" ] && . "$GC_RES/have.env"
+  for need in ${1//,/ }; do
+    case "$need" in
+      -|gpu) ;;
+      *) have="HAVE_$need" why="WHY_$need"
+         [ "${!have:-0}" = 1 ] || { echo "needs $need: ${!why:-not found}"; return; } ;;
+    esac
+  done
+  # The GPU last: a dry run says what else a step would lack.
+  case ",$1," in *,gpu,*) [ "$GC_DRY_RUN" != 1 ] || echo "dry run: no GPU" ;; esac
+}
+
 # run_step NAME ESTIMATE CAP NEEDS: the step in its own process group,
-# under timeout; its output in logs/NAME.log.
+# under timeout; its output in logs/NAME.log. A step that exits 4 skipped
+# itself, its last "skipped: " line says why.
 run_step() {
-  local name="$1" est="$2" cap="$3" needs="$4" t0 left rc=0
+  local name="$1" est="$2" cap="$3" why t0 left rc=0
   t0=$(elapsed); left=$(( budget - t0 ))
-  if [ "$needs" = gpu ] && [ "$GC_DRY_RUN" = 1 ]; then
-    record "$name" skipped 0 "dry run: no GPU"; worsen 4; return
-  fi
-  if [ "$est" -gt "$left" ]; then
-    record "$name" skipped 0 "needs ~${est} s, ${left} s of the ${budget} s budget left"; worsen 4; return
-  fi
+  why="$(unmet "$4")"
+  if [ -z "$why" ] && [ "$est" -gt "$left" ]; then why="needs ~${est} s, ${left} s of the ${budget} s budget left"; fi
+  if [ -n "$why" ]; then record "$name" skipped 0 "$why"; worsen 4; return; fi
   [ "$cap" -le "$left" ] || cap="$left"
   current="$name"
   # -k 15: longer than the 5 s ddp_scaling.py gives its ranks after TERM.
@@ -142,17 +193,17 @@ run_step() {
   case "$rc" in
     0) record "$name" ok "$took" ;;
     1) record "$name" WRONG "$took" "a check found a wrong result"; worsen 1 ;;
+    4) record "$name" skipped "$took" "$(sed -n 's/^skipped: //p' "$GC_RES/logs/$name.log" | tail -n1)"; worsen 4 ;;
     124|137) record "$name" timed-out "$took" "stopped at its ${cap} s limit"; worsen 3 ;;
     *) record "$name" failed "$took" "exit $rc"; worsen 3 ;;
   esac
   # What went wrong, here too: the missing items, else the log's end.
-  [ "$rc" = 0 ] || { grep '^MISSING' "$GC_RES/logs/$name.log" || tail -n 6 "$GC_RES/logs/$name.log"; } | sed 's/^/    | /' >&2
+  case "$rc" in 0|4) ;; *) { grep '^MISSING' "$GC_RES/logs/$name.log" || tail -n 6 "$GC_RES/logs/$name.log"; } | sed 's/^/    | /' >&2 ;; esac
 }
 
 log "results in $GC_RES, budget ${budget} s$([ "$GC_DRY_RUN" = 1 ] && echo ', dry run: GPU steps skipped')"
 stopped=""
-for row in "${STEPS[@]}"; do
-  read -r name est cap needs <<< "$row"
+while read -r -u 3 name est cap needs _; do
   if [ -n "$stopped" ]; then
     record "$name" skipped 0 "not run: $stopped"; worsen 4; continue
   fi
@@ -162,7 +213,7 @@ for row in "${STEPS[@]}"; do
     preflight|build) grep -q "^$name  *ok " "$GC_RES/steps.txt" || stopped="$name did not pass" ;;
   esac
   snapshot
-done
+done 3<<< "$plan"
 log "done in $(elapsed) s, exit $status"
 cat "$dest/summary.txt"
 exit "$status"

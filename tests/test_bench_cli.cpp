@@ -302,7 +302,7 @@ TEST(BenchCliGpu, EveryGpuFamilyRunsCheckedOnEveryDevice) {
                          "|VectorAdd/cuda_v4/n:134217728/|Copy/cuda_(kernel|memcpy)/n:(4096|1048576)/"
                          "|Transfer/(h2d|d2h)_(pinned|pageable)/bytes:16384/|Transfer/h2d_pinned/bytes:4194304/"
                          "|VectorAddFlow/(pinned|pageable)/n:4096/)' "
-                         "--benchmark_out=" + out.string());
+                         "--benchmark_min_time=0.01 --benchmark_out=" + out.string());
     ASSERT_EQ(r.code, 0) << r.out;
     const auto j = read_json(out);
     EXPECT_EQ(j["context"]["l2_flush"], mode);

@@ -1,10 +1,14 @@
 """scripts/gpu-check.sh's step machinery, rehearsed here with --dry-run (the
 GPU steps are reported skipped) against this build: exit codes, a step that
 fails or overruns its limit, a preflight or a configure that stops the run
-before the build, the snapshot written after each step, old results moved
-aside. Faults come from CUDABENCH_TEST_GPU_CHECK_FAULT=STEP:hang|fail.
+before the build, a step whose tools are absent, the plan and its
+estimates, the snapshot written after each step, old results moved aside.
+Faults come from CUDABENCH_TEST_GPU_CHECK_FAULT=STEP:hang|fail. The real
+(not dry) preflight meets fake drivers: a libcuda whose cuInit fails with
+802, an nvidia-smi that never answers.
 """
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,8 +20,10 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "gpu-check.sh")
 BUILD = os.environ.get("CUDABENCH_BUILD_DIR") or os.path.join(ROOT, "build")
-STEPS = ["preflight", "build", "env", "bench", "train", "mnist", "flush-ab", "ddp", "tests", "sanitize"]
-GPU_STEPS = {"env", "bench", "train", "mnist", "flush-ab", "ddp", "sanitize"}
+STEPS = ["preflight", "build", "tests", "memcheck", "env", "headline", "bench", "flush-ab", "train", "mnist", "ddp",
+         "sanitize"]
+GPU_STEPS = {"memcheck", "env", "headline", "bench", "flush-ab", "train", "mnist", "ddp", "sanitize"}
+SANITIZER_STEPS = {"memcheck", "sanitize"}
 
 pytestmark = pytest.mark.skipif(not os.path.isfile(os.path.join(BUILD, "CMakeCache.txt")),
                                 reason=f"{BUILD} is not a configured build")
@@ -74,6 +80,8 @@ def test_a_dry_run_starts_clean_skips_the_gpu_steps_and_says_so_with_exit_4(tmp_
     assert list(s) == STEPS
     for name in STEPS:
         want = ("skipped", "dry run: no GPU") if name in GPU_STEPS else ("ok", "")
+        if name in SANITIZER_STEPS and s[name][1].startswith("needs sanitizer: "):
+            want = (want[0], s[name][1])  # this machine has no compute-sanitizer: said first
         assert s[name] == want, name
     assert "MISSING" not in (res / "logs" / "preflight.log").read_text()
     # The old files moved aside, and nothing of them summarised.
@@ -101,11 +109,11 @@ def test_a_failed_step_is_exit_3_with_its_code_and_log_in_the_summary(tmp_path):
 
 
 def test_a_step_past_its_limit_is_stopped_and_the_rest_are_skipped(tmp_path):
-    r, took = gpu_check(tmp_path, CUDABENCH_GPU_CHECK_BUDGET="6", CUDABENCH_TEST_GPU_CHECK_FAULT="preflight:hang")
+    r, took = gpu_check(tmp_path, CUDABENCH_GPU_CHECK_BUDGET="12", CUDABENCH_TEST_GPU_CHECK_FAULT="preflight:hang")
     assert r.returncode == 3, r.stderr
-    assert took < 30
+    assert took < 40
     s = steps(tmp_path)
-    assert s["preflight"] == ("timed-out", "stopped at its 6 s limit")
+    assert s["preflight"] == ("timed-out", "stopped at its 12 s limit")
     assert all(s[n] == ("skipped", "not run: preflight did not pass") for n in STEPS[1:])
     assert "Status: exit 3" in summary(tmp_path)
 
@@ -148,7 +156,7 @@ def test_the_snapshot_follows_each_step_and_a_signal_stops_the_running_one(tmp_p
         while time.monotonic() < deadline and not (hang.exists() and "injected: hangs" in hang.read_text()):
             time.sleep(0.2)
         text = summary(tmp_path)
-        assert "  build      ok" in text and "  ddp " in text and "  tests " not in text
+        assert "  build      ok" in text and "  tests      not-reached" in text and "  ddp        not-reached" in text
         assert processes_of(tmp_path)  # the hanging step
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=20)
@@ -157,7 +165,8 @@ def test_the_snapshot_follows_each_step_and_a_signal_stops_the_running_one(tmp_p
             os.killpg(p.pid, signal.SIGKILL)
     assert p.returncode == -signal.SIGTERM
     assert steps(tmp_path)["tests"] == ("stopped", "by SIGTERM")
-    assert "  tests      stopped" in summary(tmp_path)
+    text = summary(tmp_path)
+    assert "  tests      stopped" in text and "  sanitize   not-reached" in text
     # Nothing of the step's group is left (the sleep of the injected hang).
     time.sleep(0.5)
     assert not processes_of(tmp_path)
@@ -193,3 +202,108 @@ def test_a_tree_without_git_records_the_revision_vendor_deps_wrote(tmp_path):
     git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     if git.returncode == 0:
         assert revision(ROOT, deps) == git.stdout.strip()
+
+
+def test_a_python_without_torch_builds_what_it_can_and_skips_the_torch_steps(tmp_path):
+    r, _ = gpu_check(tmp_path, CUDABENCH_GPU_CHECK_PYTHON="/usr/bin/python3")
+    assert r.returncode == 4, r.stderr
+    s = steps(tmp_path)
+    assert s["preflight"][0] == "ok" and s["build"][0] == "ok" and s["tests"][0] == "ok"
+    for name in ("train", "mnist", "ddp"):
+        assert s[name] == ("skipped", "needs torch: /usr/bin/python3 has no torch module"), name
+    assert "absent   torch: /usr/bin/python3 has no torch module" in (tmp_path / "res" / "logs" / "preflight.log").read_text()
+
+
+def test_a_run_plans_with_the_last_runs_times(tmp_path):
+    r, _ = gpu_check(tmp_path)
+    assert r.returncode == 4, r.stderr
+    took = {name: int(line.split()[2]) for line in (tmp_path / "res" / "steps.txt").read_text().splitlines()
+            for name in [line.split()[0]]}
+    r, _ = gpu_check(tmp_path)
+    assert r.returncode == 4, r.stderr
+    plan = {l.split()[0]: l.split(None, 4) for l in (tmp_path / "res" / "plan.txt").read_text().splitlines()
+            if not l.startswith("#")}
+    assert list(plan) == STEPS
+    for name in ("preflight", "build"):  # they passed: their time x1.25 + 5 s, and whence
+        assert int(plan[name][1]) == took[name] * 5 // 4 + 5, plan[name]
+        assert plan[name][4] == f"last run: {took[name]} s"
+    assert plan["headline"][1:3] == ["35", "90"] and plan["headline"][4] == "STEPS"  # skipped last time
+    assert "[estimate " in summary(tmp_path)
+
+
+# The real preflight on this machine, whose driver is a fake: nvidia-smi a
+# script in `bin`, libcuda the tests' fake describing `machine`.
+def real_run(tmp_path, nvidia_smi, machine=None, **env):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\n" + nvidia_smi)
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    extra = {"PATH": f"{bin_dir}:{os.environ['PATH']}", **env}
+    if machine is not None:
+        (tmp_path / "machine.json").write_text(machine)
+        fakes = os.path.join(BUILD, "fakes")
+        extra.update(CUDABENCH_FAKE_GPU=str(tmp_path / "machine.json"),
+                     LD_LIBRARY_PATH=f"{fakes}/cuda:{fakes}/nvml:{os.environ.get('LD_LIBRARY_PATH', '')}")
+    start = time.monotonic()
+    r = subprocess.run(["bash", SCRIPT, "--build-dir", str(tmp_path / "build"), "--results", str(tmp_path / "res"),
+                        str(tmp_path / "out")], capture_output=True, text=True, timeout=120, env=environment(**extra))
+    return r, time.monotonic() - start
+
+
+CSV = ("index, name, pci.bus_id, driver_version, memory.total [MiB], compute_cap, mig.mode.current, clocks.current.sm "
+       "[MHz], clocks.current.memory [MHz], clocks.max.sm [MHz], power.limit [W], persistence_mode\n"
+       "0, NVIDIA H200, 00000000:19:00.0, 580.95.05, 143771 MiB, 9.0, Disabled, 345 MHz, 3201 MHz, 1980 MHz, "
+       "700.00 W, Enabled\n")
+
+
+def test_a_driver_that_fails_cuinit_stops_the_run_before_the_build_in_the_doctors_words(tmp_path):
+    smi = f"case \"$*\" in *query-gpu*) printf '%s' '{CSV}' ;; *) echo 'GPU 00000000:19:00.0' ;; esac\n"
+    r, took = real_run(tmp_path, smi, '{"driver": {"cuda_version": 13000, "init_result": 802}, "gpus": []}')
+    assert r.returncode == 3, r.stderr
+    assert took < 60
+    s = steps(tmp_path)
+    assert s["preflight"][0] == "failed" and s["build"] == ("skipped", "not run: preflight did not pass")
+    assert not (tmp_path / "res" / "configure.log").exists() and not (tmp_path / "build").exists()
+    log = (tmp_path / "res" / "logs" / "preflight.log").read_text()
+    assert "ok       nvidia-smi: 0, NVIDIA H200" in log
+    missing = [l for l in log.splitlines() if l.startswith("MISSING")]
+    assert len(missing) == 1, log
+    assert "cuInit failed: CUDA_ERROR_SYSTEM_NOT_READY (802)" in missing[0]
+    assert "fabric manager is not running" in missing[0] and "systemctl enable --now nvidia-fabricmanager" in missing[0]
+    assert "| MISSING  a working driver: cuInit failed" in summary(tmp_path)
+
+
+def test_an_nvidia_smi_that_never_answers_ends_the_run_within_its_deadline(tmp_path):
+    r, took = real_run(tmp_path, "exec sleep 3600\n", CUDABENCH_PROBE_SECONDS="2")
+    assert r.returncode == 3, r.stderr
+    assert took < 30
+    log = (tmp_path / "res" / "logs" / "preflight.log").read_text()
+    assert "MISSING  a working driver: nvidia-smi did not answer in 2 s" in log
+    # The machine's name falls back to the CPU's, within the same deadline.
+    start = time.monotonic()
+    env = environment(PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}", CUDABENCH_PROBE_SECONDS="2")
+    env.pop("CUDABENCH_MACHINE", None)
+    label = subprocess.run(["bash", "-c", f". {ROOT}/scripts/lib.sh; machine_label"], capture_output=True, text=True,
+                           timeout=60, env=env)
+    assert label.returncode == 0 and label.stdout.startswith("cpu-"), label
+    assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize("step", ["headline", "bench"])
+def test_the_rows_a_measuring_step_expects_are_the_rows_its_filter_selects(tmp_path, step):
+    steps_env = environment(CUDABENCH_ROOT=ROOT, GC_RES=str(tmp_path), GC_BUILD=BUILD, GC_DRY_RUN="0", GC_QUICK="0")
+    r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu-check-steps.sh"), "rows", step], env=steps_env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    selected, *patterns = r.stdout.splitlines()
+    # Four fake H200s: bench lists every row the step would run on them.
+    fakes = os.path.join(BUILD, "fakes")
+    listed = subprocess.run([os.path.join(BUILD, "bench"), "--devices", "all", "--benchmark_list_tests",
+                             f"--benchmark_filter={selected}"], capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, LD_LIBRARY_PATH=f"{fakes}/cuda:{fakes}/nvml",
+                                     CUDABENCH_FAKE_GPU=os.path.join(ROOT, "tests", "fixtures", "gpus", "h200x4.json")))
+    names = [l for l in listed.stdout.splitlines() if l.count("/") >= 2]
+    if not names:
+        pytest.skip("bench lists no GPU rows on the fake GPU (a build without CUDA)")
+    assert not [p for p in patterns if not any(re.match(p, n) for n in names)], "expected, never run"
+    assert not [n for n in names if not any(re.match(p, n) for p in patterns)], "run, never expected"

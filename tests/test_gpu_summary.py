@@ -46,7 +46,9 @@ def full_run(d):
                               "== racecheck: test_vector_add_gpu\n========= ERROR SUMMARY: 0 errors\n")
     big, mid = 134217728, 1 << 20
     reps = lambda name, us, bps, **kw: [bench(name, us, bps, **kw) for _ in range(3)]
-    benches = (reps(f"VectorAdd/cuda_v4/n:{big}/manual_time", 358.0, 4.5e12, frac_of_peak=0.92, sm_clock_mhz=1980)
+    benches = (reps(f"VectorAdd/cuda_v4/n:{big}/manual_time", 358.0, 4.5e12, frac_of_peak=0.92, frac_of_copy=1.04,
+                    sm_clock_mhz=1980)
+               + reps(f"Copy/cuda_kernel/n:{big}/manual_time", 248.0, 4.33e12, frac_of_peak=0.88)
                + reps(f"VectorAdd/cuda_v1/n:{big}/manual_time", 400.0, 4.0e12)
                + reps(f"VectorAdd/cublas_geam/n:{big}/manual_time", 366.0, 4.4e12)
                + reps(f"VectorAdd/cuda_v4/n:{mid}/manual_time", 5.0, 2.5e12)
@@ -71,6 +73,10 @@ def test_each_goal_is_marked(tmp_path):
     s = summary(tmp_path)
     assert goal_line(s, "best raw VectorAdd kernel at 2^27").startswith("  \u2714")
     assert "4.50 TB/s (cuda_v4)" in s
+    line = goal_line(s, "against the device copy kernel")
+    assert line.startswith("  \u2714") and "1.040x of the copy" in line
+    line = goal_line(s, "device copy kernel at 2^27")
+    assert line.startswith("  \u2714") and "4.33 TB/s" in line
     line = goal_line(s, "raw kernel vs cuBLAS")
     assert line.startswith("  \u2718") and "thrust at 1048576" in line
     assert goal_line(s, "VectorAdd at 1e7").startswith("  \u2714") and "28.0 us" in s
@@ -161,3 +167,38 @@ def test_data_parallel_lines_show_the_one_rank_nccl_run_and_the_scaling_table(tm
 
 def test_no_data_parallel_lines_without_its_files(tmp_path):
     assert "data-parallel" not in summary(tmp_path)
+
+
+def test_every_planned_step_is_listed_with_its_estimate_and_one_not_reached_says_so(tmp_path):
+    write(tmp_path, "plan.txt", "# dry run 0\n"
+                                "preflight    10   60 -                    STEPS\n"
+                                "build       162  330 -                    last run: 125 s\n"
+                                "tests        45  150 -                    STEPS\n")
+    write(tmp_path, "steps.txt", "preflight  ok           3 s  \nbuild      ok         130 s  \n")
+    s = summary(tmp_path)
+    assert "  build      ok         130 s    [estimate 162 s: last run: 125 s]" in s
+    assert "  tests      not-reached  [estimate 45 s: STEPS]" in s
+    assert "Status: exit 4 (a step was skipped)" in s  # a step not reached is not a pass
+
+
+def expect_rows(tmp_path, doc, *patterns):
+    write(tmp_path, "r.json", doc)
+    return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "expect_rows.py"), str(tmp_path / "r.json"),
+                           *patterns], capture_output=True, text=True)
+
+
+def test_each_row_a_step_exists_for_must_be_there_and_pass(tmp_path):
+    doc = {"benchmarks": [bench("VectorAdd/cuda_v4/n:4096/manual_time", 2.0, 1e10),
+                          bench("MnistTrain/cpu/batch:64/real_time", 900.0),
+                          bench("Copy/cuda_kernel/n:4096/dev:1/manual_time", 2.0, 1e10, error_occurred=True,
+                                error_message="could not run: out of memory")]}
+    r = expect_rows(tmp_path, doc, "^VectorAdd/cuda_v4/n:4096/")
+    assert r.returncode == 0 and r.stdout == ""
+    # A GPU row missing is not made up for by the CPU control row.
+    r = expect_rows(tmp_path, doc, "^VectorAdd/cuda_v4/n:4096/", "^MnistTrain/cuda/batch:64/")
+    assert r.returncode == 3 and r.stdout == "missing: no row matches ^MnistTrain/cuda/batch:64/\n"
+    r = expect_rows(tmp_path, doc, "^Copy/cuda_kernel/n:4096/")
+    assert r.returncode == 3
+    assert r.stdout == "failed: Copy/cuda_kernel/n:4096/dev:1/manual_time: could not run: out of memory\n"
+    r = expect_rows(tmp_path, doc, "^(")
+    assert r.returncode == 2 and r.stderr.startswith("expect_rows: ")

@@ -77,7 +77,7 @@ TEST(CudaCheck, ClearsTheErrorItThrowsFor) {
 }
 
 // The read flush runs, reads, and leaves its sink alone.
-TEST(L2Flush, ReadKernelRunsWithoutTouchingItsSink) {
+TEST(L2FlushGpu, ReadKernelRunsWithoutTouchingItsSink) {
   std::string why;
   if (!usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;
   const std::size_t bytes = std::size_t{64} << 20;
