@@ -307,3 +307,34 @@ def test_the_rows_a_measuring_step_expects_are_the_rows_its_filter_selects(tmp_p
         pytest.skip("bench lists no GPU rows on the fake GPU (a build without CUDA)")
     assert not [p for p in patterns if not any(re.match(p, n) for n in names)], "expected, never run"
     assert not [n for n in names if not any(re.match(p, n) for p in patterns)], "run, never expected"
+
+
+def test_ncclh_is_found_beside_the_nccl_of_a_wheel_a_conda_env_or_a_container(tmp_path):
+    def nccl_include(torch_dir, *system):
+        r = subprocess.run(["cmake", f"-DTORCH_DIR={torch_dir}", f"-DSYSTEM_PREFIXES={';'.join(map(str, system))}",
+                            "-P", os.path.join(ROOT, "cmake", "NcclHeader.cmake")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return r.stderr.strip()
+
+    def touch(path, text=""):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    header = "#define NCCL_MAJOR 2\n#define NCCL_MINOR 21\n#define NCCL_PATCH 5\n"
+    torch = "torch/share/cmake/Torch"
+    wheel = tmp_path / "venv/lib/python3.12/site-packages"
+    touch(wheel / "nvidia/nccl/include/nccl.h", header)
+    assert nccl_include(wheel / torch) == str(wheel / "nvidia/nccl/include")
+    conda = tmp_path / "conda/envs/x"
+    touch(conda / "include/nccl.h", header)
+    touch(conda / "lib/libnccl.so.2.21.5")
+    assert nccl_include(conda / "lib/python3.11/site-packages" / torch) == str(conda / "include")
+    # An NGC-style container: torch under /usr/local, NCCL from libnccl-dev.
+    usr = tmp_path / "usr"
+    touch(usr / "include/nccl.h", header)
+    container_torch = usr / "local/lib/python3.10/dist-packages" / torch
+    assert nccl_include(container_torch, usr) == ""  # no library of its version beside it
+    touch(usr / "lib/x86_64-linux-gnu/libnccl.so.2.19.3")
+    assert nccl_include(container_torch, usr) == ""  # another NCCL's: not this header's
+    touch(usr / "lib/x86_64-linux-gnu/libnccl.so.2.21.5")
+    assert nccl_include(container_torch, usr) == str(usr / "include")
