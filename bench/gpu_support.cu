@@ -163,7 +163,9 @@ void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
   CUDA_CHECK(cudaStreamSynchronize(s));
 }
 
-void cover_enqueue(cudaStream_t s) { stream_cover::delay(static_cast<std::uint64_t>(kEnqueueCover * 1e9), s); }
+void cover_enqueue(cudaStream_t s, int launches) {
+  stream_cover::delay(static_cast<std::uint64_t>(kEnqueueCover * 1e9) * static_cast<std::uint64_t>(std::max(1, launches)), s);
+}
 
 void before_timed_kernel(L2Flush flush, cudaStream_t s) {
   switch (flush) {
@@ -229,7 +231,9 @@ class Gate {
   Gate() {
     CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), sizeof *host_,
                              cudaHostAllocMapped | cudaHostAllocPortable));
-    CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0));
+    const cudaError_t e = cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_), host_, 0);
+    if (e != cudaSuccess) cudaFreeHost(host_);
+    CUDA_CHECK(e);
   }
   ~Gate() { cudaFreeHost(host_); }
   Gate(const Gate&) = delete;
@@ -262,43 +266,54 @@ struct OpenWhenDone {
 };
 
 // The current device's gate, or why it has none: mapped host memory is
-// refused, or a launch blocks the host until the kernel ends (a profiler or
-// a sanitizer serialises launches), where a closed gate would only time out.
-// Asked once per device: a gate that the stream still waits on after its
-// launch returned is one that works.
+// refused, or launches block the host (a profiler or a sanitizer
+// serialises them: each waits for the kernel before it, or for its own),
+// where a closed gate would only time out. Asked once per device: a gate
+// and one launch behind it are enqueued in far less than the gate's
+// timeout, and the stream still waits on them after that, where it works.
 struct GateOrWhy {
   std::unique_ptr<Gate> gate;
   std::string why_not;
 };
 const GateOrWhy& usable_gate(cudaStream_t s) {
   static std::map<int, GateOrWhy> per_device;
+  constexpr double kProbe = 0.2;  // s: the probe's gate timeout
   const int dev = current_device();
-  auto it = per_device.find(dev);
-  if (it != per_device.end()) return it->second;
+  if (const auto it = per_device.find(dev); it != per_device.end()) return it->second;
   GateOrWhy g;
   try {
     g.gate = std::make_unique<Gate>();
   } catch (const CudaError& e) {
     return per_device[dev] = {nullptr, std::string("not gated: no mapped host memory (") + cudaGetErrorName(e.code()) + ")"};
   }
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  g.gate->close(s, 0.05);
-  const cudaError_t q = cudaStreamQuery(s);
-  g.gate->open();
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  if (q != cudaErrorNotReady && q != cudaSuccess) CUDA_CHECK(q);
-  if (q == cudaSuccess) g = {nullptr, "not gated: launches block the host here (a profiler or sanitizer?)"};
-  return per_device[dev] = std::move(g);
+  // Three tries: a host thread away for the whole timeout proves nothing.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    const auto t0 = std::chrono::steady_clock::now();
+    cudaError_t q = cudaSuccess;
+    {
+      OpenWhenDone done{g.gate.get()};
+      g.gate->close(s, kProbe);
+      cover_enqueue(s);
+      q = cudaStreamQuery(s);
+    }
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    if (q != cudaErrorNotReady && q != cudaSuccess) CUDA_CHECK(q);
+    if (took >= kProbe / 2) return per_device[dev] = {nullptr, "not gated: launches block the host here (a profiler or sanitizer?)"};
+    if (q == cudaErrorNotReady) return per_device[dev] = std::move(g);
+  }
+  return per_device[dev] = {nullptr, "not gated: the gate's probe never saw the stream wait"};
 }
 
 // One iteration: seconds per launch, or nullopt when the gate timed out.
 std::optional<double> time_one(GpuTimer& t, cudaStream_t s, const std::function<void()>& body, const Timing& timing,
                                Gate* gate) {
   if (timing.before) timing.before();
-  if (gate) gate->close(s, kGateTimeout);
-  else if (timing.cover != Cover::None) cover_enqueue(s);
+  if (!gate && timing.cover != Cover::None) cover_enqueue(s, timing.launches);
   {
     OpenWhenDone done{gate};
+    if (gate) gate->close(s, kGateTimeout);
     t.start(s);
     body();
     t.record_stop(s);

@@ -91,8 +91,9 @@ void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s);
 // What runs on `s` before each timed kernel: the L2 flush `flush`
 // (nothing for None), outside the measurement.
 void before_timed_kernel(L2Flush flush, cudaStream_t s);
-// The delay alone (kEnqueueCover), before timed work that cannot be gated.
-void cover_enqueue(cudaStream_t s);
+// The delay alone (kEnqueueCover per launch the timed work enqueues),
+// before timed work that cannot be gated.
+void cover_enqueue(cudaStream_t s, int launches = 1);
 // cache_label (bench_support.h) for a working set on device `dev`.
 std::string cache_label(double working_set_bytes, int dev);
 

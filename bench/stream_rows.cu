@@ -95,22 +95,24 @@ Timing timing_of(const Rotation& rot, L2Flush flush, cudaStream_t s, const std::
   return t;
 }
 
-// The copy kernel's bytes/s over d's sets, timed as `rot` and `flush` time
-// the add, and checked first (a wrong copy fails the add's row): measured
-// once per device, n and flush in a process. 0 when it failed or timed out.
-double copy_reference(benchmark::State& state, int dev, cudaStream_t s, const VectorBuffers& d, const Rotation& rot,
-                      L2Flush flush) {
+// The copy kernel's bytes/s at n on `dev`, on buffers of its own, timed as
+// a Copy row is (its own rotation, or one launch after `flush`) and checked
+// first (a wrong copy fails the add's row): measured once per device, n
+// and flush in a process. 0 when it failed or timed out.
+double copy_reference(benchmark::State& state, int dev, cudaStream_t s, std::size_t n, L2Flush flush) {
   static std::map<std::string, double> measured;
-  const std::string key = std::to_string(dev) + " " + std::to_string(d.n) + " " + l2_flush_name(flush);
+  const std::string key = std::to_string(dev) + " " + std::to_string(n) + " " + l2_flush_name(flush);
   if (const auto it = measured.find(key); it != measured.end()) return it->second;
+  const Rotation rot = stream_rotation(n, vector_add::kCopyBytesPerElement, flush, dev);
+  const VectorBuffers d(n, rot.sets, s);  // not the add's, which stay cached for its next call
   std::vector<GpuAdd> copies;
   for (int k = 0; k < d.sets; ++k)
-    copies.push_back([a = d.set(d.a, k), c = d.set(d.c, k), n = d.n, s] { vector_add::copy(a, c, n, kBlock, s); });
+    copies.push_back([a = d.set(d.a, k), c = d.set(d.c, k), n, s] { vector_add::copy(a, c, n, kBlock, s); });
   if (!run_right(state, "the copy reference (Copy/cuda_kernel)", Op::Copy, d, 0, copies[0], s)) return 0;
   std::size_t next = 0;
   const double per_launch = time_launches(s, pair_of(copies, rot.launches, next), timing_of(rot, flush, s, ""),
                                           20e-3, 200);
-  const double rate = per_launch > 0 ? static_cast<double>(d.n * vector_add::kCopyBytesPerElement) / per_launch : 0;
+  const double rate = per_launch > 0 ? static_cast<double>(n * vector_add::kCopyBytesPerElement) / per_launch : 0;
   return measured[key] = rate;
 }
 
@@ -144,7 +146,7 @@ void run_gpu_stream(benchmark::State& state, int dev, L2Flush flush, Op op, cons
     set_stream_counters(state, n, bytes_per_element(op));
     if (!not_dram.empty()) return;
     set_peak_counters(state, bytes, dram_peak(dev));
-    if (op == Op::Add) set_reference_counters(state, "copy", bytes, copy_reference(state, dev, s, d, rot, flush));
+    if (op == Op::Add) set_reference_counters(state, "copy", bytes, copy_reference(state, dev, s, n, flush));
   } catch (const std::exception& e) {
     fail_gpu(state, e);
   }

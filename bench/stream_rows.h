@@ -33,7 +33,8 @@ using MakeGpuAdd =
 // says, with `enqueue_s` the host's time to enqueue one launch. A row that
 // is DRAM-bound (neither warm in L2 nor latency-bound) gets frac_of_peak,
 // and copy_GBps and frac_of_copy: the copy kernel's bandwidth
-// (Copy/cuda_kernel), measured the same way on the same buffers, as the CPU
+// (Copy/cuda_kernel) at this n, measured in the same process as that row
+// is timed, as the CPU
 // rows are held against Copy/cpu_nt.
 void register_gpu_vector_add(const RunOptions& run, const std::string& name, const MakeGpuAdd& make,
                              double enqueue_s);
