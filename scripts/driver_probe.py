@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIOS = os.path.join(ROOT, "doctor", "scenarios.json")
@@ -115,25 +116,36 @@ def probe():
 def probe_in_child(seconds):
     """probe() in a child process that ends within `seconds`. A probe that
     hung or died is a finding: {"hung_in": call, "seconds": s} or
-    {"crashed_in": call, "signal": "SIGSEGV"}, each with "why"."""
-    try:
-        p = subprocess.run([sys.executable, os.path.abspath(__file__), "--json"], capture_output=True, text=True,
-                           timeout=seconds, start_new_session=True)
-    except subprocess.TimeoutExpired as e:
-        last = last_call(e.stderr)
-        return {"hung_in": last, "seconds": seconds, "why": f"libcuda hung in {last} for {seconds} s: {STUCK}"}
+    {"crashed_in": call, "signal": "SIGSEGV"}, each with "why". Its stderr
+    goes to a file, so its last "calling" line is there even when a child
+    stuck in the kernel driver outlives the kill."""
+    with tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--json"], stdout=subprocess.PIPE,
+                             stderr=err, text=True, start_new_session=True)
+        try:
+            out, _ = p.communicate(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            try:
+                p.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass  # unkillable (in the kernel driver): left behind
+            err.seek(0)
+            last = last_call(err.read())
+            return {"hung_in": last, "seconds": seconds, "why": f"libcuda hung in {last} for {seconds} s: {STUCK}"}
+        err.seek(0)
+        stderr = err.read()
     if p.returncode < 0:
-        last, sig = last_call(p.stderr), signal.Signals(-p.returncode).name
+        last, sig = last_call(stderr), signal.Signals(-p.returncode).name
         return {"crashed_in": last, "signal": sig, "why": f"libcuda crashed in {last} ({sig}): {STUCK}"}
     try:
-        return json.loads(p.stdout)
+        return json.loads(out)
     except ValueError:
-        return {"crashed_in": last_call(p.stderr), "signal": "", "why": f"the driver probe failed: {p.stderr[-300:]}"}
+        return {"crashed_in": last_call(stderr), "signal": "", "why": f"the driver probe failed: {stderr[-300:]}"}
 
 
 def last_call(stderr):
-    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else (stderr or "")
-    calls = [l[len("calling "):] for l in text.splitlines() if l.startswith("calling ")]
+    calls = [l[len("calling "):] for l in (stderr or "").splitlines() if l.startswith("calling ")]
     return calls[-1] if calls else "its start"
 
 

@@ -54,16 +54,17 @@ first_of() {
 }
 
 # nvcc, the toolkit's headers and libraries beside it, and compute-sanitizer.
+# TOOLKIT (nvcc's release) is the driver's to run.
 preflight_toolkit() {
-  local nvcc root f found release
+  local nvcc root f found
   if ! nvcc="$(find_nvcc)"; then
     need no "nvcc: ${CUDACXX:+CUDACXX=$CUDACXX is not an executable; }not in CUDACXX, PATH, CUDA_PATH or /usr/local/cuda/bin"
     return
   fi
   root="$(cd "$(dirname "$(readlink -f "$nvcc")")/.." && pwd)"
-  release="$(timeout 30 "$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
-  need ok "nvcc $nvcc ($release)"
-  printf 'NVCC=%q\nTOOLKIT=%q\n' "$nvcc" "$release" >> "$res/preflight.env"
+  TOOLKIT="$(timeout 15 "$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+  need ok "nvcc $nvcc ($TOOLKIT)"
+  printf 'NVCC=%q\nTOOLKIT=%q\n' "$nvcc" "$TOOLKIT" >> "$res/preflight.env"
   for f in include/cuda_runtime.h include/cublas_v2.h lib/libcudart.so lib/libcublas.so; do
     if found="$(first_of "$root/$f" "$root/${f/lib\//lib64/}" "$root"/targets/*/"$f")"; then
       need ok "$found"
@@ -101,17 +102,17 @@ preflight_build_tools() {
 preflight_torch() {
   local py found dir version cuda
   py="$(python_with_torch)"
-  found="$(timeout 30 "$py" - 2>/dev/null <<'EOF'
+  found="$(timeout 15 "$py" - 2>/dev/null <<'EOF'
 import importlib.util, os, re
 spec = importlib.util.find_spec("torch")
 d = list(spec.submodule_search_locations)[0]
 text = open(os.path.join(d, "version.py")).read()
 version = re.search(r"^__version__\s*=\s*'([^']+)'", text, re.M)[1]
 cuda = re.search(r"^cuda(?:\s*:[^=]*)?=\s*'?([^'\n]+)'?\s*$", text, re.M)
-print(d, version, cuda[1].strip() if cuda else "None")
+print(d, version, cuda[1].strip() if cuda else "None", sep="\t")
 EOF
 )"
-  read -r dir version cuda <<< "$found"
+  IFS=$'\t' read -r dir version cuda <<< "$found"
   if [ -z "$found" ]; then
     absent torch "$py has no torch module"
   elif [ "$cuda" = None ] && [ "$GC_DRY_RUN" != 1 ]; then

@@ -50,7 +50,7 @@ step_build() {
   local args=() archs="${CUDABENCH_GPU_CHECK_ARCHS:-}"
   if [ "$GC_DRY_RUN" != 1 ] || [ ! -f "$build/CMakeCache.txt" ]; then
     # LibTorch named, so that CMake need not import torch to find it.
-    args=(-G "${GENERATOR:-Ninja}" -DCMAKE_BUILD_TYPE=Release ${NVCC:+-DCMAKE_CUDA_COMPILER=$NVCC})
+    args=(-G "${GENERATOR:-Ninja}" -DCMAKE_BUILD_TYPE=Release ${NVCC:+"-DCMAKE_CUDA_COMPILER=$NVCC"})
     if [ "${HAVE_torch:-0}" = 1 ]; then args+=("-DTorch_DIR=$TORCH_DIR"); else args+=(-DCUDABENCH_ENABLE_TORCH=OFF); fi
   fi
   if [ "$GC_DRY_RUN" != 1 ]; then
@@ -128,12 +128,17 @@ sanitized() {
   rcs+=("$rc")
 }
 
-# The sanitizer's verdict on the runs in rcs: skipped where it could not
-# check this GPU, else the worst of them.
+# The sanitizer's verdict on the runs in rcs: a wrong result first, then
+# skipped where it could not check this GPU, else the worst of them.
 sanitizer_result() {
+  local rc=0
   grep -E '^== |ERROR SUMMARY' "$res/sanitizer.txt"
-  if [ -n "$unsupported" ]; then echo "skipped: compute-sanitizer cannot check this GPU here: $unsupported"; return 4; fi
-  worst "${rcs[@]}"
+  worst "${rcs[@]}" || rc=$?
+  if [ "$rc" != 1 ] && [ -n "$unsupported" ]; then
+    echo "skipped: compute-sanitizer cannot check this GPU here: $unsupported"
+    return 4
+  fi
+  return "$rc"
 }
 
 # Right after the tests: memcheck on the GPU tests and on one small run of
@@ -224,7 +229,7 @@ bench_rows() {
 measured() {
   local a=0 b=0
   bench_json "$1" --devices all --benchmark_repetitions=3 --benchmark_filter="$("$2_filter")" || a=$?
-  expect "$1" $("$2_rows") || b=$?
+  expect "$1" $("$2_rows" | per_gpu) || b=$?
   worst "$a" "$b"
 }
 step_headline() { measured vector_add_headline headline; }
@@ -236,6 +241,22 @@ rows() {
   for impl in $2; do
     for v in $(tr -d '()' <<< "$4" | tr '|' ' '); do echo "^$1/$impl/$3:$v/"; done
   done
+}
+
+# The patterns on standard input, one per GPU of a run on all of them
+# where there are several (their names end in /dev:D).
+per_gpu() {
+  local p d n
+  n="$(gpus)"
+  while read -r p; do
+    if [ "$n" -le 1 ]; then echo "$p"; else for ((d = 0; d < n; d++)); do echo "${p}dev:$d/"; done; fi
+  done
+}
+
+# The GPUs the check runs on: those CUDA_VISIBLE_DEVICES lists, else the
+# preflight's count.
+gpus() {
+  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .; else echo "${GPU_COUNT:-1}"; fi
 }
 
 # Fashion-MNIST as plain IDX files (the GPU image may lack zlib's headers),
@@ -252,7 +273,7 @@ dataset() {
       case "$f" in
         *.gz) gzip -dc "$f" > "$out.tmp.$$" ;;
         *) cp "$f" "$out.tmp.$$" ;;
-      esac && mv "$out.tmp.$$" "$out" || { rm -f "$out.tmp.$$"; echo "cannot unpack $f"; return 3; }
+      esac && mv "$out.tmp.$$" "$out" || { rm -f "$out.tmp.$$"; echo "cannot unpack $f" >&2; return 3; }
     done
     echo "$data"
     return 0
@@ -298,12 +319,12 @@ step_flush-ab() {
 # the check itself on a short run, then the scaling series when there is
 # more than one GPU (the preflight counted them).
 step_ddp() {
-  local a=0 b=0 c=0 n="${GPU_COUNT:-1}" ranks=1 k
+  local a=0 b=0 c=0 n ranks=1 k
   local one=(env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 "$build/train" --device cuda --backend nccl --quiet)
   MASTER_PORT=29517 "${one[@]}" --epochs 2 --json "$res/train_ddp_nccl1.json" > "$res/train_ddp_nccl1.txt" 2>&1 || a=$?
   MASTER_PORT=29518 "${one[@]}" --epochs 1 --limit 4096 --check-sync --json "$res/train_ddp_nccl1_check.json" \
     > "$res/train_ddp_nccl1_check.txt" 2>&1 || b=$?
-  [ -z "${CUDA_VISIBLE_DEVICES:-}" ] || n="$(tr ',' '\n' <<< "$CUDA_VISIBLE_DEVICES" | grep -c .)"
+  n="$(gpus)"
   for k in 2 4 8 16; do [ "$k" -le "$n" ] && ranks="$ranks,$k"; done
   if [ "$ranks" = 1 ]; then
     echo "one GPU: no scaling series"
@@ -326,6 +347,6 @@ case "${1:-}" in
 esac
 case "${1:-}" in
   preflight|build|tests|memcheck|env|headline|bench|flush-ab|train|mnist|ddp|sanitize) "step_$1" ;;
-  rows) case "${2:-}" in headline|bench) "${2}_filter"; "${2}_rows" ;; *) echo "gpu-check-steps: rows headline|bench" >&2; exit 2 ;; esac ;;
+  rows) case "${2:-}" in headline|bench) "${2}_filter"; "${2}_rows" | per_gpu ;; *) echo "gpu-check-steps: rows headline|bench" >&2; exit 2 ;; esac ;;
   *) echo "gpu-check-steps: ${1:-}: no such step" >&2; exit 2 ;;
 esac

@@ -32,6 +32,7 @@
 # CUDABENCH_PROBE_SECONDS (default 15) bounds each probe of the driver and
 # each nvidia-smi call.
 set -uo pipefail
+start=$(date +%s)  # the budget counts from here: machine_label may wait on nvidia-smi
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
 
@@ -42,10 +43,10 @@ export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # CUDA torch, so LibTorch is built), nccl (the build has it), sanitizer
 # (compute-sanitizer). Estimates are seconds on an H200 (how each was made:
 # docs/gpu-check.md); a results folder with an earlier run's steps.txt
-# gives its own times instead (estimate_of below).
+# gives its own times instead (plan_steps below).
 # name      estimate  cap  needs
 STEPS=(
-  "preflight       10   60  -"
+  "preflight       10   90  -"
   "build          200  330  -"
   "tests           45  150  -"
   "memcheck        50  150  gpu,sanitizer"
@@ -65,7 +66,7 @@ bad_usage() { echo "gpu-check: $1" >&2; exit 2; }
 # A folder named on the command line, as an absolute path (the run works
 # from the repository's root).
 absolute() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
-export GC_DRY_RUN=0 GC_BUILD=build-gpu
+export GC_DRY_RUN=0 GC_BUILD=build-gpu GC_QUICK="${CUDABENCH_GPU_CHECK_QUICK:-0}"
 res="" dest=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -101,11 +102,11 @@ flock -n 9 || bad_usage "$res: another gpu-check is using it"
 # step: name, estimate, cap, needs, where the estimate came from.
 plan_steps() {
   local last="$1" row name est cap needs t result from same=0
-  grep -qx "# dry run $GC_DRY_RUN" "$last/plan.txt" 2>/dev/null && same=1
+  grep -qx "# dry run $GC_DRY_RUN, quick $GC_QUICK" "$last/plan.txt" 2>/dev/null && same=1
   for row in "${STEPS[@]}"; do
     read -r name est cap needs <<< "$row"
     from=STEPS
-    if [ "$same" = 1 ] && read -r _ result t _ < <(grep "^$name " "$last/steps.txt"); then
+    if [ "$same" = 1 ] && read -r _ result t _ < <(grep "^$name " "$last/steps.txt") && [[ "$t" =~ ^[0-9]{1,5}$ ]]; then
       case "$result" in
         ok) est=$(( t * 5 / 4 + 5 )); from="last run: $t s" ;;
         timed-out) est="$cap"; from="last run: timed out at $t s" ;;
@@ -116,13 +117,13 @@ plan_steps() {
   done
 }
 plan="$(plan_steps "$res")"
+[ "$(grep -c . <<< "$plan")" = "${#STEPS[@]}" ] || { echo "gpu-check: cannot plan the steps from $res" >&2; exit 3; }
 # Start clean: last run's files must not pass for this run's.
 if [ -n "$(ls -A "$res" 2>/dev/null)" ]; then rm -rf "$res.previous" && mv "$res" "$res.previous"; fi
 mkdir -p "$res/logs" "$dest" || bad_usage "$dest: cannot make it"
 rm -f "$dest/summary.txt" "$dest/gpu-check.tar.gz"
-printf '# dry run %s\n%s\n' "$GC_DRY_RUN" "$plan" > "$res/plan.txt"
-export GC_RES="$res" GC_QUICK="${CUDABENCH_GPU_CHECK_QUICK:-0}" PYTHONUNBUFFERED=1
-start=$(date +%s)
+printf '# dry run %s, quick %s\n%s\n' "$GC_DRY_RUN" "$GC_QUICK" "$plan" > "$res/plan.txt"
+export GC_RES="$res" PYTHONUNBUFFERED=1
 status=0
 
 elapsed() { echo $(( $(date +%s) - start )); }
@@ -180,9 +181,12 @@ unmet() {
 # itself, its last "skipped: " line says why.
 run_step() {
   local name="$1" est="$2" cap="$3" why t0 left rc=0
-  t0=$(elapsed); left=$(( budget - t0 ))
+  # The reserve: a step's 15 s kill grace and the last snapshot.
+  t0=$(elapsed); left=$(( budget - t0 - 20 ))
   why="$(unmet "$4")"
-  if [ -z "$why" ] && [ "$est" -gt "$left" ]; then why="needs ~${est} s, ${left} s of the ${budget} s budget left"; fi
+  if [ -z "$why" ] && [ "$est" -gt "$left" ]; then
+    why="needs ~${est} s, ${left} s of the ${budget} s budget left (20 s are kept for the end)"
+  fi
   if [ -n "$why" ]; then record "$name" skipped 0 "$why"; worsen 4; return; fi
   [ "$cap" -le "$left" ] || cap="$left"
   current="$name"
@@ -194,7 +198,9 @@ run_step() {
     0) record "$name" ok "$took" ;;
     1) record "$name" WRONG "$took" "a check found a wrong result"; worsen 1 ;;
     4) record "$name" skipped "$took" "$(sed -n 's/^skipped: //p' "$GC_RES/logs/$name.log" | tail -n1)"; worsen 4 ;;
-    124|137) record "$name" timed-out "$took" "stopped at its ${cap} s limit"; worsen 3 ;;
+    124|137) if [ "$took" -ge "$cap" ]; then record "$name" timed-out "$took" "stopped at its ${cap} s limit"
+             else record "$name" failed "$took" "killed (exit $rc) before its ${cap} s limit: out of memory?"; fi
+             worsen 3 ;;
     *) record "$name" failed "$took" "exit $rc"; worsen 3 ;;
   esac
   # What went wrong, here too: the missing items, else the log's end.

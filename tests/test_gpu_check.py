@@ -109,7 +109,8 @@ def test_a_failed_step_is_exit_3_with_its_code_and_log_in_the_summary(tmp_path):
 
 
 def test_a_step_past_its_limit_is_stopped_and_the_rest_are_skipped(tmp_path):
-    r, took = gpu_check(tmp_path, CUDABENCH_GPU_CHECK_BUDGET="12", CUDABENCH_TEST_GPU_CHECK_FAULT="preflight:hang")
+    # 32 s: 20 kept for the end, so the preflight gets 12.
+    r, took = gpu_check(tmp_path, CUDABENCH_GPU_CHECK_BUDGET="32", CUDABENCH_TEST_GPU_CHECK_FAULT="preflight:hang")
     assert r.returncode == 3, r.stderr
     assert took < 40
     s = steps(tmp_path)
@@ -338,3 +339,13 @@ def test_ncclh_is_found_beside_the_nccl_of_a_wheel_a_conda_env_or_a_container(tm
     assert nccl_include(container_torch, usr) == ""  # another NCCL's: not this header's
     touch(usr / "lib/x86_64-linux-gnu/libnccl.so.2.21.5")
     assert nccl_include(container_torch, usr) == str(usr / "include")
+
+
+def test_a_driver_too_old_for_the_toolkit_stops_the_run_before_the_build(tmp_path):
+    smi = f"case \"$*\" in *query-gpu*) printf '%s' '{CSV}' ;; *) echo 'GPU 00000000:19:00.0' ;; esac\n"
+    r, _ = real_run(tmp_path, smi, '{"driver": {"cuda_version": 12020}, "gpus": [{"name": "NVIDIA H200"}]}')
+    assert r.returncode == 3, r.stderr
+    log = (tmp_path / "res" / "logs" / "preflight.log").read_text()
+    missing = [l for l in log.splitlines() if l.startswith("MISSING")]
+    assert len(missing) == 1 and "the driver runs CUDA 12.2 (cuDriverGetVersion 12020), the toolkit builds for CUDA" \
+        in missing[0], log

@@ -202,3 +202,14 @@ def test_each_row_a_step_exists_for_must_be_there_and_pass(tmp_path):
     assert r.stdout == "failed: Copy/cuda_kernel/n:4096/dev:1/manual_time: could not run: out of memory\n"
     r = expect_rows(tmp_path, doc, "^(")
     assert r.returncode == 2 and r.stderr.startswith("expect_rows: ")
+
+
+def test_a_file_of_an_odd_shape_costs_its_own_section_only(tmp_path):
+    full_run(tmp_path)
+    write(tmp_path, "train_cuda.json", {"per_epoch": [], "final_test_accuracy": 0.1})  # killed in its first epoch
+    write(tmp_path, "mnist.json", {"benchmarks": [{"name": "MnistTrain/cuda/batch:64/manual_time"}]})  # no time
+    write(tmp_path, "train_cuda_graph.json", {"per_epoch": [{"seconds": "x"}]})
+    s = summary(tmp_path)
+    assert "not measured" in goal_line(s, "epochs, batch 64, eager")
+    assert goal_line(s, "best raw VectorAdd kernel at 2^27").startswith("  \u2714")
+    assert "(train_goal could not be shown: TypeError" in s and "build      ok" in s
