@@ -291,8 +291,12 @@ def test_an_nvidia_smi_that_never_answers_ends_the_run_within_its_deadline(tmp_p
 
 
 @pytest.mark.parametrize("step", ["headline", "bench"])
-def test_the_rows_a_measuring_step_expects_are_the_rows_its_filter_selects(tmp_path, step):
+@pytest.mark.parametrize("gpus", [1, 4])
+def test_the_rows_a_measuring_step_expects_are_the_rows_its_filter_selects(tmp_path, step, gpus):
+    # With several GPUs (the preflight counted them), a row is expected on each.
+    (tmp_path / "preflight.env").write_text(f"GPU_COUNT={gpus}\n")
     steps_env = environment(CUDABENCH_ROOT=ROOT, GC_RES=str(tmp_path), GC_BUILD=BUILD, GC_DRY_RUN="0", GC_QUICK="0")
+    steps_env.pop("CUDA_VISIBLE_DEVICES", None)
     r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu-check-steps.sh"), "rows", step], env=steps_env,
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
@@ -308,6 +312,7 @@ def test_the_rows_a_measuring_step_expects_are_the_rows_its_filter_selects(tmp_p
         pytest.skip("bench lists no GPU rows on the fake GPU (a build without CUDA)")
     assert not [p for p in patterns if not any(re.match(p, n) for n in names)], "expected, never run"
     assert not [n for n in names if not any(re.match(p, n) for p in patterns)], "run, never expected"
+    assert all(p.endswith("/dev:3/") for p in patterns[3::4]) if gpus == 4 else "/dev:" not in "".join(patterns)
 
 
 def test_ncclh_is_found_beside_the_nccl_of_a_wheel_a_conda_env_or_a_container(tmp_path):
