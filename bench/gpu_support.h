@@ -54,7 +54,7 @@ class HostBuffer {
 };
 
 // Events on one stream: start(), record_stop(), then seconds() waits for
-// the stop event; stop() is the last two at once.
+// the stop event.
 class GpuTimer {
  public:
   GpuTimer();
@@ -62,10 +62,6 @@ class GpuTimer {
   void start(cudaStream_t s);
   void record_stop(cudaStream_t s);
   double seconds();
-  double stop(cudaStream_t s) {
-    record_stop(s);
-    return seconds();
-  }
 
  private:
   cudaEvent_t start_{}, stop_{};
@@ -102,8 +98,8 @@ double dram_peak(int dev);  // theoretical DRAM bytes/s (0 if unknown)
 // Theoretical PCIe bytes/s per direction at the maximum link generation of
 // this GPU in this system, else the GPU's own (0 if unknown).
 double pcie_peak(int dev);
-// Wall time per iteration spent outside the timed region: the flush (or
-// the delay), launch and synchronisation (for bound_wall_time).
+// Wall time per iteration spent outside the timed region: the flush, launch
+// and synchronisation (for bound_wall_time).
 double flush_overhead_s(L2Flush flush, int dev);
 // Lower bounds on the GPU time to move `bytes` through DRAM, or over PCIe
 // (gen 5 x16 assumed when the link is unknown): at least the ~2 us floor
