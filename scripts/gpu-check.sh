@@ -211,12 +211,13 @@ log "results in $GC_RES, budget ${budget} s$([ "$GC_DRY_RUN" = 1 ] && echo ', dr
 stopped=""
 while read -r -u 3 name est cap needs _; do
   if [ -n "$stopped" ]; then
-    record "$name" skipped 0 "not run: $stopped"; worsen 4; continue
+    record "$name" skipped 0 "not run: $stopped"; worsen 4
+  else
+    run_step "$name" "$est" "$cap" "$needs"
   fi
-  run_step "$name" "$est" "$cap" "$needs"
   # Nothing after a failed preflight or build can mean anything.
   case "$name" in
-    preflight|build) grep -q "^$name  *ok " "$GC_RES/steps.txt" || stopped="$name did not pass" ;;
+    preflight|build) grep -q "^$name  *ok " "$GC_RES/steps.txt" || stopped="${stopped:-$name did not pass}" ;;
   esac
   snapshot
 done 3<<< "$plan"

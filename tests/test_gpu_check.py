@@ -116,7 +116,11 @@ def test_a_step_past_its_limit_is_stopped_and_the_rest_are_skipped(tmp_path):
     s = steps(tmp_path)
     assert s["preflight"] == ("timed-out", "stopped at its 12 s limit")
     assert all(s[n] == ("skipped", "not run: preflight did not pass") for n in STEPS[1:])
-    assert "Status: exit 3" in summary(tmp_path)
+    # The summary lists them too, each with why.
+    text = summary(tmp_path)
+    assert "Status: exit 3" in text and "not-reached" not in text
+    for name in STEPS[1:]:
+        assert f"  {name:<10s} skipped      0 s  not run: preflight did not pass" in text, name
 
 
 def test_a_step_that_does_not_fit_the_budget_is_skipped(tmp_path):
