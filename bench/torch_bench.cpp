@@ -257,6 +257,24 @@ void BM_eval(benchmark::State& state, torch::Device dev) {
   }
 }
 
+#ifdef CUDABENCH_TORCH_GPU
+// VectorAdd/torch_cuda's launch: torch::add_out on the benchmark stream. The
+// tensors (from_blob queries each pointer's attributes) and the stream
+// wrapper are made here, outside the timed region.
+GpuAdd torch_add(const float* a, const float* b, float* c, std::size_t n, cudaStream_t s, int dev) {
+  const auto opts = torch::TensorOptions().device(torch::kCUDA, static_cast<c10::DeviceIndex>(dev));
+  const int64_t m = static_cast<int64_t>(n);
+  const auto ta = torch::from_blob(const_cast<float*>(a), {m}, opts);
+  const auto tb = torch::from_blob(const_cast<float*>(b), {m}, opts);
+  auto tc = torch::from_blob(c, {m}, opts);
+  const auto stream = c10::cuda::getStreamFromExternal(s, static_cast<c10::DeviceIndex>(dev));
+  return [=]() mutable {
+    c10::cuda::CUDAStreamGuard g(stream);
+    torch::add_out(tc, ta, tb);
+  };
+}
+#endif
+
 // VectorAdd/torch_cpu, and VectorAdd/torch_cuda where LibTorch sees the GPU.
 void register_torch_add(const RunOptions& run, bool gpu) {
   auto* b = benchmark::RegisterBenchmark("VectorAdd/torch_cpu", BM_torch_add_cpu);
@@ -264,23 +282,7 @@ void register_torch_add(const RunOptions& run, bool gpu) {
   for (auto n : vector_sizes()) b->Arg(n);
 #ifdef CUDABENCH_TORCH_GPU
   if (gpu)
-    register_gpu_vector_add(
-        run, "torch_cuda",
-        [](const float* a, const float* b, float* c, std::size_t n, cudaStream_t s, int dev) -> GpuAdd {
-      // The tensors (from_blob queries each pointer's attributes) and the
-      // stream wrapper are made here, outside the timed region.
-      const auto opts = torch::TensorOptions().device(torch::kCUDA, static_cast<c10::DeviceIndex>(dev));
-      const int64_t m = static_cast<int64_t>(n);
-      const auto ta = torch::from_blob(const_cast<float*>(a), {m}, opts);
-      const auto tb = torch::from_blob(const_cast<float*>(b), {m}, opts);
-      auto tc = torch::from_blob(c, {m}, opts);
-      const auto stream = c10::cuda::getStreamFromExternal(s, static_cast<c10::DeviceIndex>(dev));
-      return [=]() mutable {
-        c10::cuda::CUDAStreamGuard g(stream);
-        torch::add_out(tc, ta, tb);
-      };
-        },
-        kTorchEnqueue);
+    register_gpu_vector_add(run, "torch_cuda", torch_add, kTorchEnqueue);
 #else
   (void)run;
   (void)gpu;
