@@ -18,6 +18,7 @@ does). Only the standard library: it runs before any venv or build exists.
 """
 import argparse
 import ctypes
+import functools
 import json
 import os
 import signal
@@ -149,10 +150,16 @@ def last_call(stderr):
     return calls[-1] if calls else "its start"
 
 
+@functools.lru_cache(maxsize=None)
+def scenario_table():
+    """doctor/scenarios.json's scenarios, read once."""
+    with open(SCENARIOS, encoding="utf-8") as f:
+        return json.load(f)["scenarios"]
+
+
 def scenario(number):
     """The doctor's words for scenario `number`: "title. Fix: ...". """
-    with open(SCENARIOS, encoding="utf-8") as f:
-        s = next(x for x in json.load(f)["scenarios"] if x["number"] == number)
+    s = next(x for x in scenario_table() if x["number"] == number)
     return f"the doctor's scenario {number}: {s['title']}. Fix: {s['fix']}"
 
 
@@ -186,8 +193,7 @@ def verdicts(found, toolkit=None, smi_csv=None):
     cuda = found["cuda_version"]
     if found["init_result"] != 0:
         code = found["init_result"]
-        with open(SCENARIOS, encoding="utf-8") as f:
-            named = [x["number"] for x in json.load(f)["scenarios"] if code in x["codes"]]
+        named = [x["number"] for x in scenario_table() if code in x["codes"]]
         if code == 100:  # no device: no kernel module, or no device nodes (a container without GPUs)
             named = [12] if not os.path.exists("/proc/driver/nvidia/version") else [8]
         cause = scenario(named[0]) if named else STUCK

@@ -116,13 +116,12 @@ step_tests() {
 # own wrong result (1) is a wrong result; a GPU the sanitizer cannot check
 # here (some runtimes) skips the step; anything else could not run (3).
 sanitized() {
-  local label="$1" tool="$2" rc=0 out; shift 2
+  local label="$1" tool="$2" rc=0 out refused; shift 2
   out="$(mktemp)"
   "$SANITIZER" --tool "$tool" --error-exitcode 86 --print-limit 20 "$@" > "$out" 2>&1 || rc=$?
   { echo "== $tool: $label"; cat "$out"; } >> "$res/sanitizer.txt"
-  if [ "$rc" != 0 ] && [ "$rc" != 86 ] && grep -q '^========= .*[Dd]evice not supported' "$out"; then
-    unsupported="$(grep -m1 '^========= .*[Dd]evice not supported' "$out" | sed 's/^========= //')"
-  fi
+  refused="$(grep -m1 '^========= .*[Dd]evice not supported' "$out")"
+  if [ "$rc" != 0 ] && [ "$rc" != 86 ] && [ -n "$refused" ]; then unsupported="${refused#========= }"; fi
   rm -f "$out"
   case "$rc" in 0) ;; 1|86) rc=1 ;; *) rc=3 ;; esac
   rcs+=("$rc")
