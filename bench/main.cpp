@@ -202,9 +202,12 @@ int run_benchmarks(const BenchOptions& o, const env::Report& report, const char*
 int run(int argc, char** argv) {
   BenchOptions o;
   if (auto rc = bench::parse_options(argc, argv, &o)) return *rc;
-  if (o.explain) return doctor::explain_command(*o.explain);
+  if (o.explain || o.env_format) {
+    const auto scan = env::PythonScanInput::from_process(o.python, o.import, doctor::examine().torch);
+    const env::Report with_python = doctor::examine_with_python(scan);
+    return o.explain ? doctor::explain_command(*o.explain, with_python) : print_env(o, with_python);
+  }
   const env::Report& report = doctor::examine();
-  if (o.env_format) return print_env(o, report);
   if (o.require_gpu && !report.status.usable) {
     std::cerr << "bench: --require-gpu: " << report.status.reason << "\n";
     return kExitWrongResult;

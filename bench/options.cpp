@@ -229,6 +229,12 @@ void add_flags(CLI::App& app, BenchOptions* o, RawFlags* raw) {
                  "name the CUDA set-up failure behind a pasted error message ('-': read it from stdin) and check "
                  "this machine for its cause: exit 0 when a cause shows here, 1 when none does, 2 when the "
                  "message is not one cudabench knows");
+  app.add_option("--python", o->python,
+                 "with --env or --explain: also read this Python interpreter, environment or site-packages "
+                 "folder (repeatable); the environments in reach are read anyway");
+  app.add_flag("--import", o->import,
+               "with --env or --explain: each environment's own interpreter imports its torch, jax, tensorflow "
+               "and cupy in a child (30 s deadline each) and reports what they see and print");
   app.add_flag("--require-gpu", o->require_gpu, "exit 1 when no GPU is usable (with --env, or before benchmarks)");
   app.add_option("--devices", o->devices,
                  "GPUs to run the GPU benchmarks on: 'all' or CUDA ordinals such as 0,2 (default 0); with "
@@ -254,9 +260,18 @@ int check_combinations(const CLI::App& app, const BenchOptions& o) {
     return kExitBadInput;
   }
   if (o.explain && (o.env_format || !app.remaining().empty() || o.require_gpu)) {
-    std::cerr << "bench: --explain takes only the message\n";
+    std::cerr << "bench: --explain takes only the message (and --python, --import)\n";
     return kExitBadInput;
   }
+  if (!o.env_format && !o.explain && (o.import || !o.python.empty())) {
+    std::cerr << "bench: --python and --import go with --env or --explain\n";
+    return kExitBadInput;
+  }
+  for (const auto& p : o.python)
+    if (const std::string bad = env::python_path_problem(p); !bad.empty()) {
+      std::cerr << "bench: " << bad << "\n";
+      return kExitBadInput;
+    }
   return 0;
 }
 

@@ -59,6 +59,8 @@ struct BenchOptions {
   bool check = false;                     // --check
   bool require_gpu = false;               // --require-gpu
   std::optional<std::string> explain;     // --explain TEXT ('-': stdin)
+  std::vector<std::string> python;        // --python PATH (repeatable): environments to scan besides those found
+  bool import = false;                    // --import: each environment's interpreter imports its packages
   std::string devices;                    // --devices, "" when not given
   L2Flush l2_flush = L2Flush::Read;
   BenchmarkFlags benchmark;

@@ -1,4 +1,5 @@
 #include <filesystem>
+#include <map>
 
 #include "doctor.h"
 #include "env/probe.h"
@@ -21,6 +22,24 @@ const env::Report& examine() {
     return r;
   }();
   return report;
+}
+
+env::Report examine_with_python(const env::PythonScanInput& in) {
+  env::Report r = examine();
+  r.python = env::probe_python(in);
+  r.python.imported = in.import;
+  std::map<std::string, env::FatbinArchs> fatbins;  // one read per file: environments share installs
+  for (auto& e : r.python.envs) {
+    for (auto& p : e.packages)
+      if (!p.kernel_library.empty() && p.shadowed_by.empty()) {
+        auto it = fatbins.find(p.kernel_library);
+        if (it == fatbins.end()) it = fatbins.emplace(p.kernel_library, read_fatbin_archs(p.kernel_library)).first;
+        p.fatbin = it->second;
+      }
+    if (in.import) e.imports = env::imports(e);
+    e.verdicts = python_env_verdicts(e, r);
+  }
+  return r;
 }
 
 }  // namespace cudabench::doctor

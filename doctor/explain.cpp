@@ -1,4 +1,4 @@
-// `bench --explain`: the catalogue of the 20 set-up failures, matching a
+// `bench --explain`: the catalogue of the set-up failures, matching a
 // pasted message to them, and the answer. The phrases are the messages'
 // own words as users paste them (PyTorch, the CUDA runtime and driver API,
 // NVML, nvidia-smi, modprobe, the loader, dmesg), lower-cased, matched
@@ -186,9 +186,11 @@ Explanation explain(const std::string& text, const Report& r) { return explain(s
 
 Explanation explain(const Pasted& pasted, const Report& r) {
   Explanation e;
+  std::vector<Verdict> all = r.verdicts;  // the machine's, then each Python environment's
+  for (const auto& env : r.python.envs) all.insert(all.end(), env.verdicts.begin(), env.verdicts.end());
   for (const Scenario* s : pasted.scenarios) {
     Explanation::Item item{s, {}};
-    for (const auto& v : r.verdicts)
+    for (const auto& v : all)
       if ((v.level == Verdict::Level::Warning || v.level == Verdict::Level::Error) &&
           std::find(s->verdict_ids.begin(), s->verdict_ids.end(), v.id) != s->verdict_ids.end())
         item.causes.push_back(v);
@@ -247,13 +249,13 @@ std::vector<Verdict> lookups_of_named_libraries(const std::vector<std::string>& 
 }
 }  // namespace
 
-int explain_command(const std::string& given) {
+int explain_command(const std::string& given, const Report& examined) {
   const Pasted pasted = given == "-" ? scan_pasted(std::cin) : scan_pasted(given);
   if (pasted.scenarios.empty()) {
     std::cerr << "bench: --explain: not a CUDA set-up error I know\n";
     return kExitBadInput;
   }
-  Report r = examine();
+  Report r = examined;
   for (const auto* s : pasted.scenarios)
     if (s->id == "library_not_found")
       for (auto& v : lookups_of_named_libraries(pasted.libraries, r)) r.verdicts.push_back(std::move(v));

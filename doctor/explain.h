@@ -15,7 +15,7 @@
 namespace cudabench::doctor {
 
 struct Scenario {
-  int number;                // 1..20, as in docs/doctor.md's table
+  int number;                // 1..24, as in docs/doctor.md's table
   std::string id;            // "compat_not_supported"
   std::string title;         // one line
   std::vector<int> codes;    // CUDA error codes that name it ("error 804")
@@ -26,7 +26,7 @@ struct Scenario {
   std::string fix;           // the usual fix, for when it happened elsewhere
 };
 
-// The 20 scenarios, in order: the one table of them, doctor/scenarios.json
+// The scenarios, in order: the one table of them, doctor/scenarios.json
 // (compiled in; scripts/driver_probe.py reads the file before any build).
 const std::vector<Scenario>& scenarios();
 // The scenarios a pasted text names (by its wording, an error code such as
@@ -63,6 +63,7 @@ std::string explanation_text(const Explanation& e);
 // The whole of `bench --explain TEXT` ("-": standard input): prints the
 // explanation and returns the exit code (0 a cause shows here, 1 none does,
 // 2 not a set-up error it knows).
-int explain_command(const std::string& text);
+// `r`: the report to check, examine_with_python()'s.
+int explain_command(const std::string& text, const env::Report& r);
 
 }  // namespace cudabench::doctor

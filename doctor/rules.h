@@ -21,6 +21,22 @@ using env::Version;
 
 // Every verdict on a report: the general rules and every scenario's.
 std::vector<Verdict> evaluate(const Report& r);
+// The verdicts on one of the user's Python environments (python_rules.cpp).
+std::vector<Verdict> python_env_verdicts(const env::PythonEnv& e, const Report& r);
+// The PyTorch builds the set-up installs and the doctor recommends
+// (scripts/stacks.json, compiled in), newest first.
+struct TorchBuild {
+  std::string torch, cuda;
+  int driver_cuda;            // the oldest driver CUDA that runs it
+  std::string oldest_driver;
+  std::vector<int> sass, ptx;  // the architectures its kernels cover
+};
+const std::vector<TorchBuild>& torch_builds();
+// The newest build this driver runs that covers every GPU here (without a
+// driver: the newest covering them); nullptr when none does.
+const TorchBuild* fitting_torch_build(const Report& r);
+// "install torch 2.10.0, the cu128 build (CUDA 12.8): pip install ...".
+std::string torch_build_fix(const TorchBuild& b);
 // The scenarios' checks alone (scenario_rules.cpp).
 std::vector<Verdict> scenario_verdicts(const Report& r);
 
@@ -44,6 +60,17 @@ Verdict driver_runtime_verdict(int driver_cuda, const std::string& driver_versio
 // with its own machine code (SASS), by JIT from PTX, or not at all?
 Verdict arch_verdict(const std::string& cuda_architectures, int cc_major,
                      int cc_minor, const std::string& gpu_name);
+
+// The GPUs whose compute capability is known (CUDA's list, else NVML's),
+// alike ones (same name and compute capability) once: "GPUs 0, 1, 2, 3
+// (NVIDIA H200)".
+struct GpuKind {
+  std::string name;
+  int cc_major, cc_minor;
+};
+std::vector<GpuKind> gpus_with_cc(const Report& r);
+// A fatbin as arch_verdict's CMake list: "80-real;90-real;120-virtual".
+std::string archs_of(const env::FatbinArchs& f);
 
 // Kernel module vs the user-space driver library (libcuda): an Error when
 // they differ and cuInit fails (803, an upgrade without a reboot), Info when

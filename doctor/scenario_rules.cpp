@@ -167,14 +167,10 @@ void fabric_manager(const Report& r, std::vector<Verdict>& out) {
                      ev));
 }
 
+}  // namespace
+
 // --- 6, 7 ---------------------------------------------------------------
-struct Gpu {
-  std::string name;
-  int cc_major, cc_minor;
-};
-// Alike GPUs (same name and compute capability) are judged once: "GPUs 0,
-// 1, 2, 3 (NVIDIA H200)".
-std::vector<Gpu> gpus_with_cc(const Report& r) {
+std::vector<GpuKind> gpus_with_cc(const Report& r) {
   struct Group {
     std::string name;
     int major, minor;
@@ -193,15 +189,14 @@ std::vector<Gpu> gpus_with_cc(const Report& r) {
   if (groups.empty())
     for (const auto& g : r.nvml_gpus)
       if (g.cc_major > 0) add(g.name, g.cc_major, g.cc_minor, g.pci_bus_id);
-  std::vector<Gpu> out;
+  std::vector<GpuKind> out;
   for (const auto& g : groups)
     out.push_back({std::string(g.ids.size() > 1 ? "GPUs " : "GPU ") + join(g.ids) + " (" + g.name + ")", g.major, g.minor});
   return out;
 }
 
-// The fatbin as a CMake architecture list: an arch counts when at least
-// half of the containers hold it (a library's odd kernel for one arch does
-// not make it run there).
+// An arch counts when at least half of the containers hold it (a
+// library's odd kernel for one arch does not make it run there).
 std::string archs_of(const FatbinArchs& f) {
   std::string s;
   for (const auto& [sm, n] : f.sass)
@@ -211,6 +206,9 @@ std::string archs_of(const FatbinArchs& f) {
   return s;
 }
 
+namespace {
+
+// --- 6, 7 ---------------------------------------------------------------
 void architectures(const Report& r, std::vector<Verdict>& out) {
   const auto gpus = gpus_with_cc(r);
   const int driver_cuda = r.driver.cuda_version;

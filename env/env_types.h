@@ -231,6 +231,71 @@ struct FatbinArchs {
   std::map<int, int> sass, ptx;
   bool read() const { return error.empty() && containers > 0; }
 };
+// ---- the user's own Python environments, read from files (probe_python.cpp) ----
+
+// A CUDA library as one package's code would get it: the dynamic loader's
+// search from the package's library (DT_RPATH without DT_RUNPATH, then
+// LD_LIBRARY_PATH, DT_RUNPATH, the folders of ld.so.conf, the default
+// folders), walked over files, nothing loaded.
+struct PythonLibrary {
+  std::string name;         // "libcudart.so.13"
+  std::string resolved;     // the file the loader would take ("" when none)
+  std::string via;          // RPATH | LD_LIBRARY_PATH | RUNPATH | ld.so.conf | default
+  std::string version;      // of that file (its versioned name or its wheel), "" unknown
+  std::string own;          // the package's own copy (an nvidia-* wheel it points at), "" none
+  std::string own_version;
+  bool shadowed() const { return !own.empty() && !resolved.empty() && resolved != own; }
+};
+
+// One install of torch, jax (jaxlib and its CUDA plugin), tensorflow or cupy.
+struct PythonPackage {
+  std::string name;      // torch | jax | tensorflow | cupy
+  std::string version;   // "2.11.0+cu130"
+  std::string location;  // its folder (or the file that told)
+  std::string site;      // the site folder it is in
+  std::string cuda;      // the CUDA it is built for: "13.0", "12" (major only); "" a CPU-only build
+  std::string cudnn;     // the cuDNN it asks for, "" unknown
+  std::vector<std::string> requires_cuda;  // its nvidia-* / cuda-toolkit requirements (dist-info)
+  std::string kernel_library;  // the file whose fatbin holds its kernels ("" none)
+  FatbinArchs fatbin;          // that file's architectures (the doctor reads it)
+  std::vector<std::string> archs_listed;  // architectures its build info lists (tensorflow)
+  std::vector<PythonLibrary> libraries;
+  std::string shadowed_by;  // the install of the same package Python imports instead ("" none)
+};
+
+// `--import`: the environment's own interpreter imports the package in a
+// child with a deadline.
+struct PythonImport {
+  std::string package;
+  std::string error;  // why there is no answer (hung, crashed, import failed); "" answered
+  std::string version;
+  bool cuda_available = false;
+  int device_count = 0;
+  std::vector<std::string> warnings;  // what it printed (warnings, log lines), at most 20 lines
+};
+
+struct PythonEnv {
+  std::string prefix;       // the environment's folder (a site folder for a bare site)
+  std::string kind;         // venv | conda | pyenv | system | user-site | site
+  std::string interpreter;  // its bin/python3 ("" none)
+  std::string python;       // "3.11"
+  std::vector<std::string> found_via;  // PATH, VIRTUAL_ENV, CONDA_PREFIX, conda envs, --python, ...
+  std::vector<std::string> sites;      // in import order (the user site first where Python puts it)
+  std::vector<std::string> cuda_wheels;  // nvidia-* / cuda-toolkit wheels installed: "nvidia-cudnn-cu13 9.19.0.56"
+  std::string conda_cuda;   // conda's cudatoolkit / cuda-cudart package, "cudatoolkit 11.8.0"; "" none
+  std::vector<PythonPackage> packages;
+  std::vector<PythonImport> imports;
+  std::vector<Verdict> verdicts;  // the doctor's, about this environment
+};
+
+struct PythonScan {
+  bool scanned = false;     // asked for (bench --env, --explain)
+  bool imported = false;    // with --import
+  std::vector<PythonEnv> envs;
+  std::string stopped;      // why the scan stopped early (its deadline, its bound), "" when it did not
+  double seconds = 0;       // how long the file scan took
+};
+
 const char* level_name(Verdict::Level l);
 
 struct GpuStatus {
@@ -258,6 +323,7 @@ struct Report {
   FatbinArchs binary_fatbin;  // this program's own kernels
   FatbinArchs torch_fatbin;   // libtorch_cuda.so's
   std::vector<LibraryLookup> lazy_libraries;  // libraries loaded later by name (cuDNN's parts, NVRTC)
+  PythonScan python;  // the user's own Python environments (bench --env, --explain)
   std::vector<Verdict> verdicts;
 };
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace cudabench::env {
 namespace {
@@ -191,6 +192,88 @@ std::string to_lower(std::string s) {
 std::string join(const std::vector<std::string>& items, const std::string& sep) {
   std::string out;
   for (const auto& x : items) out += (out.empty() ? "" : sep) + x;
+  return out;
+}
+
+namespace {
+// The quoted text starting at `i` ('...' or "..."), or nullopt.
+std::optional<std::string> quoted_at(std::string_view s, std::size_t i) {
+  if (i >= s.size() || (s[i] != '\'' && s[i] != '"')) return std::nullopt;
+  const std::size_t end = s.find(s[i], i + 1);
+  if (end == std::string_view::npos || s.substr(i, end - i).find('\n') != std::string_view::npos) return std::nullopt;
+  return std::string(s.substr(i + 1, end - i - 1));
+}
+std::size_t skip_blanks(std::string_view s, std::size_t i) {
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+  return i;
+}
+}  // namespace
+
+std::optional<std::string> python_string_assignment(std::string_view text, std::string_view name) {
+  for (std::size_t pos = text.find(name); pos != std::string_view::npos; pos = text.find(name, pos + 1)) {
+    if (pos > 0 && text[pos - 1] != '\n') continue;
+    std::size_t i = skip_blanks(text, pos + name.size());
+    if (i < text.size() && text[i] == ':') {  // an annotation: "cuda: Optional[str] = '13.0'"
+      const std::size_t eq = text.find('=', i);
+      if (eq == std::string_view::npos || text.substr(i, eq - i).find('\n') != std::string_view::npos) continue;
+      i = eq;
+    }
+    if (i >= text.size() || text[i] != '=' || (i + 1 < text.size() && text[i + 1] == '=')) continue;
+    i = skip_blanks(text, i + 1);
+    if (starts_with(text.substr(i), "None")) return std::string();
+    if (auto q = quoted_at(text, i)) return q;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> python_dict_entry(std::string_view text, std::string_view key) {
+  for (const char quote : {'\'', '"'}) {
+    const std::string k = std::string(1, quote) + std::string(key) + quote;
+    for (std::size_t pos = text.find(k); pos != std::string_view::npos; pos = text.find(k, pos + 1)) {
+      std::size_t i = skip_blanks(text, pos + k.size());
+      if (i >= text.size() || text[i] != ':') continue;
+      i = skip_blanks(text, i + 1);
+      if (auto q = quoted_at(text, i)) return q;
+      if (i < text.size() && text[i] == '[') {
+        const std::size_t end = text.find(']', i);
+        if (end == std::string_view::npos) return std::nullopt;
+        std::vector<std::string> items;
+        for (std::size_t j = i + 1; j < end; ++j)
+          if (auto q = quoted_at(text, j); q && j < end) {
+            items.push_back(*q);
+            j += q->size() + 1;
+          }
+        return join(items, ",");
+      }
+      std::size_t end = i;
+      while (end < text.size() && text[end] != ',' && text[end] != '}' && text[end] != '\n' && text[end] != ')') ++end;
+      std::string v(text.substr(i, end - i));
+      while (!v.empty() && is_space(v.back())) v.pop_back();
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+std::pair<std::string, std::string> dist_info_name_version(std::string_view folder) {
+  if (!ends_with(folder, ".dist-info")) return {};
+  folder.remove_suffix(10);
+  const std::size_t dash = folder.find('-');
+  if (dash == 0 || dash == std::string_view::npos || dash + 1 >= folder.size()) return {};
+  return {std::string(folder.substr(0, dash)), std::string(folder.substr(dash + 1))};
+}
+
+std::vector<std::string> metadata_requires(std::string_view text) {
+  std::vector<std::string> out;
+  constexpr std::string_view key = "Requires-Dist:";
+  for (std::size_t pos = text.find(key); pos != std::string_view::npos; pos = text.find(key, pos + 1)) {
+    if (pos > 0 && text[pos - 1] != '\n') continue;
+    std::size_t i = skip_blanks(text, pos + key.size());
+    std::size_t end = text.find('\n', i);
+    std::string v(text.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i));
+    while (!v.empty() && is_space(v.back())) v.pop_back();
+    if (!v.empty()) out.push_back(v);
+  }
   return out;
 }
 

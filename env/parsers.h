@@ -5,8 +5,10 @@
 // Each returns an unknown Version (or "") when the text states none.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "env_types.h"
@@ -46,6 +48,22 @@ std::string version_from_soname(std::string_view path);
 // the probes, the doctor and the printers share.
 std::string to_lower(std::string s);
 std::string join(const std::vector<std::string>& items, const std::string& sep = ", ");
+
+// Python sources and wheel metadata, read without Python.
+// `name = 'text'` or `name: Optional[str] = "text"` at a line's start
+// (torch/version.py, jaxlib/version.py): the text, "" for None, nullopt
+// when the name is not assigned so.
+std::optional<std::string> python_string_assignment(std::string_view text, std::string_view name);
+// A dict entry of Python source, `'key': value` (tensorflow's
+// build_info.py): a quoted value's text, a list's items joined by ',',
+// anything else as written up to the next ',' or '}' ("True"); nullopt
+// when the key is absent.
+std::optional<std::string> python_dict_entry(std::string_view text, std::string_view key);
+// A dist-info folder's name and version: "torch-2.11.0+cu130.dist-info" ->
+// {"torch", "2.11.0+cu130"}; {"", ""} for anything else.
+std::pair<std::string, std::string> dist_info_name_version(std::string_view folder);
+// A wheel METADATA file's Requires-Dist values, in order.
+std::vector<std::string> metadata_requires(std::string_view text);
 
 // ncclGetVersion's code: 22703 -> "2.27.3" (since 2.9: major*10000 +
 // minor*100 + patch; before: major*1000 + minor*100 + patch); "" for <= 0.

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "elf.h"
 #include "env_types.h"
 
 namespace cudabench::env {
@@ -84,6 +85,46 @@ std::string find_on_path(const std::string& path_var, const std::string& exe);
 std::string command_output(const std::vector<std::string>& argv, int seconds);
 // The file a dlopen handle stands for, canonical; "" when unknown.
 std::string loaded_path_of(void* handle);
+
+// The user's own Python environments, read from files: never imported or
+// run (a `import torch` that crashes or hangs is what the user may be
+// asking about), except for imports() below.
+struct PythonScanInput {
+  // PATH, HOME, VIRTUAL_ENV, CONDA_PREFIX, CONDA_EXE, PYENV_ROOT,
+  // LD_LIBRARY_PATH, PYTHONNOUSERSITE, CUDABENCH_VENV, CUDABENCH_CACHE
+  std::map<std::string, std::string> env;
+  std::vector<std::string> given;          // bench --env --python PATH (in order)
+  std::vector<std::string> project_sites;  // the site of the LibTorch this program loaded
+  std::string ld_so_conf = "/etc/ld.so.conf";
+  std::vector<std::string> default_lib_dirs{"/lib64", "/usr/lib64", "/lib", "/usr/lib"};
+  bool import = false;       // --import: imports() afterwards
+  double deadline_s = 10;    // the file scan stops there (a hung network mount), and says so
+  std::size_t max_envs = 64;
+  static PythonScanInput from_process(const std::vector<std::string>& given, bool import, const TorchInfo& torch);
+};
+// Every environment in reach (PATH's python3 and python, $VIRTUAL_ENV,
+// $CONDA_PREFIX, every conda install's envs and ~/.conda/environments.txt,
+// pyenv's versions, the user site, the project's venv, the given ones),
+// each with its torch / jax / tensorflow / cupy installs: versions, CUDA,
+// cuDNN, their nvidia-* wheels, where each CUDA library would be loaded
+// from, and installs that shadow others.
+PythonScan probe_python(const PythonScanInput& in);
+// "" when `path` is an interpreter, an environment or a site folder, else
+// one line naming it (bench --python).
+std::string python_path_problem(const std::string& path);
+// The dynamic loader's answer for `name` needed by `object` (a shared
+// object with `dyn`'s RPATH/RUNPATH), from files: DT_RPATH (when there is
+// no DT_RUNPATH), LD_LIBRARY_PATH, DT_RUNPATH, the folders of ld.so.conf,
+// the default folders.
+PythonLibrary resolve_library(const std::string& object, const ElfDynamic& dyn, const std::string& name,
+                              const std::vector<std::string>& ld_library_path,
+                              const std::vector<std::string>& conf_dirs,
+                              const std::vector<std::string>& default_dirs);
+// The folders /etc/ld.so.conf names, its `include` globs followed.
+std::vector<std::string> ld_so_conf_dirs(const std::string& conf);
+// --import: each package of `env` imported by the environment's own
+// interpreter in a child, from "/", ended after `seconds`.
+std::vector<PythonImport> imports(const PythonEnv& env, int seconds = 30);
 
 // Peak DRAM bandwidth: memory clock (kHz) x bus width (bits) x 2 (double data
 // rate) / 8 bits per byte.

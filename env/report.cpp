@@ -1,5 +1,6 @@
 #include "report.h"
 
+#include <algorithm>
 #include <cctype>
 #include <iomanip>
 #include <map>
@@ -396,19 +397,14 @@ Lines environment_lines(const Report& r) {
 
 Lines verdict_lines(const Report& r) {
   Lines out = {{"\nVerdicts", {{"verdicts", json::array()}, {"has_errors", has_errors(r)}}}};
-  for (std::size_t i = 0; i < r.verdicts.size(); ++i) {
-    const Verdict& v = r.verdicts[i];
-    std::string tag = level_name(v.level);
-    for (auto& c : tag) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (tag.size() < 8) tag.resize(8, ' ');
-    std::string t = "  " + tag + v.message;
-    for (const auto& e : v.evidence) t += "\n          seen: " + e;
-    if (!v.fix.empty()) t += "\n          fix: " + v.fix;
-    out.push_back({t, {{"verdicts/" + std::to_string(i), {{"id", v.id}, {"level", level_name(v.level)},
-                                                          {"message", v.message}, {"fix", v.fix},
-                                                          {"evidence", v.evidence}}}}});
-  }
+  for (std::size_t i = 0; i < r.verdicts.size(); ++i)
+    out.push_back({verdict_text(r.verdicts[i], "  "), {{"verdicts/" + std::to_string(i), verdict_json(r.verdicts[i])}}});
   return out;
+}
+
+Lines python_lines(const Report& r) {
+  if (!r.python.scanned) return {};
+  return {{"\n" + python_text(r.python), {{"python", python_json(r.python)}}}};
 }
 
 // The whole report, in the text page's order.
@@ -417,7 +413,8 @@ Lines describe(const Report& r) {
                {"GPU usable:   " + (r.status.usable ? std::string("yes") : "no: " + r.status.reason) + "\n",
                 {{"gpu_usable", r.status.usable}, {"gpu_unusable_reason", r.status.reason}}}};
   for (Lines part : {driver_lines(r), runtime_lines(r), torch_lines(r), host_lines(r.host), gpu_lines(r),
-                     library_lines(r), toolkit_lines(r), environment_lines(r), verdict_lines(r), doctor_facts(r)})
+                     library_lines(r), toolkit_lines(r), environment_lines(r), python_lines(r), verdict_lines(r),
+                     doctor_facts(r)})
     append(out, std::move(part));
   return out;
 }
@@ -439,9 +436,26 @@ std::string fatbin_summary(const FatbinArchs& f) {
 }
 
 bool has_errors(const Report& r) {
-  for (const auto& v : r.verdicts)
-    if (v.level == Verdict::Level::Error) return true;
+  auto error = [](const Verdict& v) { return v.level == Verdict::Level::Error; };
+  if (std::any_of(r.verdicts.begin(), r.verdicts.end(), error)) return true;
+  for (const auto& e : r.python.envs)
+    if (std::any_of(e.verdicts.begin(), e.verdicts.end(), error)) return true;
   return false;
+}
+
+std::string verdict_text(const Verdict& v, const std::string& indent) {
+  std::string tag = level_name(v.level);
+  for (auto& c : tag) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (tag.size() < 8) tag.resize(8, ' ');
+  const std::string more = "\n" + indent + "        ";
+  std::string t = indent + tag + v.message;
+  for (const auto& e : v.evidence) t += more + "seen: " + e;
+  if (!v.fix.empty()) t += more + "fix: " + v.fix;
+  return t;
+}
+
+nlohmann::json verdict_json(const Verdict& v) {
+  return {{"id", v.id}, {"level", level_name(v.level)}, {"message", v.message}, {"fix", v.fix}, {"evidence", v.evidence}};
 }
 
 std::string to_text(const Report& r) {

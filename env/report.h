@@ -17,7 +17,15 @@ nlohmann::json to_json(const Report& r);
 // The flat facts for a benchmark JSON's context; the GPU facts are those of
 // the CUDA device `device` (the first one benchmarked).
 std::vector<std::pair<std::string, std::string>> context_entries(const Report& r, int device = 0);
+// Any verdict an error: the machine's or a Python environment's (--check).
 bool has_errors(const Report& r);
+// A verdict as the report prints it (its level, message, seen: and fix:
+// lines under it, each line starting with `indent`), and as JSON.
+std::string verdict_text(const Verdict& v, const std::string& indent);
+nlohmann::json verdict_json(const Verdict& v);
+// The Python environments' section (report_python.cpp).
+std::string python_text(const PythonScan& s);
+nlohmann::json python_json(const PythonScan& s);
 // "sm_80 sm_90 compute_90" (an arch held by under half of the containers
 // shows its count: "sm_89(1/444)"), or why the file was not read.
 std::string fatbin_summary(const FatbinArchs& f);

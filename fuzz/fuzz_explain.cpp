@@ -1,5 +1,5 @@
 // libFuzzer target: the doctor's readers of untrusted bytes. The first byte
-// picks one: a pasted error message (matched against the 20 scenarios and
+// picks one: a pasted error message (matched against the scenarios and
 // explained over an empty report), the library names in it,
 // CUDA_VISIBLE_DEVICES, or an ELF file's fatbins (any bytes as the file:
 // the reader must stop at the end of the data, never loop or over-read).

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Which stack this machine gets: the CUDA toolkit that builds the kernels
 and the LibTorch the set-up installs, chosen to fit the NVIDIA driver.
-The table below is the only place the choices are written down.
+The table, scripts/stacks.json, is the only place the choices are written down.
 
     stacks.py plan [--stack CUDA:TORCH]    the stack, as key=value lines
     stacks.py matrix                       the matrix's default stacks, one CUDA:TORCH a line
@@ -35,6 +35,7 @@ Exit codes: 0 a plan; 2 a driver too old for every stack, or a setting or
 --stack the table does not know (one line naming it).
 """
 import glob
+import json
 import os
 import re
 import subprocess
@@ -44,14 +45,14 @@ from collections import namedtuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import driver_probe  # noqa: E402  (the standard library only)
 
-# torch: the PyPI version. cuda: the CUDA it is built with. driver_cuda: the
-# oldest driver CUDA that runs it (cuDriverGetVersion's number);
-# oldest_driver: the oldest Linux driver that gives that CUDA.
-Stack = namedtuple("Stack", "torch cuda driver_cuda oldest_driver")
-STACKS = (  # newest first
-    Stack("2.11.0", "13.0", 13000, "580.65.06"),
-    Stack("2.10.0", "12.8", 12000, "525.60.13"),
-)
+# The table: scripts/stacks.json (bench's doctor reads the same file for
+# the builds it recommends). torch: the PyPI version. cuda: the CUDA it is
+# built with. driver_cuda: the oldest driver CUDA that runs it
+# (cuDriverGetVersion's number); oldest_driver: the oldest Linux driver that
+# gives that CUDA; sass, ptx: the GPU architectures its kernels cover.
+Stack = namedtuple("Stack", "torch cuda driver_cuda oldest_driver sass ptx")
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "stacks.json")) as _f:
+    STACKS = tuple(Stack(*(s[k] for k in Stack._fields)) for s in json.load(_f)["stacks"])  # newest first
 # The oldest CUDA whose PyPI wheels carry nvcc, and the cuda-toolkit extras
 # that give nvcc, the runtime and the libraries LibTorch's CMake config wants.
 PYPI_NVCC_SINCE = 13000
@@ -267,10 +268,11 @@ def matrix_stacks(env):
 
 
 def table():
-    lines = ["| LibTorch | its CUDA | the driver's CUDA it needs | the oldest Linux driver |",
-             "| --- | --- | --- | --- |"]
+    lines = ["| LibTorch | its CUDA | the driver's CUDA it needs | the oldest Linux driver | its kernels (SASS; PTX) |",
+             "| --- | --- | --- | --- | --- |"]
     for s in STACKS:
-        lines.append(f"| {s.torch} | {s.cuda} | {cuda_str(s.driver_cuda)} or newer | {s.oldest_driver} |")
+        archs = " ".join(f"sm_{a}" for a in s.sass) + "; " + " ".join(f"compute_{a}" for a in s.ptx)
+        lines.append(f"| {s.torch} | {s.cuda} | {cuda_str(s.driver_cuda)} or newer | {s.oldest_driver} | {archs} |")
     return "\n".join(lines)
 
 
