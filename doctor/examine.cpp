@@ -36,7 +36,7 @@ env::Report examine_with_python(const env::PythonScanInput& in) {
         if (it == fatbins.end()) it = fatbins.emplace(p.kernel_library, read_fatbin_archs(p.kernel_library)).first;
         p.fatbin = it->second;
       }
-    if (in.import) e.imports = env::imports(e);
+    if (in.import) e.imports = env::imports(e, in.import_seconds);
     e.verdicts = python_env_verdicts(e, r);
   }
   return r;

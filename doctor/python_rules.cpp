@@ -78,8 +78,9 @@ std::string fix_for(const std::string& package, const Report& r) {
   if (package == "tensorflow") return "pip install \"tensorflow[and-cuda]\" (TensorFlow's CUDA 12 wheels)";
   if (package == "cupy") return "pip install cupy-cuda" + cu + "x (uninstall the other cupy first)";
   if (const TorchBuild* b = fitting_torch_build(r)) return torch_build_fix(*b);
+  const TorchBuild& newest = torch_builds().at(0);
   return "no torch build in cudabench's table runs on " + driver_words(r) + " and covers these GPUs: update the driver "
-         "(>= " + torch_builds().front().oldest_driver + " for torch " + torch_builds().front().torch + ")";
+         "(>= " + newest.oldest_driver + " for torch " + newest.torch + ")";
 }
 
 // The machine keeps every CUDA build off the GPU: no driver, no device nodes.
@@ -179,7 +180,8 @@ void import_verdict(const PythonImport& i, const PythonEnv& e, std::vector<Verdi
 const std::vector<TorchBuild>& torch_builds() {
   static const std::vector<TorchBuild> all = [] {
     std::vector<TorchBuild> out;
-    for (const auto& j : nlohmann::json::parse(kStacksJson).at("stacks"))
+    const auto table = nlohmann::json::parse(kStacksJson);  // alive through the loop
+    for (const auto& j : table.at("stacks"))
       out.push_back({j.at("torch"), j.at("cuda"), j.at("driver_cuda"), j.at("oldest_driver"), j.at("sass"), j.at("ptx")});
     return out;
   }();

@@ -98,6 +98,7 @@ struct PythonScanInput {
   std::string ld_so_conf = "/etc/ld.so.conf";
   std::vector<std::string> default_lib_dirs{"/lib64", "/usr/lib64", "/lib", "/usr/lib"};
   bool import = false;       // --import: imports() afterwards
+  int import_seconds = 30;   // each import's deadline ($CUDABENCH_IMPORT_SECONDS, 1 to 600)
   double deadline_s = 10;    // the file scan stops there (a hung network mount), and says so
   std::size_t max_envs = 64;
   static PythonScanInput from_process(const std::vector<std::string>& given, bool import, const TorchInfo& torch);

@@ -522,8 +522,9 @@ PythonScanInput PythonScanInput::from_process(const std::vector<std::string>& gi
                                               const TorchInfo& torch) {
   PythonScanInput in;
   for (const char* k : {"PATH", "HOME", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_EXE", "PYENV_ROOT", "LD_LIBRARY_PATH",
-                        "PYTHONNOUSERSITE", "CUDABENCH_VENV", "CUDABENCH_CACHE"})
+                        "PYTHONNOUSERSITE", "CUDABENCH_VENV", "CUDABENCH_CACHE", "CUDABENCH_IMPORT_SECONDS"})
     if (const char* v = std::getenv(k)) in.env[k] = v;
+  if (const int s = std::atoi(get(in.env, "CUDABENCH_IMPORT_SECONDS").c_str()); s > 0) in.import_seconds = std::min(s, 600);
   in.given = given;
   in.import = import;
   // .../site-packages/torch/lib/libtorch_cpu.so: the venv the set-up made.

@@ -271,7 +271,7 @@ def table():
     lines = ["| LibTorch | its CUDA | the driver's CUDA it needs | the oldest Linux driver | its kernels (SASS; PTX) |",
              "| --- | --- | --- | --- | --- |"]
     for s in STACKS:
-        archs = " ".join(f"sm_{a}" for a in s.sass) + "; " + " ".join(f"compute_{a}" for a in s.ptx)
+        archs = " ".join(f"sm_{a}" for a in s.sass) + "; " + (" ".join(f"compute_{a}" for a in s.ptx) or "no PTX")
         lines.append(f"| {s.torch} | {s.cuda} | {cuda_str(s.driver_cuda)} or newer | {s.oldest_driver} | {archs} |")
     return "\n".join(lines)
 
