@@ -267,7 +267,10 @@ PythonLibrary resolve_library(const std::string& object, const ElfDynamic& dyn, 
                               const std::vector<std::string>& ld_library_path,
                               const std::vector<std::string>& conf_dirs,
                               const std::vector<std::string>& default_dirs) {
-  const std::string origin = fs::path(canonical_of(object)).parent_path().string();
+  // $ORIGIN is the folder of the object as it was opened: glibc does not
+  // resolve a link to a shared object (only the program's own, /proc/self/exe).
+  std::error_code abs_ec;
+  const std::string origin = fs::absolute(fs::path(object), abs_ec).lexically_normal().parent_path().string();
   auto expand = [&](std::string d) {
     for (const char* o : {"$ORIGIN", "${ORIGIN}"})
       for (std::size_t p; (p = d.find(o)) != std::string::npos;) d.replace(p, std::string(o).size(), origin);
