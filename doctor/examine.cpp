@@ -1,3 +1,4 @@
+#include <chrono>
 #include <filesystem>
 #include <map>
 
@@ -29,6 +30,8 @@ env::Report examine_with_python(const env::PythonScanInput& in) {
   r.python = env::probe_python(in);
   r.python.imported = in.import;
   std::map<std::string, env::FatbinArchs> fatbins;  // one read per file: environments share installs
+  const auto start = std::chrono::steady_clock::now();
+  constexpr double kImportBudget = 300;  // seconds, all the imports together
   for (auto& e : r.python.envs) {
     for (auto& p : e.packages)
       if (!p.kernel_library.empty() && p.shadowed_by.empty()) {
@@ -36,7 +39,10 @@ env::Report examine_with_python(const env::PythonScanInput& in) {
         if (it == fatbins.end()) it = fatbins.emplace(p.kernel_library, read_fatbin_archs(p.kernel_library)).first;
         p.fatbin = it->second;
       }
-    if (in.import) e.imports = env::imports(e, in.import_seconds);
+    if (in.import && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < kImportBudget)
+      e.imports = env::imports(e, in.import_seconds);
+    else if (in.import && r.python.stopped.empty())
+      r.python.stopped = "--import stopped at its budget of 300 s: the environments after " + e.prefix + " were not imported";
     e.verdicts = python_env_verdicts(e, r);
   }
   return r;

@@ -79,8 +79,11 @@ std::string fix_for(const std::string& package, const Report& r) {
   if (package == "cupy") return "pip install cupy-cuda" + cu + "x (uninstall the other cupy first)";
   if (const TorchBuild* b = fitting_torch_build(r)) return torch_build_fix(*b);
   const TorchBuild& newest = torch_builds().at(0);
-  return "no torch build in cudabench's table runs on " + driver_words(r) + " and covers these GPUs: update the driver "
-         "(>= " + newest.oldest_driver + " for torch " + newest.torch + ")";
+  if (!covers_every_gpu(build_archs(newest), r))
+    return "no torch build in cudabench's table covers these GPUs: an older torch whose release notes list them, or "
+           "a build from source with TORCH_CUDA_ARCH_LIST naming them";
+  return "no torch build in cudabench's table runs on " + driver_words(r) + ": update the driver (>= " +
+         newest.oldest_driver + " for torch " + newest.torch + ")";
 }
 
 // The machine keeps every CUDA build off the GPU: no driver, no device nodes.
@@ -98,8 +101,10 @@ bool machine_cause(const PythonPackage& p, const std::string& who, const Report&
                      who + " is a CUDA " + p.cuda + " build, but this machine has no NVIDIA driver" +
                          (gpu ? "" : " (and no NVIDIA GPU)") + ": torch.cuda.is_available() is False, and CUDA calls "
                          "raise \"Found no NVIDIA driver on your system\"",
-                     "on a GPU machine install the NVIDIA driver, >= " + min_driver_for_major(Version::parse(p.cuda).major) +
-                         " for CUDA " + std::to_string(Version::parse(p.cuda).major) + ".x" +
+                     (Version::parse(p.cuda).known() ? "on a GPU machine install the NVIDIA driver, >= " +
+                                                           min_driver_for_major(Version::parse(p.cuda).major) + " for CUDA " +
+                                                           std::to_string(Version::parse(p.cuda).major) + ".x"
+                                                     : std::string("on a GPU machine install the NVIDIA driver")) +
                          (m && m->id == "driver.module_missing" ? " (" + m->fix + ")" : ""),
                      {m ? m->message : "libcuda.so.1 not found", "the package's CUDA: " + p.cuda}));
   return true;
@@ -116,7 +121,7 @@ void driver_fit(const PythonPackage& p, const std::string& who, const Report& r,
                        who + " needs a CUDA " + std::to_string(need.major) + ".x driver, and " + driver_words(r) +
                            ": it cannot use the GPU (\"The NVIDIA driver on your system is too old\")",
                        fix_for(p.name, r), seen));
-  else if (need.major == have.major && need.parts > 1 && have.minor < need.minor)
+  else if (need.major >= 11 && need.major == have.major && need.parts > 1 && have.minor < need.minor)
     out.push_back(make("python.driver_minor", L::Info,
                        who + " is CUDA " + need.major_minor() + " and " + driver_words(r) +
                            ": it runs by minor-version compatibility (what it JIT-compiles from newer PTX does not)",
@@ -213,9 +218,12 @@ std::vector<Verdict> python_env_verdicts(const PythonEnv& e, const Report& r) {
       continue;
     }
     if (p.cuda.empty()) {
+      const std::string says = p.name == "torch" ? "torch.cuda.is_available() is always False (\"Torch not compiled with "
+                                                   "CUDA enabled\")"
+                               : p.name == "jax" ? "jax.devices('cuda') fails (\"Unable to initialize backend 'cuda'\")"
+                                                 : "it lists no GPU";
       out.push_back(make("python.cpu_only", gpu_hardware(r) ? L::Warning : L::Info,
-                         who + " is a CPU-only build: torch.cuda.is_available() is always False (\"Torch not compiled "
-                         "with CUDA enabled\")",
+                         who + " is a CPU-only build: " + says,
                          fix_for(p.name, r), {p.location}));
       continue;
     }

@@ -207,6 +207,11 @@ std::size_t skip_blanks(std::string_view s, std::size_t i) {
   while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
   return i;
 }
+// The position of the last character before `i` that is not a blank (0 when none).
+std::size_t skip_back(std::string_view s, std::size_t i) {
+  while (i > 0 && (s[i - 1] == ' ' || s[i - 1] == '\t' || s[i - 1] == '\n')) --i;
+  return i > 0 ? i - 1 : 0;
+}
 }  // namespace
 
 std::optional<std::string> python_string_assignment(std::string_view text, std::string_view name) {
@@ -231,7 +236,9 @@ std::optional<std::string> python_dict_entry(std::string_view text, std::string_
     const std::string k = std::string(1, quote) + std::string(key) + quote;
     for (std::size_t pos = text.find(k); pos != std::string_view::npos; pos = text.find(k, pos + 1)) {
       std::size_t i = skip_blanks(text, pos + k.size());
-      if (i >= text.size() || text[i] != ':') continue;
+      // {'key': value} or, as TensorFlow writes it, OrderedDict([('key', value)])
+      const bool tuple = pos > 0 && text[skip_back(text, pos)] == '(';
+      if (i >= text.size() || text[i] != (tuple ? ',' : ':')) continue;
       i = skip_blanks(text, i + 1);
       if (auto q = quoted_at(text, i)) return q;
       if (i < text.size() && text[i] == '[') {

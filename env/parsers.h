@@ -54,8 +54,8 @@ std::string join(const std::vector<std::string>& items, const std::string& sep =
 // (torch/version.py, jaxlib/version.py): the text, "" for None, nullopt
 // when the name is not assigned so.
 std::optional<std::string> python_string_assignment(std::string_view text, std::string_view name);
-// A dict entry of Python source, `'key': value` (tensorflow's
-// build_info.py): a quoted value's text, a list's items joined by ',',
+// A dict entry of Python source, `'key': value` or `('key', value)`
+// (tensorflow's build_info.py: an OrderedDict of pairs): a quoted value's text, a list's items joined by ',',
 // anything else as written up to the next ',' or '}' ("True"); nullopt
 // when the key is absent.
 std::optional<std::string> python_dict_entry(std::string_view text, std::string_view key);

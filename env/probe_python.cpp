@@ -245,8 +245,10 @@ std::vector<std::string> ld_so_conf_dirs(const std::string& conf) {
       line = line.substr(0, line.find('#'));
       line.erase(0, line.find_first_not_of(" \t"));
       while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.pop_back();
-      if (starts(line, "include") && depth < 4) {
-        fs::path pat = line.substr(line.find_first_not_of(" \t", 7));
+      if (starts(line, "include ") || starts(line, "include\t")) {
+        const std::size_t at = line.find_first_not_of(" \t", 7);
+        if (at == std::string::npos || depth >= 4) continue;
+        fs::path pat = line.substr(at);
         if (pat.is_relative()) pat = fs::path(file).parent_path() / pat;
         const std::string suffix = pat.filename().string().substr(pat.filename().string().find('*') + 1);
         for (const auto& f : entries(pat.parent_path()))
@@ -273,7 +275,8 @@ PythonLibrary resolve_library(const std::string& object, const ElfDynamic& dyn, 
   const std::string origin = fs::absolute(fs::path(object), abs_ec).lexically_normal().parent_path().string();
   auto expand = [&](std::string d) {
     for (const char* o : {"$ORIGIN", "${ORIGIN}"})
-      for (std::size_t p; (p = d.find(o)) != std::string::npos;) d.replace(p, std::string(o).size(), origin);
+      for (std::size_t p = 0; (p = d.find(o, p)) != std::string::npos; p += origin.size())
+        d.replace(p, std::string(o).size(), origin);
     return d;
   };
   std::vector<std::pair<std::string, std::string>> order;  // folder, why
@@ -470,7 +473,7 @@ PythonEnv read_env(const Candidate& c, const PythonScanInput& in, const Loader& 
   } else {
     e.python = python_version_of(c.prefix);
     for (const char* exe : {"bin/python3", "bin/python"})
-      if (e.interpreter.empty() && path_exists(c.prefix / exe)) e.interpreter = (c.prefix / exe).string();
+      if (e.interpreter.empty() && path_exists(c.prefix / exe)) e.interpreter = (fs::path(e.prefix) / exe).string();
   }
   e.sites = import_order(in, e);
   for (const auto& s : e.sites) cuda_wheels(s, e.cuda_wheels);

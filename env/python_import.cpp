@@ -7,7 +7,6 @@
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "probe.h"
 
@@ -16,7 +15,8 @@ namespace {
 
 // Prints one line "cudabench-import: {json}" after whatever the import printed.
 constexpr const char* kScript = R"PY(import sys
-del sys.path[0]
+if sys.path and sys.path[0] in ("", "/"):
+    del sys.path[0]
 import json
 name, r, m = sys.argv[1], {}, None
 try:
@@ -52,40 +52,58 @@ std::string quoted(const std::string& s) {
   return q + "'";
 }
 
-// Output (stdout and stderr, at most 256 KiB) and how the child ended.
-std::string run(const std::string& cmd, int* status) {
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return "";
+// A line as the report keeps it: at most 400 bytes, printable ASCII (a
+// child may print any bytes, and the JSON report must stay UTF-8).
+std::string kept(const std::string& line) {
   std::string out;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;)
-    if (out.size() < (1 << 18)) out.append(buf, n);
-  *status = ::pclose(p);
+  for (char c : line.substr(0, 400)) out += (c >= 0x20 && c < 0x7f) || c == '\t' ? c : '?';
   return out;
+}
+
+// Runs `cmd`, handing each line of its output (stdout and stderr) to
+// `line`, however much it prints; returns how the child ended.
+template <typename Line>
+int run(const std::string& cmd, Line line) {
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  std::string partial;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) {
+    partial.append(buf, n);
+    for (std::size_t end; (end = partial.find('\n')) != std::string::npos; partial.erase(0, end + 1))
+      line(partial.substr(0, end));
+    if (partial.size() > (1 << 20)) partial.erase(0, partial.size() - 4096);  // a line without end
+  }
+  if (!partial.empty()) line(partial);
+  return ::pclose(p);
 }
 
 PythonImport import_one(const std::string& interpreter, const std::string& package, int seconds) {
   PythonImport r;
   r.package = package;
-  int status = 0;
-  const std::string out = run("cd / && exec timeout -k 5 " + std::to_string(seconds) + " " + quoted(interpreter) +
-                                  " -c " + quoted(kScript) + " " + quoted(package) + " 2>&1 </dev/null",
-                              &status);
-  std::stringstream lines(out);
   nlohmann::json answer;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("cudabench-import: ", 0) == 0) {
-      answer = nlohmann::json::parse(line.substr(18), nullptr, false);
-    } else if (line.find_first_not_of(" \t\r") != std::string::npos && r.warnings.size() < 20) {
-      r.warnings.push_back(line.substr(0, 400));
-    }
+  const int status = run("cd / && exec timeout -k 5 " + std::to_string(seconds) + " " + quoted(interpreter) + " -c " +
+                             quoted(kScript) + " " + quoted(package) + " 2>&1 </dev/null",
+                         [&](const std::string& line) {
+                           if (line.rfind("cudabench-import: ", 0) == 0)
+                             answer = nlohmann::json::parse(line.substr(18), nullptr, false);
+                           else if (line.find_first_not_of(" \t\r") != std::string::npos && r.warnings.size() < 20)
+                             r.warnings.push_back(kept(line));
+                         });
+  if (status == -1) {
+    r.error = "import " + package + ": could not start " + interpreter;
+    return r;
   }
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (answer.is_object()) {
-    r.error = answer.value("error", "");
-    r.version = answer.value("version", "");
-    r.device_count = answer.value("devices", 0);
-    r.cuda_available = answer.value("available", r.device_count > 0);
+    try {  // an interpreter of the user's could print anything after our marker
+      r.error = answer.value("error", "");
+      r.version = answer.value("version", "");
+      r.device_count = answer.value("devices", 0);
+      r.cuda_available = answer.value("available", r.device_count > 0);
+    } catch (const nlohmann::json::exception&) {
+      r.error = "import " + package + " gave an answer that is not cudabench's";
+    }
   } else if (code == 124 || code == 128 + 9) {
     r.error = "import " + package + " hung: no answer in " + std::to_string(seconds) + " s";
   } else if (code > 128) {

@@ -237,8 +237,10 @@ def test_jax_tensorflow_and_cupy_are_read(tmp_path):
     e.dist("jax_cuda13_plugin", "0.7.2")
     (e.site / "tensorflow/python/platform").mkdir(parents=True)
     (e.site / "tensorflow/python/platform/build_info.py").write_text(
-        "build_info = {'cuda_compute_capabilities': ['sm_60', 'sm_70', 'sm_80', 'compute_90'], 'cuda_version': '12.3', "
-        "'cudnn_version': '8', 'is_cuda_build': True}\n")
+        # as TensorFlow's gen_build_info.py writes it
+        "import collections\nbuild_info = collections.OrderedDict([('cpu_compiler', '/usr/bin/clang-17'), "
+        "('cuda_compute_capabilities', ['sm_60', 'sm_70', 'sm_80', 'compute_90']), ('cuda_version', '12.3'), "
+        "('cudnn_version', '8'), ('is_cuda_build', True), ('is_rocm_build', False), ('is_tensorrt_build', True)])\n")
     e.dist("tensorflow", "2.16.1")
     (e.site / "cupy").mkdir()
     (e.site / "cupy/_version.py").write_text("__version__ = '13.3.0'\n")
