@@ -257,12 +257,18 @@ def test_jax_tensorflow_and_cupy_are_read(tmp_path):
 
 # ---------------------------------------------------------------- the machine keeps the GPU away
 
-def test_no_driver_on_a_machine_with_an_nvidia_gpu(tmp_path):
+def without_driver(tmp_path):
+    """A machine with an NVIDIA GPU on PCI and no driver (no libcuda, no
+    module), and a venv holding a CUDA 13.0 torch."""
     m = Machine(tmp_path)
     m.libcuda_dir = m.nvml_dir = str(tmp_path / "empty")
     m.remove("sys/module/nvidia")
     m.remove("proc/driver/nvidia/version")
-    e = Env(tmp_path / "venv").torch("2.11.0+cu130", "13.0")
+    return m, Env(tmp_path / "venv").torch("2.11.0+cu130", "13.0")
+
+
+def test_no_driver_on_a_machine_with_an_nvidia_gpu(tmp_path):
+    m, e = without_driver(tmp_path)
     env = env_of(scan(m, e.prefix)[0], e.prefix)
     v = verdict(env, "python.no_driver", "error")
     assert "Found no NVIDIA driver on your system" in v["message"] and "580.65.06" in v["fix"]
@@ -317,11 +323,7 @@ def test_explain_names_the_environments_where_the_cause_holds(tmp_path):
 
 
 def test_found_no_driver_is_the_cause_on_a_machine_without_one(tmp_path):
-    m = Machine(tmp_path)
-    m.libcuda_dir = m.nvml_dir = str(tmp_path / "empty")
-    m.remove("sys/module/nvidia")
-    m.remove("proc/driver/nvidia/version")
-    e = Env(tmp_path / "venv").torch("2.11.0+cu130", "13.0")
+    m, e = without_driver(tmp_path)
     r = explain(m, "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU "
                    "and installed a driver from http://www.nvidia.com/Download/index.aspx", e.prefix)
     assert r.returncode == 0, r.stdout
