@@ -38,7 +38,7 @@ std::string read_elf_sections(std::ifstream& f, const std::string& path, ElfSect
   f.clear();
   f.seekg(0, std::ios::end);
   t->file_size = static_cast<std::uint64_t>(std::max<std::streamoff>(0, f.tellg()));
-  if (t->entsize != 64 || t->count == 0 || t->names_index >= t->count) return path + " has no section table";
+  if (t->entsize < 64 || t->count == 0 || t->names_index >= t->count) return path + " has no section table";
   const std::uint64_t table_size = static_cast<std::uint64_t>(t->entsize) * t->count;
   if (!t->fits(shoff, table_size)) return path + ": truncated section table";
   t->table.assign(table_size, '\0');
