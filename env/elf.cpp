@@ -1,7 +1,8 @@
 #include "elf.h"
 
 #include <algorithm>
-#include <sstream>
+
+#include "files.h"
 
 namespace cudabench::env {
 
@@ -46,16 +47,6 @@ std::string read_elf_sections(std::ifstream& f, const std::string& path, ElfSect
   return "";
 }
 
-namespace {
-std::vector<std::string> split_colons(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string p; std::getline(ss, p, ':');)
-    if (!p.empty()) out.push_back(p);
-  return out;
-}
-}  // namespace
-
 ElfDynamic read_elf_dynamic(const std::string& path) {
   constexpr std::uint32_t kShtDynamic = 6;
   constexpr std::uint64_t kMaxDynamic = 1 << 20, kMaxStrings = 16u << 20;
@@ -83,7 +74,7 @@ ElfDynamic read_elf_dynamic(const std::string& path) {
       if (tag == 1) out.needed.push_back(s);
       auto& dirs = tag == 15 ? out.rpath : out.runpath;
       if (tag != 1)
-        for (auto& d : split_colons(s)) dirs.push_back(d);
+        for (auto& d : split(s, ':')) dirs.push_back(d);
     }
     return out;
   }

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "files.h"
 #include "parsers.h"
 #include "probe.h"
 
@@ -20,37 +21,10 @@ namespace cudabench::env {
 namespace fs = std::filesystem;
 namespace {
 
-bool path_exists(const fs::path& p) {
-  std::error_code ec;
-  return fs::exists(p, ec);
-}
-bool is_dir(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_directory(p, ec);
-}
-std::string canonical_of(const fs::path& p) {
-  std::error_code ec;
-  const fs::path c = fs::canonical(p, ec);
-  return ec ? p.lexically_normal().string() : c.string();
-}
 // The entries of a folder, sorted, at most `limit` (a huge folder is not a
 // Python environment).
-std::vector<fs::path> entries(const fs::path& d, std::size_t limit = 4096) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(d, ec), end; !ec && it != end && out.size() < limit; it.increment(ec))
-    out.push_back(it->path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
+std::vector<fs::path> entries(const fs::path& d, std::size_t limit = 4096) { return list_dir(d, limit); }
 bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string p; std::getline(ss, p, sep);)
-    if (!p.empty()) out.push_back(p);
-  return out;
-}
 std::string get(const std::map<std::string, std::string>& env, const std::string& k) {
   const auto it = env.find(k);
   return it == env.end() ? "" : it->second;
@@ -122,7 +96,7 @@ std::vector<Candidate> candidates(const PythonScanInput& in) {
   for (const auto& dir : split(get(in.env, "PATH"), ':'))
     for (const char* exe : {"python3", "python"})
       if (is_binary(fs::path(dir) / exe))  // /bin/python3 is /usr's where /bin links to /usr/bin
-        out.push_back({fs::path(canonical_of(dir)).parent_path(), "", std::string("PATH ") + exe});
+        out.push_back({fs::path(canonical_str(dir)).parent_path(), "", std::string("PATH ") + exe});
   conda_candidates(in, out);
   const std::string home = get(in.env, "HOME");
   const std::string pyenv = !get(in.env, "PYENV_ROOT").empty() ? get(in.env, "PYENV_ROOT") : home.empty() ? "" : home + "/.pyenv";
@@ -143,30 +117,28 @@ std::vector<Candidate> candidates(const PythonScanInput& in) {
 
 // ---- what one environment holds ----
 
-// "3.11" from pyvenv.cfg, else from lib/python3.X.
-std::string python_version_of(const fs::path& prefix) {
-  std::stringstream cfg(read_text_file((prefix / "pyvenv.cfg").string()));
-  for (std::string line; std::getline(cfg, line);)
-    if (starts(line, "version")) {
-      const Version v = Version::parse(line.substr(line.find('=') + 1 < line.size() ? line.find('=') + 1 : 0));
-      if (v.known()) return v.major_minor();
-    }
-  for (const auto& d : entries(prefix / "lib", 256)) {
-    const std::string n = d.filename().string();
-    if (starts(n, "python3.") && is_dir(d)) return n.substr(6);
-  }
-  return "";
-}
-
+// A key of pyvenv.cfg ("key = value"; "" when absent).
 std::string cfg_value(const fs::path& prefix, const std::string& key) {
   std::stringstream cfg(read_text_file((prefix / "pyvenv.cfg").string()));
   for (std::string line; std::getline(cfg, line);)
-    if (starts(line, key) && line.find('=') != std::string::npos) {
+    if (starts(line, key) && line.find_first_not_of(" \t", key.size()) == line.find('=') &&
+        line.find('=') != std::string::npos) {
       std::string v = line.substr(line.find('=') + 1);
       v.erase(0, v.find_first_not_of(" \t"));
       while (!v.empty() && (v.back() == ' ' || v.back() == '\r')) v.pop_back();
       return v;
     }
+  return "";
+}
+
+// "3.11" from pyvenv.cfg, else from lib/python3.X.
+std::string python_version_of(const fs::path& prefix) {
+  for (const char* key : {"version", "version_info"})  // venv's, virtualenv's ("3.11.7.final.0")
+    if (const Version v = Version::parse(cfg_value(prefix, key)); v.known()) return v.major_minor();
+  for (const auto& d : entries(prefix / "lib", 256)) {
+    const std::string n = d.filename().string();
+    if (starts(n, "python3.") && is_dir(d)) return n.substr(6);
+  }
   return "";
 }
 
@@ -182,7 +154,7 @@ std::vector<std::string> own_sites(const fs::path& prefix, const std::string& py
         for (const char* s : {"site-packages", "dist-packages"}) tries.push_back(d / s);
   std::vector<std::string> out;
   for (const auto& t : tries)
-    if (is_dir(t) && std::find(out.begin(), out.end(), canonical_of(t)) == out.end()) out.push_back(canonical_of(t));
+    if (is_dir(t) && std::find(out.begin(), out.end(), canonical_str(t)) == out.end()) out.push_back(canonical_str(t));
   return out;
 }
 
@@ -194,18 +166,18 @@ std::vector<std::string> import_order(const PythonScanInput& in, const PythonEnv
   std::vector<std::string> sites;
   const std::string home = get(in.env, "HOME");
   const bool venv = e.kind == "venv";
-  if (e.kind == "site" || e.kind == "user-site") return {canonical_of(e.prefix)};
+  if (e.kind == "site" || e.kind == "user-site") return {canonical_str(e.prefix)};
   const std::string user = home + "/.local/lib/python" + e.python + "/site-packages";
   const bool user_site = !venv || cfg_value(e.prefix, "include-system-site-packages") == "true";
   if (user_site && !home.empty() && !e.python.empty() && get(in.env, "PYTHONNOUSERSITE").empty() && is_dir(user))
-    sites.push_back(canonical_of(user));
+    sites.push_back(canonical_str(user));
   for (const auto& s : own_sites(e.prefix, e.python)) sites.push_back(s);
   if (venv && cfg_value(e.prefix, "include-system-site-packages") == "true")
     for (const auto& s : own_sites(fs::path(cfg_value(e.prefix, "home")).parent_path(), e.python)) sites.push_back(s);
   std::vector<std::string> out;
   for (const auto& s : sites) {
     for (const auto& f : entries(s))
-      if (f.extension() == ".egg-link") out.push_back(canonical_of(read_first_line(f.string())));
+      if (f.extension() == ".egg-link") out.push_back(canonical_str(read_first_line(f.string())));
     out.push_back(s);
   }
   return out;
@@ -292,10 +264,10 @@ PythonLibrary resolve_library(const std::string& object, const ElfDynamic& dyn, 
     std::error_code ec;
     if (!fs::is_regular_file(fs::path(dir) / name, ec)) continue;
     if (l.resolved.empty()) {
-      l.resolved = canonical_of(fs::path(dir) / name);
+      l.resolved = canonical_str(fs::path(dir) / name);
       l.via = why;
     }
-    if (l.own.empty() && (why == "RPATH" || why == "RUNPATH")) l.own = canonical_of(fs::path(dir) / name);
+    if (l.own.empty() && (why == "RPATH" || why == "RUNPATH")) l.own = canonical_str(fs::path(dir) / name);
   }
   return l;
 }
@@ -464,7 +436,7 @@ void read_packages(PythonEnv& e, const Loader& ld) {
 
 PythonEnv read_env(const Candidate& c, const PythonScanInput& in, const Loader& ld) {
   PythonEnv e;
-  e.prefix = canonical_of(c.prefix);
+  e.prefix = canonical_str(c.prefix);
   e.kind = !c.kind.empty() ? c.kind : kind_of(c.prefix);
   e.found_via = {c.via};
   if (e.kind == "site" || e.kind == "user-site") {
@@ -503,7 +475,7 @@ PythonScan probe_python(const PythonScanInput& in) {
                                            : "the scan stopped at " + std::to_string(in.max_envs) + " environments";
       break;
     }
-    std::string key = canonical_of(c.prefix);
+    std::string key = canonical_str(c.prefix);
     if (auto it = seen.find(key); it != seen.end()) {
       auto& via = scan.envs[it->second].found_via;
       if (std::find(via.begin(), via.end(), c.via) == via.end()) via.push_back(c.via);

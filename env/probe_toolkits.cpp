@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "files.h"
 #include "parsers.h"
 #include "probe.h"
 
@@ -42,32 +43,12 @@ std::string command_output(const std::vector<std::string>& argv, int seconds) {
 }
 namespace {
 
-bool path_exists(const fs::path& p) {
-  std::error_code ec;
-  return fs::exists(p, ec);
-}
-
 bool is_executable(const fs::path& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
 }
 
-std::string canonical_str(const fs::path& p) {
-  std::error_code ec;
-  fs::path c = fs::canonical(p, ec);
-  return ec ? p.lexically_normal().string() : c.string();
-}
-
 std::string read_file(const fs::path& p) { return read_text_file(p.string()); }
-
-std::vector<fs::path> list_dir(const fs::path& d) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(d, ec), end; !ec && it != end; it.increment(ec))
-    out.push_back(it->path());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 // Groups of the regex match of the first entry of `dir` whose file name
 // matches `re` (g[0] = the whole name); empty when none does.

@@ -1,0 +1,23 @@
+// Small file-system helpers the probes share. None throws: a folder that
+// cannot be read is an empty one, a path that cannot be resolved stays as
+// given (normalised).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace cudabench::env {
+
+bool path_exists(const std::filesystem::path& p);
+bool is_dir(const std::filesystem::path& p);
+// The canonical path, or `p` normalised when it cannot be resolved.
+std::string canonical_str(const std::filesystem::path& p);
+// The entries of a folder, sorted; at most `limit` of them are read.
+std::vector<std::filesystem::path> list_dir(const std::filesystem::path& d, std::size_t limit = SIZE_MAX);
+// The non-empty parts of `s` between `sep`s ("a::b" -> a, b).
+std::vector<std::string> split(const std::string& s, char sep);
+
+}  // namespace cudabench::env
