@@ -185,6 +185,10 @@ struct HostInputs {
 };
 // Random a, b in [-1000, 1000) (never zeros), made once per n and reused.
 const HostInputs& host_inputs(std::size_t n);
+// The CPU rows' output c for n, made once per n and reused: its pages are
+// touched once per process (a fresh 512 MB c per row was a fifth of a run in
+// the kernel's page clearing). Each row still poisons it before its check.
+HostArray& host_output(std::size_t n);
 
 void fill_random(float* p, std::size_t n, std::uint64_t seed);
 void poison(float* p, std::size_t n);  // quiet NaN in every element

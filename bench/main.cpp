@@ -19,6 +19,7 @@
 #include "doctor/doctor.h"
 #include "doctor/explain.h"
 #include "env/report.h"
+#include "kernels/vector_add.cuh"
 #include "options.h"
 #include "registry.h"
 #include "stable_names.h"
@@ -91,6 +92,8 @@ int init_google_benchmark(const char* argv0, std::vector<std::string> pass_on) {
 // JSON output file after the run (on the console it would bury the table).
 void add_context(const env::Report& report, const RunOptions& run) {
   for (const auto& [k, v] : env::context_entries(report, run.devices.front())) benchmark::AddCustomContext(k, v);
+  // What the CPU rows run on (OMP_NUM_THREADS, the affinity mask): compare.py names it as a cause.
+  benchmark::AddCustomContext("cpu_threads_used", std::to_string(vector_add::cpu_threads()));
   if (!report.status.usable) return;
   std::string devs;
   for (int d : run.devices) devs += (devs.empty() ? "" : ",") + std::to_string(d);

@@ -52,65 +52,19 @@ import argparse
 import json
 import os
 import re
-import resource
 import shlex
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402
-from compare import BadInput, ToolError, median  # noqa: E402
+import samples  # noqa: E402
+from compare import BadInput, median  # noqa: E402
 
-EXIT_WRONG = 1
+EXIT_WRONG = samples.EXIT_WRONG
 GATE_PROCESSES = 15  # the default per side: the CI subset in about 2 minutes on the 2-core CI VM
-# A process that ran while the rest of the machine took more than this share
-# of all CPUs' time (other processes, or the hypervisor: steal) is run again,
-# up to RETRIES times; the decision uses the load, never the result, so it
-# treats both sides alike.
-MAX_INTERFERENCE = 0.05
-RETRIES = 3
-
-
-def proc_stat():
-    """(busy, stolen, all) seconds of all CPUs since boot, from /proc/stat, or None."""
-    try:
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    hz = os.sysconf("SC_CLK_TCK")
-    user, nice, system, _idle, _iowait, irq, softirq, steal = v
-    return (user + nice + system + irq + softirq) / hz, steal / hz, sum(v) / hz
-
-
-class LoadMeter:
-    """The share of the machine's CPU time that others took while a child ran:
-    busy time not spent by our children or by us, plus steal, out of all the
-    CPU time /proc/stat counted meanwhile. (Not out of wall time x
-    os.cpu_count(): /proc/stat counts in ticks, so a short process saw
-    whole ticks over a few ms, and it may count other CPUs than
-    os.cpu_count() does; either made shares of 241%.) Always in [0, 1]."""
-
-    def __init__(self):
-        self.stat0 = proc_stat()
-        r = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.children0, self.self0 = r.ru_utime + r.ru_stime, time.process_time()
-
-    def share(self):
-        stat = proc_stat()
-        if stat is None or self.stat0 is None or stat[2] <= self.stat0[2]:
-            return 0.0
-        r = resource.getrusage(resource.RUSAGE_CHILDREN)
-        ours = (r.ru_utime + r.ru_stime - self.children0) + (time.process_time() - self.self0)
-        foreign = max(0.0, stat[0] - self.stat0[0] - ours)
-        stolen = max(0.0, stat[1] - self.stat0[1])
-        return min(1.0, (foreign + stolen) / (stat[2] - self.stat0[2]))
-
-
-# Google Benchmark's own fields; every other number in an entry is a counter.
-GB_FIELDS = {"family_index", "per_family_instance_index", "repetition_index", "repetitions", "threads",
-             "iterations"}
+MAX_INTERFERENCE = samples.MAX_INTERFERENCE
+merge = samples.merge  # matrix.py and the tests merge processes through here too
 
 
 def schedule(k):
@@ -119,56 +73,6 @@ def schedule(k):
     for i in range(k):
         out += ["A", "B"] if i % 2 == 0 else ["B", "A"]
     return out
-
-
-def process_entries(doc, process):
-    """One entry per benchmark of one process's JSON: the median of its
-    repetitions for every number (times, counters), its first label (a
-    throttled one when any repetition throttled), or its error."""
-    order, reps = [], {}
-    for b in doc.get("benchmarks", []):
-        if b.get("run_type") == "aggregate":
-            continue
-        name = b.get("run_name") or b["name"]
-        if name not in reps:
-            order.append(name)
-            reps[name] = []
-        reps[name].append(b)
-    out = []
-    for name in order:
-        rs = reps[name]
-        e = dict(rs[0])
-        e.update(name=rs[0]["name"], run_name=name, run_type="iteration", repetition_index=process,
-                 process=process, repetitions_in_process=len(rs))
-        errors = [r for r in rs if r.get("error_occurred")]
-        if errors:
-            e["error_occurred"] = True
-            e["error_message"] = errors[0].get("error_message", "error")
-            out.append(e)
-            continue
-        for k, v in rs[0].items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in GB_FIELDS:
-                xs = [r[k] for r in rs if isinstance(r.get(k), (int, float))]
-                if xs:
-                    e[k] = median(xs)
-        throttled = [r["label"] for r in rs if compare.THROTTLED in (r.get("label") or "")]
-        if throttled:
-            e["label"] = throttled[0]
-        out.append(e)
-    return out
-
-
-def merge(docs, side, meta):
-    """One Google Benchmark JSON for one side: an entry per benchmark per
-    process (repetition_index = the process), the first process's context."""
-    merged = {"context": dict(docs[0].get("context", {})) if docs else {}, "benchmarks": [],
-              "cudabench_ab": dict(meta, side=side, processes=len(docs),
-                                   sample="the median of one process's repetitions")}
-    for i, d in enumerate(docs):
-        merged["benchmarks"] += process_entries(d, i)
-    for e in merged["benchmarks"]:
-        e["repetitions"] = len(docs)
-    return merged
 
 
 def parse_env(pairs, opt):
@@ -181,103 +85,14 @@ def parse_env(pairs, opt):
     return env
 
 
-class Side:
-    def __init__(self, name, bench, env, wrap):
-        self.name, self.bench, self.env, self.wrap = name, bench, env, wrap
-        self.good = 0  # processes of this side that gave a result
-        if not (os.path.isfile(bench) and os.access(bench, os.X_OK)):
-            raise BadInput(f"--{name.lower()} {bench}: no such executable (build it first)")
-
-
-def run_process(side, i, args, workdir, extra):
-    """Run one benchmark process; return its JSON document."""
-    out = os.path.join(workdir, f"{side.name}{i:02d}.json")
-    log = os.path.join(workdir, f"{side.name}{i:02d}.stderr")
-    cmd = side.wrap + [side.bench, f"--benchmark_filter={args.filter}",
-                       f"--benchmark_repetitions={args.reps}",
-                       "--benchmark_enable_random_interleaving=true",
-                       "--benchmark_report_aggregates_only=false",
-                       f"--benchmark_out={out}", "--benchmark_out_format=json"]
-    if args.min_time:
-        cmd.append(f"--benchmark_min_time={args.min_time}")
-    cmd += extra
-    env = dict(os.environ, **side.env)
-    with open(log, "w") as err:
-        rc = wait_in_own_group(cmd, err, env)
-    with open(log, errors="replace") as f:
-        lines = [x.strip() for x in f if x.strip()]
-    last = lines[-1] if lines else ""
-    who = f"process {i} of {side.name} ({side.bench})"
-    if rc == 2 and not side.good:
-        raise BadInput(f"{side.bench} refused its arguments: {last}")
-    if rc == 2:  # it ran with these arguments before: not a refusal
-        raise ToolError(f"{who} failed (exit 2) after {side.good} good one(s): {last or 'no message'}; see {log}")
-    no_match = BadInput(f"--filter '{args.filter}' matches no benchmark of {side.bench}")
-    if any(x.startswith("Failed to match any benchmarks") for x in lines):
-        raise no_match
-    if rc not in (0, EXIT_WRONG) or not os.path.exists(out):
-        how = f"signal {-rc}" if rc < 0 else f"exit {rc}"
-        raise ToolError(f"{who} failed without a result ({how}): {last or 'no message'}; log: {log}")
-    try:
-        doc = compare.read_json(out)
-        compare.load_doc(doc, out)  # the checks compare makes, here, where the process is known
-    except BadInput as e:
-        raise ToolError(f"{who} wrote a result that cannot be used: {compare.one_line(e)}; log: {log}")
-    if not doc.get("benchmarks"):
-        raise no_match
-    side.good += 1
-    return doc
-
-
-def wait_in_own_group(cmd, err, env):
-    """Run cmd in a process group of its own and wait; if this process is
-    interrupted, end the whole group (a wrapper such as cpu-quota.sh and the
-    bench under it) with SIGTERM, so wrappers can clean up, then re-raise."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True)
-    try:
-        return p.wait()
-    except BaseException:
-        compare.stop_groups([p], 10)
-        raise
-
-
 def run_ab(args, a, b, extra, workdir, progress=True):
-    """The interleaved processes; returns the merged (a_doc, b_doc)."""
-    docs = {"A": [], "B": []}
-    loads = {"A": [], "B": []}
-    reruns, exhausted = 0, False
-    order = schedule(args.processes)
-    started = time.monotonic()
-    for j, s in enumerate(order):
-        side = a if s == "A" else b
-        for attempt in range(RETRIES + 1):
-            meter = LoadMeter()
-            doc = run_process(side, len(docs[s]), args, workdir, extra)
-            load = meter.share()
-            if load <= args.max_interference or attempt == RETRIES:
-                break
-            if reruns >= args.processes:  # busy throughout: re-running would only double the time
-                if not exhausted and progress:
-                    print("ab: the machine stayed busy: no more processes run again", file=sys.stderr)
-                exhausted = True
-                break
-            reruns += 1
-            if progress:
-                print(f"{chr(13) if sys.stderr.isatty() else ''}ab: process {s}{len(docs[s])} ran beside "
-                      f"{100 * load:.0f}% other load; running it again", file=sys.stderr)
-        docs[s].append(doc)
-        loads[s].append(round(load, 4))
-        if progress and sys.stderr.isatty():
-            print(f"\rab: process {j + 1}/{len(order)} ({s}), {time.monotonic() - started:.0f} s",
-                  end="", file=sys.stderr, flush=True)
-    if progress:
-        print(f"{chr(13) if sys.stderr.isatty() else ''}ab: {len(order)} processes ({''.join(order)}) in "
-              f"{time.monotonic() - started:.0f} s", file=sys.stderr)
-    meta = {"filter": args.filter, "reps_per_process": args.reps, "min_time": args.min_time,
-            "order": "".join(order), "wall_s": round(time.monotonic() - started, 1), "reruns": reruns,
-            "max_interference": args.max_interference}
-    return (merge(docs["A"], "A", dict(meta, bench=a.bench, env=a.env, wrap=a.wrap, interference=loads["A"])),
-            merge(docs["B"], "B", dict(meta, bench=b.bench, env=b.env, wrap=b.wrap, interference=loads["B"])))
+    """The interleaved processes (samples.run_schedule); returns the merged (a_doc, b_doc)."""
+    s = samples.Sampling(args.filter, args.reps, args.min_time, args.max_interference, extra)
+    docs, loads, meta = samples.run_schedule({"A": a, "B": b}, schedule(args.processes), s, workdir, progress,
+                                             tool="ab")
+    meta["tool"] = "ab"
+    return (merge(docs["A"], "A", dict(meta, bench=a.bench, env=a.env, wrap=a.wrap), loads["A"]),
+            merge(docs["B"], "B", dict(meta, bench=b.bench, env=b.env, wrap=b.wrap), loads["B"]))
 
 
 def write_json(path, doc):
@@ -293,8 +108,8 @@ def loaded(path, label):
 def sides(args):
     wrap_a = shlex.split(args.a_wrap or "")
     wrap_b = shlex.split(args.b_wrap or "")
-    a = Side("A", args.a, parse_env(args.a_env, "--a-env"), wrap_a)
-    b = Side("B", args.b, parse_env(args.b_env, "--b-env"), wrap_b)
+    a = samples.Arm("A", args.a, parse_env(args.a_env, "--a-env"), wrap_a).check("--a")
+    b = samples.Arm("B", args.b, parse_env(args.b_env, "--b-env"), wrap_b).check("--b")
     return a, b
 
 
@@ -456,8 +271,8 @@ def cmd_trials(args, extra):
     tally, changes, walls, reruns = {}, {}, [], []
     for t in range(args.n):
         files, names, results, doc_a, _ = one_run(args, extra, os.path.join(args.out, "last"), floors, False)
-        walls.append(doc_a["cudabench_ab"]["wall_s"])
-        reruns.append(doc_a["cudabench_ab"]["reruns"])
+        walls.append(doc_a[samples.META]["wall_s"])
+        reruns.append(doc_a[samples.META]["reruns"])
         for v in results[files[1].label]:
             tally.setdefault(v.name, {})
             tally[v.name][v.verdict] = tally[v.name].get(v.verdict, 0) + 1

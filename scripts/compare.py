@@ -121,6 +121,8 @@ class Run:
     samples: list = field(default_factory=list)  # metric values, in seconds for time
     error: str = ""
     throttled: list = field(default_factory=list)  # the reasons of each throttled sample
+    loads: list = field(default_factory=list)  # the share of the CPUs others took, per sample that says
+    loaded: list = field(default_factory=list)  # the samples taken beside more load than allowed (samples.py)
 
 
 @dataclass
@@ -130,6 +132,7 @@ class ResultFile:
     runs: dict  # name -> Run
     label: str = ""
     benchmarks: list = field(default_factory=list)  # the file's entries (those the filter kept)
+    meta: dict = field(default_factory=dict)  # how its samples were taken (samples.py's cudabench_samples)
 
 
 def read_json(path):
@@ -271,6 +274,10 @@ def load_doc(doc, path, metric="time", name_filter=None):
             aggregates.setdefault(name, []).append(b)
             continue
         run.samples.append(_value(b, metric, path))
+        if finite_number(b.get("load")):
+            run.loads.append(float(b["load"]))
+        if b.get("loaded") is True:
+            run.loaded.append(len(run.samples) - 1)
         label = b.get("label") or ""
         if THROTTLED in label:
             run.throttled.append(label.split(THROTTLED, 1)[1].split(";")[0].strip())
@@ -281,7 +288,8 @@ def load_doc(doc, path, metric="time", name_filter=None):
             for a in aggs:
                 if a.get("aggregate_name") == "median":
                     runs[name].samples.append(_value(a, metric, path))
-    return ResultFile(path, doc.get("context", {}), runs, benchmarks=kept)
+    meta = doc.get("cudabench_samples")
+    return ResultFile(path, doc.get("context", {}), runs, benchmarks=kept, meta=meta if isinstance(meta, dict) else {})
 
 
 def finite_number(x):
@@ -372,7 +380,7 @@ def noise_floor(pool, n_a, n_b, quantile=FLOOR_QUANTILE, draws=FLOOR_DRAWS):
     return changes[min(len(changes) - 1, int(math.ceil(quantile * len(changes))) - 1)]
 
 
-VERDICTS = ("faster", "slower", "same", "noisy", "error", "missing", "new")  # as the summary counts them
+VERDICTS = ("faster", "slower", "same", "noisy", "error", "missing", "new", "only")  # as the summary counts them
 
 
 @dataclass
@@ -422,6 +430,11 @@ def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05, pool=
     if a.throttled or b.throttled:
         which = [f"{w} {', '.join(sorted(set(r.throttled)))}" for w, r in (("baseline", a), ("new", b)) if r.throttled]
         v.verdict, v.note = "noisy", "GPU throttled: " + "; ".join(which)
+        return v
+    if a.loaded or b.loaded:
+        which = [f"{w} {len(r.loaded)} of {len(r.samples)} (up to {100 * max(r.loads or [0]):.0f}%)"
+                 for w, r in (("baseline", a), ("new", b)) if r.loaded]
+        v.verdict, v.note = "noisy", "sampled beside other load: " + "; ".join(which)
         return v
     if len(a.samples) < 2 or len(b.samples) < 2:
         v.verdict, v.note = "noisy", "single repetition: rerun with --benchmark_repetitions"
@@ -484,13 +497,32 @@ def context_differences(files):
     return rows
 
 
+def slug(text):
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
+
+
+def hardware_of(context):
+    """The hardware a result was measured on, as a name: the GPU's model when
+    bench could use one, else cpu-<CPU model>-<threads>c (what
+    scripts/lib.sh's machine_label gives by default)."""
+    gpu = context.get("gpu_name")
+    if isinstance(gpu, str) and gpu and gpu != "none":
+        return slug(gpu)
+    model = context.get("host_cpu_model")
+    threads = context.get("host_threads") or context.get("num_cpus")
+    return slug(f"cpu-{model}-{threads}c") if model else ""
+
+
+def machine_of(f):
+    """The machine a result names (run-bench.sh --label), else its hardware."""
+    label = f.context.get("machine_label")
+    return label if isinstance(label, str) and label else hardware_of(f.context)
+
+
 def default_label(f, i):
-    c = f.context
-    parts = [c.get("cuda_toolkit"), c.get("gpu_name") if c.get("gpu_name") not in (None, "none") else None]
-    parts = [str(p) for p in parts if p]
-    if parts:
-        return " ".join(parts)
-    return os.path.basename(f.path) or f"file{i}"
+    """A file's column: its machine, with the toolkit when files of one
+    machine differ in it; the file name when nothing names a machine."""
+    return machine_of(f) or os.path.basename(f.path) or f"file{i}"
 
 
 def fmt_value(x, metric):
@@ -639,18 +671,20 @@ def write_whole(path, text_or_writer):
 
 
 def finish(files, names, results, metric="time", threshold=0.05, alpha=0.05, markdown=None, fmt="text",
-           report_only=False, tool="compare"):
+           report_only=False, tool="compare", report=None):
     """Print the report (and write it as Markdown), return the exit code.
     The code does not depend on anyone reading the output: a closed pipe
-    (`| head`) does not hide a regression."""
+    (`| head`) does not hide a regression. report: the renderer (render, or
+    machines.render for machines)."""
+    report = report or render
     slower = [v.name for vs in results.values() for v in vs if v.verdict == "slower"]
     missing = sorted({v.name for vs in results.values() for v in vs if v.verdict == "missing"})
     failed = sorted({v.name for vs in results.values() for v in vs if v.new_failed})
     broke = sorted({v.name for vs in results.values() for v in vs if v.new_broke})
     if markdown:
-        write_whole(markdown, render(files, names, results, metric, threshold, alpha, True) + "\n")
+        write_whole(markdown, report(files, names, results, metric, threshold, alpha, True) + "\n")
     try:
-        print(render(files, names, results, metric, threshold, alpha, fmt == "markdown"), flush=True)
+        print(report(files, names, results, metric, threshold, alpha, fmt == "markdown"), flush=True)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if report_only:
@@ -696,6 +730,11 @@ def set_labels(files, labels):
     for f in files:
         groups.setdefault(f.label, []).append(f)
     for label, fs in groups.items():
+        toolkits = [str(f.context.get("cuda_toolkit", "")) for f in fs]
+        if len(fs) > 1 and len(set(toolkits)) == len(fs) and all(toolkits):
+            for f, t in zip(fs, toolkits):
+                f.label = f"{label} {t}"
+            continue
         if len(fs) > 1:
             # The file name, or with its folder when those collide too (a
             # fleet run's node1/cpu.json and node2/cpu.json).
@@ -709,6 +748,54 @@ def set_labels(files, labels):
         seen[f.label] = seen.get(f.label, 0) + 1
         if seen[f.label] > 1:
             f.label = f"{f.label} #{seen[f.label]}"
+
+
+def with_baseline_first(files, baseline):
+    """files, the one labelled (or named) `baseline` first."""
+    if baseline is None:
+        return files
+    pick = [f for f in files if baseline in (f.label, f.path)]
+    if not pick:
+        raise BadInput(f"--baseline {baseline}: no such column (the columns: {', '.join(f.label for f in files)})")
+    return pick[:1] + [f for f in files if f is not pick[0]]
+
+
+def compare_files(a, files, against=None):
+    """Verdicts, the report (for machines when the files name different
+    machines or one is a reference), the plots, the exit code."""
+    import machines
+    floors = load_floors(a.floors) if a.floors else None
+    names, results = compare(files, a.metric, a.threshold, a.alpha, a.filter, floors)
+    report = None
+    if against or len({machine_of(f) for f in files}) > 1:
+        machines.relabel(results, files)
+        report = functools.partial(machines.render, against=against)
+    if a.plot:
+        import report as plots
+        plots.main([f.path for f in files] + ["--out", a.plot, "--labels", ",".join(f.label for f in files)])
+    return finish(files, names, results, a.metric, a.threshold, a.alpha, a.markdown, a.format, a.report_only,
+                  report=report)
+
+
+def against_reference(a):
+    """Each file against the reference for its hardware (one file: one answer)."""
+    import machines
+    if len(a.files) != 1:
+        raise BadInput("--reference takes one result file (the run to hold against its hardware's reference)")
+    f = load(a.files[0], a.metric, a.filter)
+    path = machines.find_reference(f, a.reference or None)
+    hw = hardware_of(f.context) or "unknown hardware"
+    if not path:
+        if a.if_any:
+            return EXIT_OK
+        raise BadInput(f"--reference: no reference for {hw} in {a.reference or machines.REFERENCES} "
+                       "(make one: compare.py --make-reference RUN.json; docs/comparing-machines.md)")
+    ref = load(path, a.metric, a.filter)
+    ref.label, f.label = f"reference {hw}", machine_of(f) or "this machine"
+    if f.label == ref.label:
+        f.label += " (this run)"
+    against = f"the reference for its hardware ({hw}, recorded {str(ref.context.get('date', '?'))[:10]})"
+    return compare_files(a, [ref, f], against=against)
 
 
 class Terminated(BaseException):
@@ -809,10 +896,23 @@ def main(argv=None):
     ap.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown (e.g. $GITHUB_STEP_SUMMARY)")
     ap.add_argument("--format", choices=["text", "markdown"], default="text", help="what to print")
     ap.add_argument("--report-only", action="store_true", help="never exit 1 for a regression")
+    ap.add_argument("--baseline", metavar="LABEL", help="the column the others are held against (default the first)")
+    ap.add_argument("--reference", nargs="?", const="", metavar="DIR",
+                    help="hold each file against the reference for its hardware (in DIR, default results/reference)")
+    ap.add_argument("--if-any", action="store_true", help="with --reference: no reference for this hardware is not an error")
+    ap.add_argument("--make-reference", action="store_true",
+                    help="make the reference of the files' hardware from them (into --reference DIR)")
+    ap.add_argument("--plot", metavar="DIR", type=output_folder, help="also plots and report.md through report.py")
     a = ap.parse_args(argv)
 
     def body():
         ensure_venv()
+        if a.make_reference:
+            import machines
+            print(f"compare: reference written: {machines.make_reference(a.files, a.reference or None)}")
+            return EXIT_OK
+        if a.reference is not None:
+            return against_reference(a)
         if len(a.files) < 2:
             raise BadInput("need at least two files (baseline first)")
         if not (math.isfinite(a.threshold) and 0 < a.threshold <= 10):
@@ -824,9 +924,8 @@ def main(argv=None):
             check_writable(a.markdown, "--markdown")
         files = [load(p, a.metric, wanted) for p in a.files]
         set_labels(files, a.labels.split(",") if a.labels is not None else None)
-        floors = load_floors(a.floors) if a.floors else None
-        names, results = compare(files, a.metric, a.threshold, a.alpha, a.filter, floors)
-        return finish(files, names, results, a.metric, a.threshold, a.alpha, a.markdown, a.format, a.report_only)
+        files = with_baseline_first(files, a.baseline)
+        return compare_files(a, files)
 
     return guarded("compare", body)
 

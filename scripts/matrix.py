@@ -43,9 +43,9 @@ def read(path):
 
 
 def merge(out, rounds):
-    """One process per round: ab.py's merge, one sample per process."""
-    import ab
-    merged = ab.merge([read(p) for p in rounds], "matrix", {"rounds": len(rounds)})
+    """One process per round: samples.py's merge, one sample per process."""
+    import samples
+    merged = samples.merge([read(p) for p in rounds], "matrix", {"tool": "matrix", "rounds": len(rounds)})
     compare.write_whole(out, json.dumps(merged, indent=1) + "\n")
 
 

@@ -1,23 +1,48 @@
 #!/usr/bin/env bash
 # README command 1: install what is missing, build, run the default benchmarks.
-# Prints the console table and writes results/<machine>/<toolkit>/latest.json.
-# Extra arguments go to bench after the defaults (so they win), e.g.
-#   scripts/run-bench.sh --benchmark_filter=Transfer --benchmark_repetitions=5
-# Environment: CUDABENCH_FILTER (default below), CUDABENCH_MIN_TIME (0.1 s),
-# CUDABENCH_MACHINE (the results folder's machine name).
+# The default run takes its samples from CUDABENCH_PROCESSES bench processes
+# (default 4; scripts/samples.py: one sample per process for each row, a
+# process beside other load run again or flagged), prints a table and writes
+# results/<label>/<toolkit>/latest.json; then, when results/reference/ holds a
+# reference for this hardware, says how this run compares with it.
+#   scripts/run-bench.sh [--label NAME] [bench flags...]
+# --label NAME names the machine (default its hardware: the GPU's model, or
+# cpu-<CPU model>-<threads>c); extra arguments go to bench after the
+# defaults (so they win), e.g. --benchmark_filter=Transfer.
+# Environment: CUDABENCH_FILTER (the default rows below), CUDABENCH_MIN_TIME
+# (0.02 s per row and process), CUDABENCH_PROCESSES, CUDABENCH_MACHINE (the
+# same as --label).
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --label) [ $# -ge 2 ] || { echo "run-bench.sh: --label needs a name" >&2; exit 2; }
+             export CUDABENCH_MACHINE="$2"; shift 2 ;;
+    --label=*) export CUDABENCH_MACHINE="${1#--label=}"; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
 machine="$(machine_label)" || exit 2  # checked before anything is installed
+processes="${CUDABENCH_PROCESSES:-4}"
+[[ "$processes" =~ ^[1-9][0-9]{0,2}$ ]] || { echo "run-bench.sh: CUDABENCH_PROCESSES=$processes: expected a count of processes, 1 to 999" >&2; exit 2; }
 bash "$CUDABENCH_ROOT/scripts/setup.sh"
 build="$CUDABENCH_ROOT/build"
 # Only the two programs: the tests are scripts/test.sh's.
 CUDABENCH_BUILD_TARGET=programs configure_and_build "$build" >/dev/null
 out_dir="$CUDABENCH_ROOT/results/$machine/$(toolkit_label "$build")"
 mkdir -p "$out_dir"
-filter="${CUDABENCH_FILTER:-^(VectorAdd/|VectorAddFlow/|Copy/|Transfer/|MnistTrain/(cpu|cuda)/batch:64/|MnistEval/(cpu|cuda)/)}"
-stop_jobs_on_signal  # a signal stops bench at once (it leaves no partial file)
-run_job "$build/bench" --benchmark_filter="$filter" \
-  --benchmark_min_time="${CUDABENCH_MIN_TIME:-0.1}" \
-  --benchmark_out="$out_dir/latest.json" --benchmark_out_format=json "$@"
+# The headline sizes (1e7 and 2^26 beyond the caches; 4096 to 2^20 inside
+# them), the seed's flow, the copies, the training step: 4 processes of
+# these take what one process of every size took (docs/comparing-machines.md).
+sizes='4096|65536|1048576|10000000|67108864'
+filter="${CUDABENCH_FILTER:-^((VectorAdd|Copy)/[^/]+/n:($sizes)/|VectorAddFlow/[^/]+/n:($sizes)/|Transfer/|MnistTrain/(cpu|cuda)/batch:64/|MnistEval/(cpu|cuda)/)}"
+py="$(project_python)"
+stop_jobs_on_signal  # a signal stops the processes at once (no partial file is left)
+run_job "$py" "$CUDABENCH_ROOT/scripts/samples.py" run --bench "$build/bench" --processes "$processes" \
+  --filter "$filter" --min-time "${CUDABENCH_MIN_TIME:-0.02}" --label "$machine" \
+  --out "$out_dir/latest.json" -- "${args[@]}"
 echo "results: $out_dir/latest.json" >&2
+# How this machine compares with the reference for its hardware, if one is committed.
+run_job "$py" "$CUDABENCH_ROOT/scripts/compare.py" "$out_dir/latest.json" --reference --if-any --report-only

@@ -14,6 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import ab  # noqa: E402
 import compare  # noqa: E402
+import samples  # noqa: E402
 
 FAKE = os.path.join(ROOT, "tests", "fakes", "fake_gbench.py")
 STEADY = "Fake/steady/n:1/real_time"
@@ -59,7 +60,7 @@ def test_runner_interleaves_processes_and_merges_one_sample_per_process(tmp_path
     # One sample per process: the median of its three repetitions, counters too.
     assert all(b["real_time"] == pytest.approx(100, rel=0.003) for b in steady)
     assert all(b["bytes_per_second"] == pytest.approx(12e4, rel=0.003) for b in steady)
-    assert a["cudabench_ab"]["order"] == "ABBAABBA"
+    assert a["cudabench_samples"]["order"] == "ABBAABBA"
     assert compare.load(str(tmp_path / "out" / "a.json")).runs[STEADY].samples.__len__() == 4
     # 30% slower with 4 vs 4 fully separated samples: a regression, exit 1.
     assert r.returncode == 1, r.stdout + r.stderr
@@ -76,8 +77,8 @@ def test_a_process_that_ran_beside_other_load_runs_again(tmp_path):
     # (other tests' load may add re-runs, never remove that one).
     assert "".join(order).startswith("AA"), r.stderr
     assert "process A0 ran beside" in r.stderr and "running it again" in r.stderr
-    a = json.loads((tmp_path / "out" / "a.json").read_text())["cudabench_ab"]
-    assert a["reruns"] >= 1 and len(a["interference"]) == 2
+    a = json.loads((tmp_path / "out" / "a.json").read_text())["cudabench_samples"]
+    assert a["reruns"] >= 1 and len(a["loads"]) == 2
     # --max-interference 1 never runs a process again.
     (tmp_path / "order.log").unlink()
     r, order = run_ab(tmp_path, "--max-interference", "1", a_env=["FAKE_GBENCH_BURN_FIRST=1"], processes=2)
@@ -143,7 +144,7 @@ def test_process_entries_take_medians_keep_throttling_and_errors():
         for t, c, lab in ((10, 1980, "ok"), (30, 1700, "throttled: hw_slowdown"), (20, 1900, "ok"))] + [
         {"name": "X/real_time_median", "run_name": "X/real_time", "run_type": "aggregate", "real_time": 99},
         {"name": "Y", "run_type": "iteration", "error_occurred": True, "error_message": "wrong"}]}
-    e = {x["run_name"]: x for x in ab.process_entries(doc, 5)}
+    e = {x["run_name"]: x for x in samples.process_entries(doc, 5)}
     assert e["X/real_time"]["real_time"] == 20 and e["X/real_time"]["sm_clock_mhz"] == 1900
     assert e["X/real_time"]["repetition_index"] == 5 and e["X/real_time"]["iterations"] == 10
     assert e["X/real_time"]["label"].startswith("throttled: ")
@@ -333,7 +334,7 @@ def test_the_load_share_stays_within_0_and_1(monkeypatch):
     # /proc/stat counts whole ticks: a short process can see two ticks of
     # busy CPUs in less wall time than that.
     stats = iter([(100.0, 5.0, 1000.0), (100.02, 5.0, 1000.02), (100.0, 5.0, 1000.0), (100.0, 5.3, 1000.2)])
-    monkeypatch.setattr(ab, "proc_stat", lambda: next(stats))
+    monkeypatch.setattr(samples, "proc_stat", lambda: next(stats))
     for _ in range(2):
-        share = ab.LoadMeter().share()
+        share = samples.LoadMeter().share()
         assert 0.0 <= share <= 1.0

@@ -147,7 +147,7 @@ def test_context_differences_head_the_report(tmp_path):
     assert r.returncode == 0
     assert "cuda_toolkit" in r.stdout
     text = md.read_text()
-    assert text.startswith("### What differs between the runs")
+    assert text.startswith("### What differs between the machines")  # the fixtures are of two CPUs
     assert "| cuda_toolkit | 13.0.88 | 13.2.86 |" in text
     assert "| benchmark |" in text
 

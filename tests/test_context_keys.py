@@ -26,7 +26,7 @@ def test_each_key_once_with_its_writer_and_meaning():
     assert len(KEYS) == len(set(KEYS)), sorted({k for k in KEYS if KEYS.count(k) > 1})
     for e in SCHEMA:
         assert isinstance(e["key"], str) and e["key"], e
-        assert e["from"] in ("google-benchmark", "bench", "env"), e
+        assert e["from"] in ("google-benchmark", "bench", "env", "samples"), e
         assert isinstance(e["about"], str) and e["about"].strip(), e
         assert isinstance(e["compare"], bool), e
         if "fleet" in e:

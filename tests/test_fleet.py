@@ -571,7 +571,7 @@ def test_merge_makes_one_sample_per_process_and_records_failures(tmp_path):
     with open(os.path.join(t, "cpu.json")) as f:
         merged = json.load(f)
     assert [b["real_time"] for b in merged["benchmarks"]] == [11.0, 22.0]
-    assert merged["cudabench_fleet"]["processes"] == 2
+    assert merged["cudabench_samples"]["processes"] == 2
     with open(os.path.join(t, "cpu.status.json")) as f:
         st = json.load(f)
     assert [p["exit_code"] for p in st["processes"]] == [0, 0, 3]

@@ -68,7 +68,7 @@ from statistics import NormalDist
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-import ab  # noqa: E402
+import samples  # noqa: E402
 import compare  # noqa: E402
 from compare import BadInput, median  # noqa: E402
 
@@ -148,10 +148,7 @@ def cmd_merge(a):
         except BadInput:
             pass
     if docs and a.out:
-        merged = ab.merge(docs, a.unit, {})
-        merged.pop("cudabench_ab", None)
-        merged["cudabench_fleet"] = {"host": a.host, "unit": a.unit, "device": a.device, "processes": len(docs),
-                                     "sample": "the median of one process's repetitions"}
+        merged = samples.merge(docs, a.unit, {"tool": "fleet", "host": a.host, "unit": a.unit, "device": a.device})
         compare.write_whole(a.out, json.dumps(merged, indent=1) + "\n")
         status["results"] = os.path.basename(a.out)
     compare.write_whole(a.status_out, json.dumps(status, indent=1) + "\n")

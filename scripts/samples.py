@@ -1,0 +1,357 @@
+#!/usr/bin/env python3
+"""Samples from processes: the one code path that runs bench processes and
+merges them into one result, for the default run (scripts/run-bench.sh),
+the A/B runner (ab.py), the fleet (fleet.py merge) and the stack matrix.
+
+    samples.py run --bench BENCH --out FILE [--processes K] [--reps R]
+                   [--min-time S] [--filter RX] [--label NAME]
+                   [--max-interference SHARE] [-- extra bench flags]
+
+run: K bench processes (default 4), one after another; each runs the
+chosen benchmarks with R repetitions (default 1) and gives one sample per
+benchmark, the median of its repetitions. Repetitions inside one process
+share its state (memory placement, huge pages, clocks, neighbours), so they
+are not independent samples; processes are. A process that ran while the
+rest of the machine took more than SHARE of all CPUs' time (other
+processes, or the hypervisor's steal; default 0.05) runs again, up to 3
+times and at most K times in all; one kept beside such load is flagged:
+its entries say "loaded": true, the console says so, and compare.py calls
+no verdict on it. Writes FILE whole: Google Benchmark JSON with one entry
+per benchmark per process (repetition_index = the process, "load" = the
+share others took meanwhile), the first process's context plus
+machine_label (--label, default the machine's label: the GPU's model, or
+cpu-<CPU model>-<threads>c), and "cudabench_samples": how the samples were
+taken. Prints a table: each benchmark's median, the spread of its process
+samples, its throughput and its load.
+
+Exit codes: 0 every benchmark checked; 1 a benchmark failed its check (a
+wrong result) in some process; 2 bad input (no such bench, flags it refuses,
+a filter that matches nothing); 3 a process failed without a usable result;
+128+N stopped by signal N (the running bench's process group is stopped,
+FILE is not written).
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402
+from compare import BadInput, ToolError, median  # noqa: E402
+
+EXIT_WRONG = 1
+DEFAULT_PROCESSES = 4  # the default run's: 4 vs 4 reach p < 0.05 (compare.min_p_value), in the time one process took
+# A process that ran while the rest of the machine took more than this share
+# of all CPUs' time is run again, up to RETRIES times; the decision uses the
+# load, never the result, so it treats every arm alike.
+MAX_INTERFERENCE = 0.05
+RETRIES = 3
+META = "cudabench_samples"  # the key of how a merged result's samples were taken
+# Google Benchmark's own fields; every other number in an entry is a counter.
+GB_FIELDS = {"family_index", "per_family_instance_index", "repetition_index", "repetitions", "threads",
+             "iterations"}
+
+
+def proc_stat():
+    """(busy, stolen, all) seconds of all CPUs since boot, from /proc/stat, or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    user, nice, system, _idle, _iowait, irq, softirq, steal = v
+    return (user + nice + system + irq + softirq) / hz, steal / hz, sum(v) / hz
+
+
+class LoadMeter:
+    """The share of the machine's CPU time that others took while a child ran:
+    busy time not spent by our children or by us, plus steal, out of all the
+    CPU time /proc/stat counted meanwhile. (Not out of wall time x
+    os.cpu_count(): /proc/stat counts in ticks, so a short process saw
+    whole ticks over a few ms, and it may count other CPUs than
+    os.cpu_count() does; either made shares of 241%.) Always in [0, 1]."""
+
+    def __init__(self):
+        self.stat0 = proc_stat()
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.children0, self.self0 = r.ru_utime + r.ru_stime, time.process_time()
+
+    def share(self):
+        stat = proc_stat()
+        if stat is None or self.stat0 is None or stat[2] <= self.stat0[2]:
+            return 0.0
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        ours = (r.ru_utime + r.ru_stime - self.children0) + (time.process_time() - self.self0)
+        foreign = max(0.0, stat[0] - self.stat0[0] - ours)
+        stolen = max(0.0, stat[1] - self.stat0[1])
+        return min(1.0, (foreign + stolen) / (stat[2] - self.stat0[2]))
+
+
+@dataclass
+class Arm:
+    """One kind of process: the ab.py sides A and B, run-bench's one run."""
+    name: str
+    bench: str
+    env: dict = field(default_factory=dict)
+    wrap: list = field(default_factory=list)  # a command prefix (scripts/cpu-quota.sh 0.9)
+    good: int = 0  # processes that gave a result
+
+    def check(self, flag):
+        if not (os.path.isfile(self.bench) and os.access(self.bench, os.X_OK)):
+            raise BadInput(f"{flag} {self.bench}: no such executable (build it first)")
+        return self
+
+
+@dataclass
+class Sampling:
+    """How each process samples: the same for every arm of a run."""
+    filter: str = "."
+    reps: int = 1
+    min_time: str = None
+    max_interference: float = MAX_INTERFERENCE
+    extra: list = field(default_factory=list)  # more bench flags (after ours: they win)
+
+
+def bench_command(arm, s, out):
+    cmd = arm.wrap + [arm.bench, f"--benchmark_filter={s.filter}", f"--benchmark_repetitions={s.reps}",
+                      "--benchmark_report_aggregates_only=false",
+                      f"--benchmark_out={out}", "--benchmark_out_format=json"]
+    if s.reps > 1:
+        cmd.append("--benchmark_enable_random_interleaving=true")
+    if s.min_time:
+        cmd.append(f"--benchmark_min_time={s.min_time}")
+    return cmd + s.extra
+
+
+def run_process(arm, i, s, workdir):
+    """Run one bench process of `arm`; return its JSON document. BadInput
+    when the first one refuses its flags or nothing matches, ToolError when
+    one fails without a usable result (each named with its log)."""
+    out = os.path.join(workdir, f"{arm.name}{i:02d}.json")
+    log = os.path.join(workdir, f"{arm.name}{i:02d}.stderr")
+    env = dict(os.environ, **arm.env)
+    with open(log, "w") as err:
+        rc = wait_in_own_group(bench_command(arm, s, out), err, env)
+    with open(log, errors="replace") as f:
+        lines = [x.strip() for x in f if x.strip()]
+    last = lines[-1] if lines else ""
+    who = f"process {i} of {arm.name} ({arm.bench})"
+    if rc == 2 and not arm.good:
+        raise BadInput(f"{arm.bench} refused its arguments: {last}")
+    if rc == 2:  # it ran with these arguments before: not a refusal
+        raise ToolError(f"{who} failed (exit 2) after {arm.good} good one(s): {last or 'no message'}; see {log}")
+    no_match = BadInput(f"--filter '{s.filter}' matches no benchmark of {arm.bench}")
+    if any(x.startswith("Failed to match any benchmarks") for x in lines):
+        raise no_match
+    if rc not in (0, EXIT_WRONG) or not os.path.exists(out):
+        how = f"signal {-rc}" if rc < 0 else f"exit {rc}"
+        raise ToolError(f"{who} failed without a result ({how}): {last or 'no message'}; log: {log}")
+    try:
+        doc = compare.read_json(out)
+        compare.load_doc(doc, out)  # the checks compare makes, here, where the process is known
+    except BadInput as e:
+        raise ToolError(f"{who} wrote a result that cannot be used: {compare.one_line(e)}; log: {log}")
+    if not doc.get("benchmarks"):
+        raise no_match
+    arm.good += 1
+    return doc
+
+
+def wait_in_own_group(cmd, err, env):
+    """Run cmd in a process group of its own and wait; if this process is
+    interrupted, end the whole group (a wrapper such as cpu-quota.sh and the
+    bench under it) with SIGTERM, so wrappers can clean up, then re-raise."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True)
+    try:
+        return p.wait()
+    except BaseException:
+        compare.stop_groups([p], 10)
+        raise
+
+
+def say(tool, text, progress):
+    if progress:
+        print(f"{chr(13) if sys.stderr.isatty() else ''}{tool}: {text}", file=sys.stderr, flush=True)
+
+
+def run_schedule(arms, order, s, workdir, progress=True, tool="samples"):
+    """The processes in `order` (arm names); returns ({arm: [doc]}, {arm:
+    [load]}, meta). A process beside more than s.max_interference of other
+    load runs again (RETRIES times at most, and no more re-runs in all than
+    processes per arm); one kept beside it anyway is listed in meta's
+    'loaded'."""
+    docs = {n: [] for n in arms}
+    loads = {n: [] for n in arms}
+    reruns, budget, exhausted = 0, max(1, len(order) // max(1, len(arms))), False
+    started = time.monotonic()
+    for j, name in enumerate(order):
+        for attempt in range(RETRIES + 1):
+            meter = LoadMeter()
+            doc = run_process(arms[name], len(docs[name]), s, workdir)
+            load = meter.share()
+            if load <= s.max_interference or attempt == RETRIES:
+                break
+            if reruns >= budget:  # busy throughout: re-running would only double the time
+                if not exhausted:
+                    say(tool, "the machine stayed busy: no more processes run again", progress)
+                exhausted = True
+                break
+            reruns += 1
+            say(tool, f"process {name}{len(docs[name])} ran beside {100 * load:.0f}% other load; running it again",
+                progress)
+        docs[name].append(doc)
+        loads[name].append(round(load, 4))
+        if progress and sys.stderr.isatty():
+            print(f"\r{tool}: process {j + 1}/{len(order)} ({name}), {time.monotonic() - started:.0f} s",
+                  end="", file=sys.stderr, flush=True)
+    say(tool, f"{len(order)} processes in {time.monotonic() - started:.0f} s", progress)
+    meta = {"filter": s.filter, "reps_per_process": s.reps, "min_time": s.min_time,
+            "order": "".join(order) if all(len(n) == 1 for n in arms) else order,
+            "wall_s": round(time.monotonic() - started, 1), "reruns": reruns, "max_interference": s.max_interference}
+    return docs, loads, meta
+
+
+def process_entries(doc, process, load=None, loaded=False):
+    """One entry per benchmark of one process's JSON: the median of its
+    repetitions for every number (times, counters), its first label (a
+    throttled one when any repetition throttled), or its error; with the
+    process's load, and "loaded" when it ran beside more than allowed."""
+    order, reps = [], {}
+    for b in doc.get("benchmarks", []):
+        if b.get("run_type") == "aggregate":
+            continue
+        name = b.get("run_name") or b["name"]
+        if name not in reps:
+            order.append(name)
+            reps[name] = []
+        reps[name].append(b)
+    out = []
+    for name in order:
+        rs = reps[name]
+        e = dict(rs[0])
+        e.update(name=rs[0]["name"], run_name=name, run_type="iteration", repetition_index=process,
+                 process=process, repetitions_in_process=len(rs))
+        if load is not None:
+            e["load"] = load
+        if loaded:
+            e["loaded"] = True
+        errors = [r for r in rs if r.get("error_occurred")]
+        if errors:
+            e["error_occurred"] = True
+            e["error_message"] = errors[0].get("error_message", "error")
+            out.append(e)
+            continue
+        for k, v in rs[0].items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in GB_FIELDS:
+                xs = [r[k] for r in rs if isinstance(r.get(k), (int, float))]
+                if xs:
+                    e[k] = median(xs)
+        throttled = [r["label"] for r in rs if compare.THROTTLED in (r.get("label") or "")]
+        if throttled:
+            e["label"] = throttled[0]
+        out.append(e)
+    return out
+
+
+def merge(docs, side, meta, loads=None):
+    """One Google Benchmark JSON for one arm: an entry per benchmark per
+    process (repetition_index = the process), the first process's context,
+    and META: how the samples were taken, each process's load."""
+    limit = meta.get("max_interference", 1.0)
+    loads = loads or [None] * len(docs)
+    merged = {"context": dict(docs[0].get("context", {})) if docs else {}, "benchmarks": [],
+              META: dict(meta, side=side, processes=len(docs), sample="the median of one process's repetitions")}
+    if any(x is not None for x in loads):
+        merged[META].update(loads=loads, loaded=[i for i, x in enumerate(loads) if x is not None and x > limit])
+    for i, (d, load) in enumerate(zip(docs, loads)):
+        merged["benchmarks"] += process_entries(d, i, load, load is not None and load > limit)
+    for e in merged["benchmarks"]:
+        e["repetitions"] = len(docs)
+    return merged
+
+
+def write_json(path, doc):
+    compare.write_whole(path, json.dumps(doc, indent=1) + "\n")
+
+
+def summary(doc):
+    """The console table of a merged result: per benchmark, the median of the
+    process samples, their spread (lowest to highest, relative to the
+    median), the throughput, how many, and the load."""
+    f = compare.load_doc(doc, "result")
+    bps = {}
+    for b in f.benchmarks:
+        if compare.finite_number(b.get("bytes_per_second")):
+            bps.setdefault(b.get("run_name") or b["name"], []).append(b["bytes_per_second"])
+    rows = []
+    for n, r in f.runs.items():
+        if r.error:
+            rows.append([n, "-", "-", "-", "-", f"FAILED: {r.error}"])
+            continue
+        m = median(r.samples)
+        spread = f"{100 * (min(r.samples) / m - 1):+.1f}% .. {100 * (max(r.samples) / m - 1):+.1f}%"
+        rate = f"{median(bps[n]) / 1e9:.3g} GB/s" if n in bps else "-"
+        note = f"{len(r.loaded)} sample(s) beside other load ({100 * max(r.loads):.0f}%)" if r.loaded else ""
+        rows.append([n, compare.fmt_value(m, "time"), spread, rate, len(r.samples), note])
+    return compare.table(["benchmark", "median", "spread", "throughput", "samples", "note"], rows, False)
+
+
+def cmd_run(a):
+    arm = Arm("p", a.bench).check("--bench")
+    if a.processes < 1 or a.reps < 1:
+        raise BadInput("--processes and --reps must be at least 1")
+    if a.label is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", a.label):
+        raise BadInput(f"--label {a.label}: expected one name of letters, digits, '.', '_' and '-'")
+    if any(x.startswith("--benchmark_out") for x in a.extra):
+        raise BadInput(f"{next(x for x in a.extra if x.startswith('--benchmark_out'))}: the result goes to --out")
+    compare.check_writable(a.out, "--out")
+    s = Sampling(a.filter, a.reps, a.min_time, a.max_interference, a.extra)
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="cudabench-samples.") as work:
+        docs, loads, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, tool="samples")
+        notes = sorted({x.strip() for x in open(os.path.join(work, "p00.stderr"), errors="replace")
+                        if x.startswith("cudabench:")})
+    doc = merge(docs["p"], "run", dict(meta, tool="run-bench", bench=a.bench), loads["p"])
+    doc["context"]["machine_label"] = a.label or compare.hardware_of(doc["context"]) or "unknown"
+    write_json(a.out, doc)
+    for n in notes:
+        print(n, file=sys.stderr)
+    print(summary(doc), flush=True)
+    if doc[META].get("loaded"):
+        print(f"samples: {len(doc[META]['loaded'])} of {a.processes} processes ran beside other load "
+              f"(over {100 * a.max_interference:g}% of the CPUs) after {meta['reruns']} re-run(s): "
+              "their rows are flagged, and compare.py calls no verdict on them", file=sys.stderr)
+    failed = [b["run_name"] for b in doc["benchmarks"] if b.get("error_occurred")]
+    if failed:
+        print(f"samples: {len(set(failed))} benchmark(s) failed their check: {failed[0]}", file=sys.stderr)
+        return EXIT_WRONG
+    return 0
+
+
+def main(argv=None):
+    argv, extra = compare.split_passthrough(sys.argv[1:] if argv is None else argv)
+    ap = compare.ArgParser(prog="samples", description=__doc__.split("\n\n")[0],
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("run", help="K processes of one bench, merged")
+    p.add_argument("--bench", required=True)
+    p.add_argument("--out", required=True, type=compare.output_folder, help="the merged result (JSON)")
+    p.add_argument("--processes", type=int, default=DEFAULT_PROCESSES)
+    p.add_argument("--reps", type=int, default=1, help="repetitions per process (default 1)")
+    p.add_argument("--min-time", help="--benchmark_min_time for each process")
+    p.add_argument("--filter", default=".", help="benchmark regex")
+    p.add_argument("--label", help="the machine's name in the result (default: its hardware)")
+    p.add_argument("--max-interference", type=float, default=MAX_INTERFERENCE)
+    a = ap.parse_args(argv)
+    a.extra = extra
+    return compare.guarded("samples", lambda: cmd_run(a))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
