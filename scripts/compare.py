@@ -516,7 +516,12 @@ def hardware_of(context):
 def machine_of(f):
     """The machine a result names (run-bench.sh --label), else its hardware."""
     label = f.context.get("machine_label")
-    return label if isinstance(label, str) and label else hardware_of(f.context)
+    if isinstance(label, str) and label:
+        return label
+    # An older run that names no hardware: results/<machine>/<toolkit>/latest.json names it.
+    parts = os.path.abspath(f.path).split(os.sep)
+    folder = parts[-3] if len(parts) >= 4 and parts[-4] == "results" else ""
+    return hardware_of(f.context) or folder
 
 
 def default_label(f, i):
