@@ -63,8 +63,6 @@ from compare import BadInput, median  # noqa: E402
 
 EXIT_WRONG = samples.EXIT_WRONG
 GATE_PROCESSES = 15  # the default per side: the CI subset in about 2 minutes on the 2-core CI VM
-MAX_INTERFERENCE = samples.MAX_INTERFERENCE
-merge = samples.merge  # matrix.py and the tests merge processes through here too
 
 
 def schedule(k):
@@ -91,8 +89,8 @@ def run_ab(args, a, b, extra, workdir, progress=True):
     docs, loads, meta = samples.run_schedule({"A": a, "B": b}, schedule(args.processes), s, workdir, progress,
                                              tool="ab")
     meta["tool"] = "ab"
-    return (merge(docs["A"], "A", dict(meta, bench=a.bench, env=a.env, wrap=a.wrap), loads["A"]),
-            merge(docs["B"], "B", dict(meta, bench=b.bench, env=b.env, wrap=b.wrap), loads["B"]))
+    return (samples.merge(docs["A"], "A", dict(meta, bench=a.bench, env=a.env, wrap=a.wrap), loads["A"]),
+            samples.merge(docs["B"], "B", dict(meta, bench=b.bench, env=b.env, wrap=b.wrap), loads["B"]))
 
 
 def write_json(path, doc):
@@ -332,9 +330,9 @@ def main(argv=None):
         p.add_argument("--threshold", type=float, default=0.05)
         p.add_argument("--alpha", type=float, default=0.05)
         p.add_argument("--out", default="build/ab", type=compare.output_folder, help="output folder (default build/ab)")
-        p.add_argument("--max-interference", type=float, default=MAX_INTERFERENCE,
+        p.add_argument("--max-interference", type=float, default=samples.MAX_INTERFERENCE,
                        help=f"run a process again when others took more than this share of the CPUs "
-                            f"meanwhile (default {MAX_INTERFERENCE}; 1 never)")
+                            f"meanwhile (default {samples.MAX_INTERFERENCE}; 1 never)")
 
     p = sub.add_parser("run", help="compare two builds")
     common(p)

@@ -288,7 +288,7 @@ def load_doc(doc, path, metric="time", name_filter=None):
             for a in aggs:
                 if a.get("aggregate_name") == "median":
                     runs[name].samples.append(_value(a, metric, path))
-    meta = doc.get("cudabench_samples")
+    meta = doc.get(SAMPLES_META)
     return ResultFile(path, doc.get("context", {}), runs, benchmarks=kept, meta=meta if isinstance(meta, dict) else {})
 
 
@@ -380,6 +380,7 @@ def noise_floor(pool, n_a, n_b, quantile=FLOOR_QUANTILE, draws=FLOOR_DRAWS):
     return changes[min(len(changes) - 1, int(math.ceil(quantile * len(changes))) - 1)]
 
 
+SAMPLES_META = "cudabench_samples"  # how a merged result's samples were taken (samples.py writes it)
 VERDICTS = ("faster", "slower", "same", "noisy", "error", "missing", "new", "only")  # as the summary counts them
 
 
@@ -518,15 +519,17 @@ def machine_of(f):
     label = f.context.get("machine_label")
     if isinstance(label, str) and label:
         return label
+    hardware = hardware_of(f.context)
+    if hardware:
+        return hardware
     # An older run that names no hardware: results/<machine>/<toolkit>/latest.json names it.
     parts = os.path.abspath(f.path).split(os.sep)
-    folder = parts[-3] if len(parts) >= 4 and parts[-4] == "results" else ""
-    return hardware_of(f.context) or folder
+    return parts[-3] if len(parts) >= 4 and parts[-4] == "results" else ""
 
 
 def default_label(f, i):
-    """A file's column: its machine, with the toolkit when files of one
-    machine differ in it; the file name when nothing names a machine."""
+    """A file's column: its machine, or its file name when nothing names
+    one (set_labels tells apart files of one machine)."""
     return machine_of(f) or os.path.basename(f.path) or f"file{i}"
 
 
@@ -782,12 +785,12 @@ def compare_files(a, files, against=None):
                   report=report)
 
 
-def against_reference(a):
-    """Each file against the reference for its hardware (one file: one answer)."""
+def against_reference(a, wanted):
+    """The one file against the reference for its hardware."""
     import machines
     if len(a.files) != 1:
         raise BadInput("--reference takes one result file (the run to hold against its hardware's reference)")
-    f = load(a.files[0], a.metric, a.filter)
+    f = load(a.files[0], a.metric, wanted)
     path = machines.find_reference(f, a.reference or None)
     hw = hardware_of(f.context) or "unknown hardware"
     if not path:
@@ -795,7 +798,7 @@ def against_reference(a):
             return EXIT_OK
         raise BadInput(f"--reference: no reference for {hw} in {a.reference or machines.REFERENCES} "
                        "(make one: compare.py --make-reference RUN.json; docs/comparing-machines.md)")
-    ref = load(path, a.metric, a.filter)
+    ref = load(path, a.metric, wanted)
     ref.label, f.label = f"reference {hw}", machine_of(f) or "this machine"
     if f.label == ref.label:
         f.label += " (this run)"
@@ -916,9 +919,7 @@ def main(argv=None):
             import machines
             print(f"compare: reference written: {machines.make_reference(a.files, a.reference or None)}")
             return EXIT_OK
-        if a.reference is not None:
-            return against_reference(a)
-        if len(a.files) < 2:
+        if len(a.files) < 2 and a.reference is None:
             raise BadInput("need at least two files (baseline first)")
         if not (math.isfinite(a.threshold) and 0 < a.threshold <= 10):
             raise BadInput(f"--threshold {a.threshold}: expected a relative change in (0, 10], e.g. 0.05")
@@ -927,6 +928,8 @@ def main(argv=None):
         wanted = compile_filter(a.filter) if a.filter is not None else None
         if a.markdown:
             check_writable(a.markdown, "--markdown")
+        if a.reference is not None:
+            return against_reference(a, wanted)
         files = [load(p, a.metric, wanted) for p in a.files]
         set_labels(files, a.labels.split(",") if a.labels is not None else None)
         files = with_baseline_first(files, a.baseline)

@@ -125,16 +125,18 @@ def absence(f, name):
 
 
 def relabel(results, files):
-    """Rows only one side has are 'only' here, never a failure: a machine
-    without a GPU has no GPU rows. Each says why, as its file records."""
+    """Rows only one side has are 'only' here: being absent is no failure
+    (a machine without a GPU has no GPU rows), though a failed check in the
+    side that has it still is. Each says why, as its file records."""
     base = files[0]
     for f in files[1:]:
         for v in results[f.label]:
             if v.verdict in ("missing", "new"):
                 lacking = f if v.verdict == "missing" else base
                 having = base if v.verdict == "missing" else f
-                v.verdict, v.note = "only", f"only in {having.label}; {absence(lacking, v.name)}"
-                v.new_failed = v.new_broke = False
+                err = having.runs[v.name].error
+                v.verdict = "only"
+                v.note = f"only in {having.label}" + (f" ({err})" if err else "") + f"; {absence(lacking, v.name)}"
 
 
 def causes(base, other, verdicts):

@@ -37,6 +37,7 @@ import re
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -51,7 +52,7 @@ DEFAULT_PROCESSES = 4  # the default run's: 4 vs 4 reach p < 0.05 (compare.min_p
 # load, never the result, so it treats every arm alike.
 MAX_INTERFERENCE = 0.05
 RETRIES = 3
-META = "cudabench_samples"  # the key of how a merged result's samples were taken
+META = compare.SAMPLES_META
 # Google Benchmark's own fields; every other number in an entry is a counter.
 GB_FIELDS = {"family_index", "per_family_instance_index", "repetition_index", "repetitions", "threads",
              "iterations"}
@@ -312,11 +313,10 @@ def cmd_run(a):
         raise BadInput(f"{next(x for x in a.extra if x.startswith('--benchmark_out'))}: the result goes to --out")
     compare.check_writable(a.out, "--out")
     s = Sampling(a.filter, a.reps, a.min_time, a.max_interference, a.extra)
-    import tempfile
     with tempfile.TemporaryDirectory(prefix="cudabench-samples.") as work:
         docs, loads, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, tool="samples")
-        notes = sorted({x.strip() for x in open(os.path.join(work, "p00.stderr"), errors="replace")
-                        if x.startswith("cudabench:")})
+        with open(os.path.join(work, "p00.stderr"), errors="replace") as err:
+            notes = sorted({x.strip() for x in err if x.startswith("cudabench:")})
     doc = merge(docs["p"], "run", dict(meta, tool="run-bench", bench=a.bench), loads["p"])
     doc["context"]["machine_label"] = a.label or compare.hardware_of(doc["context"]) or "unknown"
     write_json(a.out, doc)

@@ -182,13 +182,13 @@ def test_bimodal_processes_fool_the_within_process_test_but_not_the_per_process_
 
     # The new way. An A/A calibration on this machine: 40 processes, half in
     # each state, their medians stored as the floors.
-    cal = ab.merge(bimodal_processes([1.0, 1.2] * 20, 3, 0.01, 3), "A", {})
+    cal = samples.merge(bimodal_processes([1.0, 1.2] * 20, 3, 0.01, 3), "A", {})
     pool = [b["real_time"] for b in cal["benchmarks"]]
     floors = {"B/real_time": ab.relative(pool)}
     # A run of 10 + 10 processes of the same code: 4 slow ones on A, 6 on B,
     # so the medians differ by 20%, as in the old run.
-    a = write("new_a", ab.merge(bimodal_processes([1.0] * 6 + [1.2] * 4, 3, 0.002, 4), "A", {}))
-    b = write("new_b", ab.merge(bimodal_processes([1.0] * 4 + [1.2] * 6, 3, 0.002, 5), "B", {}))
+    a = write("new_a", samples.merge(bimodal_processes([1.0] * 6 + [1.2] * 4, 3, 0.002, 4), "A", {}))
+    b = write("new_b", samples.merge(bimodal_processes([1.0] * 4 + [1.2] * 6, 3, 0.002, 5), "B", {}))
     _, res = compare.compare([a, b], floors=floors)
     new = res["new_b"][0]
     assert new.change == pytest.approx(0.2, abs=0.01)
