@@ -4,8 +4,14 @@
 // NVML, nvidia-smi, modprobe, the loader, dmesg), lower-cased, matched
 // after the text is lower-cased and its white space collapsed, so a
 // message wrapped over lines still matches.
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -249,19 +255,65 @@ std::vector<Verdict> lookups_of_named_libraries(const std::vector<std::string>& 
 }
 }  // namespace
 
+// Standard input, read until it ends, kMaxStdinBytes, or (a pipe or a
+// terminal that may never end: `journalctl -f`, /dev/zero) kStdinSeconds;
+// `cut` then says where it stopped.
+class BoundedStdin : public std::streambuf {
+ public:
+  static constexpr std::size_t kMaxStdinBytes = std::size_t(64) << 20;
+  static constexpr int kStdinSeconds = 20;
+  std::string cut;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline_ = Clock::now() + std::chrono::seconds(kStdinSeconds);
+  const bool timed_ = !is_regular_file(0);
+  std::size_t total_ = 0;
+  char buf_[1 << 16];
+
+  static bool is_regular_file(int fd) {
+    struct stat st {};
+    return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  }
+  int_type underflow() override {
+    if (total_ >= kMaxStdinBytes) {
+      cut = "read its first " + std::to_string(kMaxStdinBytes >> 20) + " MiB";
+      return traits_type::eof();
+    }
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
+      pollfd p{0, POLLIN, 0};
+      if (timed_ && (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) == 0)) {
+        cut = "it had not ended after " + std::to_string(kStdinSeconds) + " s; read what came";
+        return traits_type::eof();
+      }
+      const ssize_t n = ::read(0, buf_, std::min(sizeof buf_, kMaxStdinBytes - total_));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return traits_type::eof();
+      total_ += static_cast<std::size_t>(n);
+      setg(buf_, buf_, buf_ + n);
+      return traits_type::to_int_type(buf_[0]);
+    }
+  }
+};
+
 int explain_command(const std::string& given, const Report& examined) {
-  const Pasted pasted = given == "-" ? scan_pasted(std::cin) : scan_pasted(given);
+  BoundedStdin stdin_buf;
+  std::istream stdin_stream(&stdin_buf);
+  const Pasted pasted = given == "-" ? scan_pasted(stdin_stream) : scan_pasted(given);
+  const std::string cut = stdin_buf.cut.empty() ? "" : " (standard input: " + stdin_buf.cut + ")";
   if (pasted.scenarios.empty()) {
-    std::cerr << "bench: --explain: not a CUDA set-up error I know\n";
+    std::cerr << "bench: --explain: not a CUDA set-up error I know" << cut << "\n";
     return kExitBadInput;
   }
+  if (!cut.empty()) std::cout << "Note: of the standard input, cudabench " << stdin_buf.cut << ".\n\n";
   Report r = examined;
   for (const auto* s : pasted.scenarios)
     if (s->id == "library_not_found")
       for (auto& v : lookups_of_named_libraries(pasted.libraries, r)) r.verdicts.push_back(std::move(v));
   const Explanation e = explain(pasted, r);
   std::cout << explanation_text(e);
-  return e.cause_found ? kExitOk : kExitWrongResult;
+  return kExitOk;  // whether a cause shows here is the answer, not a failure
 }
 
 }  // namespace cudabench::doctor

@@ -60,9 +60,10 @@ Explanation explain(const Pasted& pasted, const env::Report& r);
 Explanation explain(const std::string& text, const env::Report& r);
 std::string explanation_text(const Explanation& e);
 
-// The whole of `bench --explain TEXT` ("-": standard input): prints the
-// explanation and returns the exit code (0 a cause shows here, 1 none does,
-// 2 not a set-up error it knows).
+// The whole of `bench --explain TEXT` ("-": standard input, bounded by size
+// and, for a pipe, by time): prints the explanation, which says whether a
+// cause shows here, and returns the exit code (0, or 2 for a text that is
+// not a set-up error it knows).
 // `r`: the report to check, examine_with_python()'s.
 int explain_command(const std::string& text, const env::Report& r);
 

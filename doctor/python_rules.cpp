@@ -94,6 +94,14 @@ bool machine_cause(const PythonPackage& p, const std::string& who, const Report&
                        m->fix, {m->message}));
     return true;
   }
+  if (!r.driver.probe_failure.empty()) {
+    const Verdict stuck = driver_stuck_verdict(r.driver);
+    out.push_back(make("python.driver_stuck", L::Error,
+                       who + " cannot reach the GPU now: " + r.driver.probe_failure +
+                           ", and torch.cuda.is_available() or any first CUDA call hangs or crashes there too",
+                       stuck.fix, {stuck.message}));
+    return true;
+  }
   if (driver_cuda(r) > 0) return false;
   const Verdict* m = machine_verdict(r, {"driver.module_missing", "driver.stub", "driver.missing"});
   const bool gpu = gpu_hardware(r);

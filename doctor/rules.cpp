@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "env/probe.h"
 
 namespace cudabench::doctor {
 using namespace env;
@@ -240,13 +241,30 @@ std::vector<Verdict> gpu_setup_verdicts(const GpuDevice& g) {
   return out;
 }
 
+Verdict driver_stuck_verdict(const DriverInfo& d) {
+  const bool hung = d.probe_failure.find(" hung in ") != std::string::npos;
+  Verdict v = make(hung ? "driver.hung" : "driver.crashed", L::Error,
+                   d.probe_failure + ": a stuck GPU or a driver in a bad state. The driver was left alone: "
+                                     "the GPU benchmarks are skipped, the CPU ones run",
+                   "look at the Xid lines of the kernel log (dmesg | grep -i xid: 79 is a GPU fallen off the bus, "
+                   "48 and 63/64 memory errors, 119/120 the GSP) and at `timeout 30 nvidia-smi -q`; reset the GPU "
+                   "(nvidia-smi -r -i <bus id>, as root, nothing running on it) or reboot");
+  v.evidence = {"the driver probe ran in a child with a " + std::to_string(probe_seconds()) +
+                    " s deadline (CUDABENCH_PROBE_SECONDS); its last call: " + d.probe_failure_call,
+                d.kernel_module_version.empty() ? "kernel module: none (/proc/driver/nvidia/version absent)"
+                                                : "kernel module: " + d.kernel_module_version};
+  return v;
+}
+
 namespace {
 
 // No libcuda at all: the GPU benchmarks are skipped (a stub on the path is
 // only a hint: it links, it never runs).
 void no_driver(const Report& r, std::vector<Verdict>& out) {
   const DriverInfo& d = r.driver;
-  if (!d.libcuda_found) {
+  if (!d.probe_failure.empty()) {
+    out.push_back(driver_stuck_verdict(d));
+  } else if (!d.libcuda_found) {
     if (d.libcuda_is_stub)
       // No driver is the problem; the stub on the path is fine for linking
       // (CPU-only build machines keep it there) and only a hint here.

@@ -47,6 +47,10 @@ std::string min_driver_for_toolkit(const Version& toolkit);
 // (CUDA 11+): 11 -> 450.80.02, 12 -> 525.60.13, 13 -> 580.65.06.
 std::string min_driver_for_major(int major);
 
+// The driver probe hung or crashed in its child (DriverInfo::probe_failure):
+// driver.hung or driver.crashed, with where to look.
+Verdict driver_stuck_verdict(const env::DriverInfo& d);
+
 // Does the driver (its CUDA version from cuDriverGetVersion, and its version
 // string) run this runtime? `who` names the runtime ("this binary's
 // runtime", "LibTorch's runtime").

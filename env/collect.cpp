@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "build_info.h"
+#include "nvml.h"
 #include "parsers.h"
 #include "probe.h"
 
@@ -32,7 +33,9 @@ namespace {
 GpuStatus driver_status(const DriverInfo& d, int built_version, const std::string& who, size_t gpus_found,
                         size_t gpus_prohibited) {
   GpuStatus s;
-  if (!d.libcuda_found) {
+  if (!d.probe_failure.empty()) {
+    s.reason = d.probe_failure + ": the driver is not in a state to run anything (GPU benchmarks skipped)";
+  } else if (!d.libcuda_found) {
     s.reason = d.libcuda_is_stub
                    ? "no NVIDIA driver: libcuda.so.1 not found (only the toolkit's stub " +
                          d.libcuda_path + " is on the library path)"
@@ -87,10 +90,20 @@ const Report& collect() {
     const std::string root = probe_root();
     r.host = probe_host(root);
     r.system = probe_system(root);
-    r.driver = probe_driver(root);
-    r.nvml_gpus = probe_nvml_gpus();
+    // The driver's calls were made in a child before this program loaded
+    // anything (load_guard.cpp): a stuck or broken driver is withheld.
+    const DriverProbeFailure failure = withheld_driver();
+    if (failure.failed()) {
+      r.driver = probe_driver_files(root);
+      r.driver.probe_failure = failure.text;
+      r.driver.probe_failure_call = failure.call;
+      nvml::Session::keep_closed(failure.text);
+    } else {
+      r.driver = probe_driver(root);
+      r.nvml_gpus = probe_nvml_gpus();
+    }
     r.runtime = probe_runtime();
-    r.torch = probe_torch();  // before listing libraries: it may load some
+    r.torch = probe_torch(!failure.failed());  // before listing libraries: it may load some
     if (decide_gpu_status(r.driver, r.runtime, 1).usable || decide_torch_gpu_status(r.driver, r.torch, 1).usable)
       r.gpus = probe_gpus();
     const auto prohibited = std::count_if(r.gpus.begin(), r.gpus.end(),

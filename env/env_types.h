@@ -48,6 +48,10 @@ struct DriverInfo {
   std::string visible_devices;  // CUDA_VISIBLE_DEVICES
   int nvml_init_result = -1;       // nvmlInit_v2; -1 = library absent
   std::string nvml_library_path;   // libnvidia-ml.so.1 really loaded
+  // When the probe, rehearsed in a child, hung or crashed: what it ran into
+  // ("libcuda hung in cuInit for 15 s") and the call. The driver was then
+  // left alone: nothing above comes from libcuda or NVML.
+  std::string probe_failure, probe_failure_call;
 };
 
 // What NVML says of one GPU, matched to the CUDA device by PCI bus id. A

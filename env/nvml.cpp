@@ -94,12 +94,24 @@ std::string reason_names(std::uint64_t r) {
   return out;
 }
 
+std::string& Session::closed_reason() {
+  static std::string why;
+  return why;
+}
+
+void Session::keep_closed(const std::string& why) { closed_reason() = why; }
+
 Session& Session::get() {
   static Session s;
   return s;
 }
 
 Session::Session() {
+  if (!closed_reason().empty()) {
+    error_ = closed_reason();
+    return;
+  }
+  probe_calling("dlopen libnvidia-ml.so.1");
   void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char* e = dlerror();
@@ -151,6 +163,7 @@ Session::Session() {
     error_ = "libnvidia-ml.so.1 has no nvmlInit_v2";
     return;
   }
+  probe_calling("nvmlInit_v2");
   const int rc = a.init();
   init_result_ = rc;
   if (rc != kSuccess) {
@@ -161,6 +174,7 @@ Session::Session() {
   api_ = &a;
   ok_ = true;
   char buf[96] = {0};
+  probe_calling("nvmlSystemGetDriverVersion");
   if (a.driver_version && a.driver_version(buf, sizeof buf) == kSuccess) driver_version_ = buf;
   if (a.cuda_driver_version) a.cuda_driver_version(&cuda_driver_version_);
 }
@@ -324,6 +338,7 @@ std::vector<NvmlGpuInfo> Session::list() const {
   if (!ok_ || !api_->count || !api_->by_index || api_->count(&n) != kSuccess) return out;
   for (unsigned i = 0; i < n; ++i) {
     Dev d = nullptr;
+    probe_calling("nvmlDeviceGetHandleByIndex and the device's settings");
     if (api_->by_index(i, &d) != kSuccess) continue;
     NvmlGpuInfo g = describe(d);
     g.nvml_index = static_cast<int>(i);

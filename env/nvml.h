@@ -51,6 +51,9 @@ class Session {
  public:
   // The process's session, opened on first call.
   static Session& get();
+  // Before the first get(): never load NVML in this process, for `why`
+  // (a driver probe that hung or crashed in a child).
+  static void keep_closed(const std::string& why);
   bool ok() const { return ok_; }
   const std::string& error() const { return error_; }  // why not ok
   const std::string& driver_version() const { return driver_version_; }
@@ -72,6 +75,7 @@ class Session {
 
  private:
   Session();
+  static std::string& closed_reason();
   bool ok_ = false;
   std::string error_;
   std::string driver_version_;

@@ -18,6 +18,25 @@ namespace cudabench::env {
 // (never a link-time dependency, so this binary starts without a driver).
 // `root` is "/" on a real machine (see probe_root()).
 DriverInfo probe_driver(const std::string& root = "/");
+// The same without loading libcuda or NVML: /proc, /dev, CUDA_VISIBLE_DEVICES.
+DriverInfo probe_driver_files(const std::string& root = "/");
+// What the driver probe ran into in cudabench-driver-check, run before
+// the program loaded anything (load_guard.cpp): empty when libcuda and
+// NVML answered in time.
+struct DriverProbeFailure {
+  std::string call;  // the last call it made: "cuInit", "dlopen libcuda.so.1", "nvmlInit_v2"
+  std::string text;  // "libcuda hung in cuInit for 15 s", "libcuda crashed in cuInit (SIGSEGV)"
+  bool failed() const { return !text.empty(); }
+};
+// The load guard's finding (CUDABENCH_LIBCUDA_WITHHELD): the driver hung or
+// crashed in the check, and a stub stands in for libcuda in this process.
+DriverProbeFailure withheld_driver();
+// The deadline of a driver probe: $CUDABENCH_PROBE_SECONDS (1 to 9999), else 15.
+int probe_seconds();
+// Called before each call into libcuda or NVML: in cudabench-driver-check
+// it says "calling NAME" on `fd` (trace_probe_calls); elsewhere nothing.
+void probe_calling(const char* call);
+void trace_probe_calls(int fd);
 // What the machine shows of the driver outside libcuda and NVML: kernel
 // modules (nvidia, nouveau) and their files, Secure Boot, device nodes, the
 // NVIDIA PCI functions and the driver bound to each, a running fabric
@@ -58,7 +77,9 @@ void pci_numa_affinity(const std::string& sys_root, const std::string& bus_id, i
                        std::string* cpus);
 LibraryVersions probe_library_versions();
 // LibTorch's view (probe_torch.cpp when LibTorch is linked, else "absent").
-TorchInfo probe_torch();
+// Without `driver_answered` it never asks LibTorch for a GPU (a stuck
+// driver would hang it).
+TorchInfo probe_torch(bool driver_answered);
 // Shared objects mapped into this process whose names matter here.
 std::vector<LoadedLibrary> loaded_libraries();
 BuildInfo build_info();
@@ -80,8 +101,8 @@ std::optional<ToolkitInstall> inspect_toolkit(const std::string& root);
 std::optional<ToolkitInstall> inspect_pip_site(const std::string& site_packages);
 // First `nvcc` on a PATH string, "" if none.
 std::string find_on_path(const std::string& path_var, const std::string& exe);
-// What `argv` prints on stdout (at most 64 KiB, stderr dropped), run under
-// `timeout` so that it ends within `seconds`; "" when it cannot run.
+// What `argv` prints on stdout (at most 64 KiB, stderr dropped), in a child
+// ended within `seconds` (child.h); "" when it cannot run.
 std::string command_output(const std::vector<std::string>& argv, int seconds);
 // The file a dlopen handle stands for, canonical; "" when unknown.
 std::string loaded_path_of(void* handle);

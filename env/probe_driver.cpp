@@ -74,12 +74,13 @@ constexpr int kAttrClockRate = 13, kAttrMultiprocessors = 16, kAttrMemoryClockRa
 
 // libcuda.so.1 (opened once: later dlopen calls return the same copy).
 void* libcuda() {
+  probe_calling("dlopen libcuda.so.1");
   return dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 }
 
 }  // namespace
 
-DriverInfo probe_driver(const std::string& root) {
+DriverInfo probe_driver_files(const std::string& root) {
   DriverInfo d;
   d.kernel_module_version = kernel_module_version(root);
   struct stat st {};
@@ -88,7 +89,11 @@ DriverInfo probe_driver(const std::string& root) {
     d.visible_devices_set = true;
     d.visible_devices = v;
   }
+  return d;
+}
 
+DriverInfo probe_driver(const std::string& root) {
+  DriverInfo d = probe_driver_files(root);
   // libcuda.so.1 is what the CUDA runtime loads; the toolkit's stubs/ folder
   // has only libcuda.so, meant for linking. If .so.1 is missing but the stub
   // resolves, say so: that is the usual sign of a toolkit with no driver.
@@ -110,8 +115,10 @@ DriverInfo probe_driver(const std::string& root) {
     d.libcuda_file_version = version_from_soname(d.libcuda_path);
     d.libcuda_is_stub = d.libcuda_path.find("/stubs/") != std::string::npos;
     const DriverApi cu(h);
+    probe_calling("cuDriverGetVersion");
     if (cu.version) cu.version(&d.cuda_version);
     if (cu.init) {
+      probe_calling("cuInit");
       d.init_result = cu.init(0);
       if (d.init_result != 0) {
         const char* name = nullptr;
@@ -122,6 +129,7 @@ DriverInfo probe_driver(const std::string& root) {
                        std::to_string(d.init_result) + "): " +
                        (text ? text : "no description");
       } else if (cu.count) {
+        probe_calling("cuDeviceGetCount");
         cu.count(&d.device_count);
       }
     }
@@ -148,6 +156,7 @@ std::vector<GpuDevice> probe_gpus() {
   const auto& nv = nvml::Session::get();
   for (int i = 0; i < count; ++i) {
     int dev = 0;
+    probe_calling("cuDeviceGet and the device's attributes");
     if (cu.device_get(&dev, i) != 0) continue;
     GpuDevice g;
     g.index = i;

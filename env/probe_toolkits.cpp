@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "child.h"
 #include "files.h"
 #include "parsers.h"
 #include "probe.h"
@@ -27,19 +28,9 @@ namespace fs = std::filesystem;
 namespace cudabench::env {
 
 std::string command_output(const std::vector<std::string>& argv, int seconds) {
-  std::string cmd = "timeout " + std::to_string(seconds);
-  for (const auto& a : argv) {
-    cmd += " '";
-    for (char c : a) cmd += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    cmd += "'";
-  }
-  FILE* p = ::popen((cmd + " 2>/dev/null").c_str(), "r");
-  if (!p) return "";
-  std::string out;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0 && out.size() < (1 << 16);) out.append(buf, n);
-  ::pclose(p);
-  return out;
+  ChildOptions o;
+  o.seconds = seconds;
+  return run_command(argv, o).output;
 }
 namespace {
 

@@ -13,7 +13,7 @@
 
 namespace cudabench::env {
 
-TorchInfo probe_torch() {
+TorchInfo probe_torch(bool driver_answered) {
   TorchInfo t;
   t.compiled_in = true;
   t.version = TORCH_VERSION;
@@ -25,7 +25,7 @@ TorchInfo probe_torch() {
   } catch (...) {
     // a CPU-only LibTorch (no ATen_cuda) throws here; keep what was read
   }
-  t.cuda_available = torch::cuda::is_available();
+  t.cuda_available = driver_answered && torch::cuda::is_available();
   t.device_count = t.cuda_available ? static_cast<int>(torch::cuda::device_count()) : 0;
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&at::globalContext), &info) && info.dli_fname) {

@@ -2,5 +2,5 @@
 #include "probe.h"
 
 namespace cudabench::env {
-TorchInfo probe_torch() { return TorchInfo{}; }
+TorchInfo probe_torch(bool) { return TorchInfo{}; }
 }  // namespace cudabench::env

@@ -5,8 +5,10 @@
 #include <iomanip>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
+#include "context_keys_json.h"
 #include "parsers.h"
 #include "probe.h"
 
@@ -188,7 +190,9 @@ Lines driver_lines(const Report& r) {
       shown_if(d.init_result > 0, row("cuInit", d.init_error),
                {{p + "cu_init_result", d.init_result}, {p + "cu_init_error", d.init_error},
                 {p + "device_count", d.device_count}}),
-      only_json({{p + "device_nodes_present", d.device_nodes_present}})};
+      only_json({{p + "device_nodes_present", d.device_nodes_present}}),
+      {row("probe", d.probe_failure.empty() ? "answered in time (a child with a deadline)" : d.probe_failure),
+       {{p + "probe_failure", d.probe_failure}, {p + "probe_failure_call", d.probe_failure_call}}}};
   append(out, system_lines(r.system));
   out.push_back(shown_if(d.nvml_init_result > 0, row("NVML", d.nvml_error),
                          {{p + "nvml_init_result", d.nvml_init_result}, {p + "nvml_error", d.nvml_error},
@@ -470,6 +474,16 @@ nlohmann::json to_json(const Report& r) {
   for (const Line& l : describe(r))
     for (const auto& [key, value] : l.facts) j[json::json_pointer("/" + key)] = value;
   return j;
+}
+
+bool is_context_key(const std::string& key) {
+  static const std::set<std::string> keys = [] {
+    std::set<std::string> out;
+    const auto table = nlohmann::json::parse(kContextKeysJson);
+    for (const auto& k : table.at("keys")) out.insert(k.at("key").get<std::string>());
+    return out;
+  }();
+  return keys.count(key) > 0;
 }
 
 std::vector<std::pair<std::string, std::string>> context_entries(const Report& r, int device) {

@@ -17,6 +17,10 @@ nlohmann::json to_json(const Report& r);
 // The flat facts for a benchmark JSON's context; the GPU facts are those of
 // the CUDA device `device` (the first one benchmarked).
 std::vector<std::pair<std::string, std::string>> context_entries(const Report& r, int device = 0);
+// Every key of a benchmark JSON's context that cudabench, Google Benchmark
+// or the sampling scripts write (env/context_keys.json): a user's
+// --benchmark_context must not take one.
+bool is_context_key(const std::string& key);
 // Any verdict an error: the machine's or a Python environment's (--check).
 bool has_errors(const Report& r);
 // A verdict as the report prints it (its level, message, seen: and fix:

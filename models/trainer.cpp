@@ -3,10 +3,12 @@
 #include "distributed.h"
 #include "torch_versions.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/autocast_mode.h>
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <vector>
 #include <stdexcept>
 
@@ -18,8 +20,8 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <torch/cuda.h>
 #endif
+#include <torch/cuda.h>
 
 namespace cudabench::models {
 namespace {
@@ -138,6 +140,18 @@ struct Trainer::Graph {
   torch::Tensor x, y, loss;
 };
 
+// torch::manual_seed, without asking the driver on a CPU run: it seeds
+// every CUDA generator too, and counting the GPUs calls cuInit, which a
+// stuck GPU never returns from.
+void Trainer::seed_generators(uint64_t seed) const {
+  auto cpu = at::detail::getDefaultCPUGenerator();
+  {
+    std::lock_guard<std::mutex> lock(cpu.mutex());
+    cpu.set_current_seed(seed);
+  }
+  if (cfg_.device.is_cuda()) torch::cuda::manual_seed_all(seed);
+}
+
 Trainer::Trainer(const TrainConfig& cfg) : cfg_(cfg) {
   if (cfg_.device.is_cuda()) {
 #ifndef CUDABENCH_TORCH_CUDA
@@ -149,7 +163,7 @@ Trainer::Trainer(const TrainConfig& cfg) : cfg_(cfg) {
   }
   if ((cfg_.cuda_graph) && !cfg_.device.is_cuda())
     throw std::invalid_argument("--cuda-graph needs --device cuda");
-  torch::manual_seed(cfg_.seed);
+  seed_generators(cfg_.seed);
   model_ = MnistCnn();  // initial weights follow the seed
   if (!cfg_.dropout) {
     model_->dropout1->options.p(0.0);
@@ -171,7 +185,7 @@ void Trainer::enable_data_parallel(DistContext& ctx, int64_t bucket_bytes) {
   dist_ = &ctx;
   dp_ = std::make_unique<DataParallel>(ctx, model_->parameters(), bucket_bytes);
   // Rank 0 keeps the seed's stream (one rank trains as a plain run does).
-  if (ctx.rank() > 0) torch::manual_seed(cfg_.seed + 1000003ull * static_cast<uint64_t>(ctx.rank()));
+  if (ctx.rank() > 0) seed_generators(cfg_.seed + 1000003ull * static_cast<uint64_t>(ctx.rank()));
 }
 
 torch::Tensor Trainer::prepare(const torch::Tensor& x) const {

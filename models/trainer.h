@@ -98,6 +98,7 @@ class Trainer {
   void set_after_step(std::function<void(int64_t)> f) { after_step_ = std::move(f); }
 
  private:
+  void seed_generators(uint64_t seed) const;
   torch::Tensor eager_step(const torch::Tensor& x, const torch::Tensor& y);
   torch::Tensor graph_step(const torch::Tensor& x, const torch::Tensor& y);
   torch::Tensor prepare(const torch::Tensor& x) const;

@@ -8,7 +8,9 @@
 # later steps read. Exit: 0 ok, 1 a wrong result, 4 skipped (its last
 # "skipped: " line says why), anything else a step that could not run.
 set -uo pipefail
-. "$CUDABENCH_ROOT/scripts/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+script_start "$@"
+[ -n "${GC_RES:-}" ] || { echo "gpu-check-steps: GC_RES is unset: scripts/gpu-check.sh runs the steps" >&2; exit 2; }
 cd "$CUDABENCH_ROOT"
 res="$GC_RES" build="$GC_BUILD"
 [ -f "$res/preflight.env" ] && . "$res/preflight.env"
@@ -145,7 +147,7 @@ sanitizer_result() {
 # the read flush.
 step_memcheck() {
   local rcs=() unsupported="" min=--benchmark_min_time=0.001
-  "$SANITIZER" --version > "$res/compute-sanitizer-version.txt" 2>&1
+  probe 60 "$SANITIZER" --version > "$res/compute-sanitizer-version.txt" 2>&1
   sanitized "test_vector_add_gpu" memcheck "$build/test_vector_add_gpu" --gtest_filter="-$DELIBERATE_API_FAILURES"
   sanitized "raw kernels, cuBLAS, Thrust, the device copies, host copies, the flow" memcheck "$build/bench" "$min" \
     --benchmark_filter='^(VectorAdd/(cuda|cublas|thrust)[^/]*/n:16777216/|Copy/cuda_[a-z]+/n:16777216/|Transfer/.*/bytes:16384/|VectorAddFlow/pinned/n:65536/)'
@@ -175,15 +177,19 @@ step_env() {
     grep -A3 'ERROR' "$res/env.txt" | head -n 20
     return 3
   fi
-  local msg rc
+  local msg rc out
   for msg in "Error 804: forward compatibility was attempted on non supported HW" \
              "Error 802: system not yet initialized" \
              "RuntimeError: CUDA error: no kernel image is available for execution on the device" \
              "Failed to initialize NVML: Driver/library version mismatch"; do
-    "$build/bench" --explain "$msg" >> "$res/explain.txt" 2>&1
+    out="$("$build/bench" --explain "$msg" 2>&1)"
     rc=$?
-    echo "exit $rc" >> "$res/explain.txt"
-    [ "$rc" = 1 ] || { echo "bench --explain '$msg' exited $rc on this machine (1 expected: no cause here)"; return 1; }
+    printf '%s\nexit %s\n' "$out" "$rc" >> "$res/explain.txt"
+    [ "$rc" = 0 ] || { echo "bench --explain '$msg' exited $rc on this machine (0 expected)"; return 3; }
+    case "$out" in
+      *"None of these causes shows on this machine"*) ;;
+      *) echo "bench --explain '$msg' found a cause on this healthy machine (a false alarm)"; return 1 ;;
+    esac
   done
 }
 

@@ -406,7 +406,7 @@ def test_13_a_library_nowhere_on_the_machine(machine):
 
 def test_13_a_library_that_resolves_here_is_no_cause(machine):
     r = machine.run("--explain", "OSError: libcudart.so.13: cannot open shared object file: No such file or directory")
-    assert r.returncode == 1, r.stdout
+    assert r.returncode == 0, r.stdout
     assert "not on this machine: the probe checked whether the loader finds each library" in r.stdout
 
 
@@ -665,8 +665,8 @@ def test_explain_names_the_scenario_of_each_real_message(machine, text, want):
     assert want <= named, (named, r.stdout)
     assert len(named) <= len(want) + 2, named  # specific: not everything at once
     # A healthy H200 shows none of the causes (a library lookup is one, for 13).
+    assert r.returncode == 0, r.stdout + r.stderr  # recognised: the answer is in the text, not the exit code
     if 13 not in want:
-        assert r.returncode == 1, r.stdout + r.stderr
         assert "None of these causes shows on this machine" in r.stdout
     assert r.stderr == "" or "Warning" in r.stderr
 
@@ -699,7 +699,7 @@ def test_explain_refuses_what_it_does_not_know(machine, text):
 def test_explain_alternatives_of_one_library_found_here_are_no_cause(machine, tmp_path):
     # "Unable to load any of {...}": one of the names found is enough.
     r = machine.run("--explain", "Unable to load any of {libcudart.so.13.9.9, libcudart.so.13, libcudart.so}")
-    assert r.returncode == 1, r.stdout
+    assert r.returncode == 0, r.stdout
     assert "[13]" in r.stdout and "FOUND HERE" not in r.stdout
 
 

@@ -25,17 +25,27 @@ int cuda_count() {
 const nlohmann::json* device(int d) { return d < cuda_count() ? fake::Machine::get().gpu(d) : nullptr; }
 }  // namespace
 
-// A driver in a bad state: "driver/init_fault" "hang" blocks cuInit (a stuck
-// GPU), "crash" dies in it with SIGSEGV.
-FAKE_API int cuInit(unsigned) {
-  const std::string fault = fake::Machine::get().json().value("/driver/init_fault"_json_pointer, "");
-  if (fault == "hang")
+// A driver in a bad state: "driver/<call>_fault" "hang" blocks the call (a
+// stuck GPU), "crash" dies in it with SIGSEGV: "init_fault" for cuInit,
+// "version_fault" for cuDriverGetVersion, "load_fault" for the library's
+// constructor (the loader runs it inside dlopen, or at start-up).
+namespace {
+void fault(const char* key) {
+  const std::string f = fake::Machine::get().json().value(nlohmann::json::json_pointer(std::string("/driver/") + key), "");
+  if (f == "hang")
     for (;;) pause();
-  if (fault == "crash") raise(SIGSEGV);
+  if (f == "crash") raise(SIGSEGV);
+}
+__attribute__((constructor)) void on_load() { fault("load_fault"); }
+}  // namespace
+
+FAKE_API int cuInit(unsigned) {
+  fault("init_fault");
   return init_result();
 }
 
 FAKE_API int cuDriverGetVersion(int* v) {
+  fault("version_fault");
   if (!v) return kInvalidValue;
   *v = fake::Machine::get().json().value("/driver/cuda_version"_json_pointer, 13000);
   return kSuccess;

@@ -3,6 +3,8 @@
 // by $CUDABENCH_FAKE_GPU. NVML's own order of the GPUs can differ from
 // CUDA's ("nvml_order"), as on real machines, so lookups by PCI bus id are
 // tested. Absent fields answer NVML_ERROR_NOT_SUPPORTED.
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -39,6 +41,9 @@ const char* clock_name(int type) { return type == 1 ? "sm" : type == 2 ? "mem" :
 }  // namespace
 
 FAKE_API int nvmlInit_v2() {
+  // "nvml/init_fault" "hang": nvmlInit blocks, as on a stuck GPU.
+  if (fake::Machine::get().json().value("/nvml/init_fault"_json_pointer, "") == "hang")
+    for (;;) pause();
   const int rc = fake::Machine::get().json().value("/nvml/init_result"_json_pointer, 0);
   initialised = rc == kSuccess;
   return rc;

@@ -1,0 +1,114 @@
+#include "child.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <thread>
+
+namespace cudabench::env {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kKillGrace = std::chrono::seconds(1);
+
+// In the child, before it runs: its own process group, and the signals our
+// process handles or ignores back to their defaults (an ignored SIGPIPE is
+// inherited across exec; a handler of ours must not run in the child).
+void child_defaults() {
+  ::setpgid(0, 0);
+  for (int sig : {SIGPIPE, SIGXFSZ, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
+}
+
+void keep(std::string* out, const char* buf, std::size_t n, const ChildOptions& o) {
+  if (!o.keep_tail) {
+    out->append(buf, std::min(n, o.max_output - std::min(o.max_output, out->size())));
+    return;
+  }
+  out->append(buf, n);
+  if (out->size() > o.max_output) out->erase(0, out->size() - o.max_output);
+}
+
+bool reap(pid_t pid, int* status, Clock::time_point until) {
+  for (;;) {
+    const pid_t r = ::waitpid(pid, status, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) return r == pid;
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Reads the child's pipe until it ends and the child exits, or the deadline.
+ChildResult supervise(pid_t pid, int fd, const ChildOptions& o) {
+  ChildResult r;
+  r.started = true;
+  ::setpgid(pid, pid);  // as the child does: whichever runs first
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
+  char buf[8192];
+  for (bool open = true; open;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) keep(&r.output, buf, static_cast<std::size_t>(n), o);
+    else if (n == 0 || errno != EINTR) open = false;
+  }
+  ::close(fd);
+  int status = 0;
+  if (!reap(pid, &status, deadline)) {
+    r.timed_out = true;
+    ::kill(-pid, SIGKILL);
+    ::kill(pid, SIGKILL);
+    if (!reap(pid, &status, Clock::now() + kKillGrace)) {
+      r.left_behind = true;
+      return r;
+    }
+  }
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status) && !r.timed_out) r.signal = WTERMSIG(status);
+  return r;
+}
+
+}  // namespace
+
+ChildResult run_command(const std::vector<std::string>& argv, const ChildOptions& o) {
+  if (argv.empty()) return {};
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return {};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    child_defaults();
+    const int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, 0);
+    ::dup2(fds[1], 1);
+    ::dup2(o.merge_stderr ? fds[1] : null, 2);
+    if (o.cwd.empty() || ::chdir(o.cwd.c_str()) == 0) ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  if (pid < 0) {
+    ::close(fds[0]);
+    return {};
+  }
+  ChildResult r = supervise(pid, fds[0], o);
+  if (r.exit_code == 127 && r.output.empty()) r.started = false;
+  return r;
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sig > 0 ? ::sigabbrev_np(sig) : nullptr;
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
+
+}  // namespace cudabench::env

@@ -1,0 +1,51 @@
+// The driver check's two ends. cudabench-driver-check (driver_check_main.cpp)
+// makes every call the probe makes, saying "calling NAME" before each;
+// load_guard.cpp runs it before bench or train loads any library, and when
+// it hung or crashed starts the program again with the driver withheld,
+// saying why in CUDABENCH_LIBCUDA_WITHHELD, which withheld_driver() reads.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "probe.h"
+
+namespace cudabench::env {
+namespace {
+int g_trace_fd = -1;  // the check's stdout, in cudabench-driver-check only
+}  // namespace
+
+void trace_probe_calls(int fd) { g_trace_fd = fd; }
+
+void probe_calling(const char* call) {
+  if (g_trace_fd < 0) return;
+  const std::string line = std::string("calling ") + call + "\n";
+  [[maybe_unused]] const ssize_t n = ::write(g_trace_fd, line.data(), line.size());
+}
+
+int probe_seconds() {
+  const char* v = std::getenv("CUDABENCH_PROBE_SECONDS");
+  char* end = nullptr;
+  const long s = v ? std::strtol(v, &end, 10) : 0;
+  return v && *v && *end == '\0' && s >= 1 && s <= 9999 ? static_cast<int>(s) : 15;
+}
+
+DriverProbeFailure withheld_driver() {
+  DriverProbeFailure f;
+  const char* why = std::getenv("CUDABENCH_LIBCUDA_WITHHELD");
+  if (!why) return f;
+  f.text = why;
+  const std::string text = why;
+  const auto in = text.find(" in "), end = text.find(text.find(" for ") != std::string::npos ? " for " : " (");
+  if (in != std::string::npos && end != std::string::npos && end > in) f.call = text.substr(in + 4, end - in - 4);
+  ::unsetenv("CUDABENCH_LIBCUDA_WITHHELD");
+  // The stub stays in this process; the programs it starts get the user's LD_PRELOAD.
+  std::string preload = std::getenv("LD_PRELOAD") ? std::getenv("LD_PRELOAD") : "";
+  const std::size_t colon = preload.find(':');
+  preload = colon == std::string::npos ? "" : preload.substr(colon + 1);
+  if (preload.empty()) ::unsetenv("LD_PRELOAD");
+  else ::setenv("LD_PRELOAD", preload.c_str(), 1);
+  return f;
+}
+
+}  // namespace cudabench::env

@@ -1,0 +1,17 @@
+// cudabench-driver-check: the driver probe's calls (libcuda, its GPUs,
+// NVML), each announced on stdout as "calling NAME"; exit 0 when all
+// returned. load_guard.cpp runs it with a deadline: a stuck GPU hangs it
+// here, a broken driver crashes it here, never in bench or train.
+#include <unistd.h>
+
+#include "probe.h"
+
+int main() {
+  using namespace cudabench::env;
+  trace_probe_calls(STDOUT_FILENO);
+  const DriverInfo d = probe_driver(probe_root());
+  if (d.libcuda_found && d.init_result == 0) probe_gpus();
+  probe_nvml_gpus();
+  probe_calling("nothing: done");
+  return 0;
+}

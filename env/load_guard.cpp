@@ -1,0 +1,136 @@
+// Before bench or train loads anything, the driver is tried in a child. A
+// stuck GPU blocks cuInit and NVML's init; a broken driver crashes in a
+// call or in its constructor; and LibTorch reaches the driver on its own
+// (cuSPARSELt loads it in its constructor, the autograd engine counts the
+// GPUs), so no later check in the process could keep it away. This runs
+// first (the executable's preinit array: before every shared library's
+// constructor) and has cudabench-driver-check make the probe's calls
+// within CUDABENCH_PROBE_SECONDS (15 s). If it hung or crashed, the
+// program starts again with the withheld libcuda.so.1 (libcuda_withheld.cpp)
+// preloaded, which every later load of the driver gets, and
+// CUDABENCH_LIBCUDA_WITHHELD naming the call ("libcuda hung in cuInit for
+// 15 s"); the environment report says it (env/collect.cpp). Raw calls only:
+// the C library is not initialised yet. Without the two files beside the
+// executable nothing is checked.
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+namespace {
+
+const char* env_value(char** envp, const char* key) {
+  const size_t n = strlen(key);
+  for (char** e = envp; e && *e; ++e)
+    if (strncmp(*e, key, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+  return nullptr;
+}
+
+int deadline_seconds(char** envp) {
+  const char* v = env_value(envp, "CUDABENCH_PROBE_SECONDS");
+  char* end = nullptr;
+  const long s = v ? strtol(v, &end, 10) : 0;
+  return v && *v && *end == '\0' && s >= 1 && s <= 9999 ? static_cast<int>(s) : 15;
+}
+
+long now_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+// The check's last "calling NAME" line, from what it wrote (kept in `out`).
+const char* last_call(char* out) {
+  const char* last = "its start";
+  for (char* line = strstr(out, "calling "); line; line = strstr(line + 1, "calling ")) {
+    char* end = strchr(line, '\n');
+    if (!end) break;
+    *end = '\0';
+    last = line + 8;
+    line = end;
+  }
+  return last;
+}
+
+// Runs the check; "" in `why` when it answered (or could not start).
+void run_check(const char* check, char** envp, int seconds, char* why, size_t size) {
+  static char out[1 << 16];
+  size_t used = 0;
+  why[0] = '\0';
+  int fds[2];
+  if (pipe(fds) != 0) return;
+  const pid_t pid = fork();
+  if (pid < 0) return;
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    char* const args[] = {const_cast<char*>(check), nullptr};
+    execve(check, args, envp);
+    _exit(127);
+  }
+  close(fds[1]);
+  const long until = now_ms() + seconds * 1000L;
+  int status = 0;
+  bool ended = false;
+  for (long left; !ended && (left = until - now_ms()) > 0;) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left < 50 ? left : 50)) > 0) {
+      const ssize_t n = read(fds[0], out + used, sizeof out - 1 - used);
+      if (n > 0) used += static_cast<size_t>(n);
+      if (used >= sizeof out - 1) used = 0;  // a chatty library: keep the latest
+    }
+    ended = waitpid(pid, &status, WNOHANG) == pid;
+  }
+  close(fds[0]);
+  out[used] = '\0';
+  const char* call = last_call(out);
+  const char* library = strstr(call, "nvml") || strstr(call, "nvidia-ml") ? "NVML" : "libcuda";
+  if (!ended) {
+    kill(pid, SIGKILL);  // a child in the kernel may outlive it: it is not waited for
+    snprintf(why, size, "%s hung in %s for %d s", library, call, seconds);
+  } else if (WIFSIGNALED(status)) {
+    const char* name = sigabbrev_np(WTERMSIG(status));
+    snprintf(why, size, "%s crashed in %s (SIG%s)", library, call, name ? name : "?");
+  }
+}
+
+void guard(int, char** argv, char** envp) {
+  if (env_value(envp, "CUDABENCH_LIBCUDA_WITHHELD")) return;  // started again already
+  static char exe[PATH_MAX], check[PATH_MAX + 64], stub[PATH_MAX + 64], why[512];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return;
+  exe[n] = '\0';
+  char* slash = strrchr(exe, '/');
+  if (!slash) return;
+  *slash = '\0';
+  snprintf(check, sizeof check, "%s/cudabench-driver-check", exe);
+  snprintf(stub, sizeof stub, "%s/withheld/libcuda.so.1", exe);
+  *slash = '/';
+  if (access(check, X_OK) != 0 || access(stub, R_OK) != 0) return;
+  run_check(check, envp, deadline_seconds(envp), why, sizeof why);
+  if (!why[0]) return;
+  // Again, with the stub preloaded and the reason said.
+  static char preload[PATH_MAX + 4200], withheld[600];
+  static char* env[4096];
+  const char* old = env_value(envp, "LD_PRELOAD");
+  snprintf(preload, sizeof preload, "LD_PRELOAD=%s%s%s", stub, old ? ":" : "", old ? old : "");
+  snprintf(withheld, sizeof withheld, "CUDABENCH_LIBCUDA_WITHHELD=%s", why);
+  size_t k = 0;
+  for (char** e = envp; e && *e && k < 4093; ++e)
+    if (strncmp(*e, "LD_PRELOAD=", 11) != 0) env[k++] = *e;
+  env[k++] = preload;
+  env[k++] = withheld;
+  env[k] = nullptr;
+  execve(exe, argv, env);
+}
+
+}  // namespace
+
+__attribute__((section(".preinit_array"), used)) static void (*const cudabench_load_guard)(int, char**,
+                                                                                        char**) = guard;

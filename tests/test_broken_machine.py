@@ -1,0 +1,107 @@
+"""A broken machine never hangs or kills bench and train.
+
+The fake libcuda (tests/fakes/fake_libcuda.cpp) and fake NVML hang or crash
+where a stuck GPU or a broken driver does: in cuInit, in
+cuDriverGetVersion, in the library's constructor (while it loads), in
+nvmlInit. Each must leave `bench --env` answering within its deadline with
+a finding that names the call, `--explain` naming the scenario, the CPU
+benchmarks running, and `train --device cpu` training.
+
+CUDABENCH_BUILD_DIR names the build to test (default: build/).
+"""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("CUDABENCH_BUILD_DIR") or os.path.join(ROOT, "build")
+BENCH, TRAIN = os.path.join(BUILD, "bench"), os.path.join(BUILD, "train")
+FAKES = os.path.join(BUILD, "fakes")
+DEADLINE = 3  # CUDABENCH_PROBE_SECONDS for these runs
+
+pytestmark = pytest.mark.skipif(not (os.access(BENCH, os.X_OK) and os.path.exists(f"{FAKES}/cuda/libcuda.so.1")),
+                                reason="bench and the fake libcuda are not built")
+
+# (machine description, the finding's words)
+FAULTS = [
+    ({"driver": {"init_fault": "hang"}}, f"libcuda hung in cuInit for {DEADLINE} s"),
+    ({"driver": {"version_fault": "hang"}}, f"libcuda hung in cuDriverGetVersion for {DEADLINE} s"),
+    ({"driver": {"init_fault": "crash"}}, "libcuda crashed in cuInit (SIGSEGV)"),
+    ({"driver": {"version_fault": "crash"}}, "libcuda crashed in cuDriverGetVersion (SIGSEGV)"),
+    ({"driver": {"load_fault": "crash"}}, "libcuda crashed in dlopen libcuda.so.1 (SIGSEGV)"),
+    ({"driver": {"load_fault": "hang"}}, f"libcuda hung in dlopen libcuda.so.1 for {DEADLINE} s"),
+    ({"nvml": {"init_fault": "hang"}}, f"NVML hung in nvmlInit_v2 for {DEADLINE} s"),
+]
+IDS = ["cuInit-hang", "version-hang", "cuInit-crash", "version-crash", "load-crash", "load-hang", "nvml-hang"]
+
+
+def run(tmp_path, machine, *args, program=BENCH, timeout=120):
+    (tmp_path / "machine.json").write_text(json.dumps({"gpus": [{"name": "NVIDIA H200"}], **machine}))
+    env = dict(os.environ, CUDABENCH_FAKE_GPU=str(tmp_path / "machine.json"), CUDABENCH_PROBE_SECONDS=str(DEADLINE),
+               LD_LIBRARY_PATH=f"{FAKES}/cuda:{FAKES}/nvml", HOME=str(tmp_path), CUDABENCH_CACHE=str(tmp_path / "c"))
+    t0 = time.monotonic()
+    r = subprocess.run([program, *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=tmp_path)
+    return r, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("machine,finding", FAULTS, ids=IDS)
+def test_env_answers_within_its_deadline_with_a_finding(tmp_path, machine, finding):
+    r, took = run(tmp_path, machine, "--env=json")
+    assert r.returncode == 0, r.stderr
+    assert took < DEADLINE + 20, took
+    report = json.loads(r.stdout)
+    assert report["gpu_usable"] is False and finding in report["gpu_unusable_reason"], report["gpu_unusable_reason"]
+    ids = {v["id"]: v for v in report["verdicts"]}
+    v = ids.get("driver.hung") or ids.get("driver.crashed")
+    assert v and v["level"] == "error" and finding in v["message"], report["verdicts"]
+    assert "dmesg" in v["fix"] and "nvidia-smi" in v["fix"]
+    assert "driver.missing" not in ids  # the driver is there, it is stuck
+    r, _ = run(tmp_path, machine, "--env", "--check")
+    assert r.returncode == 1 and finding in r.stdout  # an error verdict, as --check counts it
+
+
+@pytest.mark.parametrize("machine,finding", FAULTS, ids=IDS)
+def test_cpu_benchmarks_run_beside_a_broken_driver(tmp_path, machine, finding):
+    out = tmp_path / "r.json"
+    r, _ = run(tmp_path, machine, "--benchmark_filter=VectorAdd/cpu_scalar/n:4096/", "--benchmark_min_time=0.01",
+               f"--benchmark_out={out}")
+    assert r.returncode == 0, r.stderr
+    assert finding in r.stderr  # the note: why the GPU rows are absent
+    doc = json.loads(out.read_text())
+    assert [b["name"] for b in doc["benchmarks"]] == ["VectorAdd/cpu_scalar/n:4096/real_time"]
+
+
+def test_explain_names_a_stuck_gpu_and_finds_it_here(tmp_path):
+    r, _ = run(tmp_path, {"driver": {"init_fault": "hang"}}, "--explain",
+               "NVRM: Xid (PCI:0000:19:00): 79, pid=1234, GPU has fallen off the bus.")
+    assert r.returncode == 0, r.stderr
+    assert "[25]" in r.stdout and "FOUND HERE (error, driver.hung)" in r.stdout
+
+
+@pytest.mark.skipif(not os.access(TRAIN, os.X_OK), reason="train is not built (it needs LibTorch)")
+@pytest.mark.parametrize("machine,finding", [FAULTS[0], FAULTS[4]], ids=["cuInit-hang", "load-crash"])
+def test_train_on_the_cpu_beside_a_broken_driver(tmp_path, machine, finding):
+    r, took = run(tmp_path, machine, "--device", "cpu", "--epochs", "1", "--limit", "256", "--test-limit", "64",
+                  "--quiet", "--json", str(tmp_path / "t.json"), program=TRAIN)
+    assert r.returncode == 0, r.stderr
+    env = json.loads((tmp_path / "t.json").read_text())["environment"]
+    assert finding in env["gpu_unusable_reason"]
+    r, _ = run(tmp_path, machine, "--device", "cuda", "--epochs", "1", program=TRAIN)
+    assert r.returncode == 2 and finding in r.stderr
+
+
+def test_a_probed_program_that_leaves_a_child_holding_its_pipe_does_not_hold_bench(tmp_path):
+    """An nvcc on PATH that forks a child which keeps stdout open (a stuck
+    tool's helper): the toolkit probe's deadline ends it, bench answers."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvcc").write_text("#!/bin/sh\n(sleep 300) &\necho 'Cuda compilation tools, release 13.0, V13.0.88'\n")
+    (fake / "nvcc").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+    t0 = time.monotonic()
+    r = subprocess.run([BENCH, "--env"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 30
