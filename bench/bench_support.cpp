@@ -27,7 +27,7 @@ void register_per_device(const RunOptions& run, const std::string& name, const c
       auto* b = benchmark::RegisterBenchmark(name.c_str(), [fn, dev](benchmark::State& st) { fn(st, dev); });
       if (run.devices.size() > 1) b->ArgNames({arg_name, "dev"})->Args({v, dev});
       else b->ArgName(arg_name)->Arg(v);
-      add(b, v, dev);
+      add(with_iterations(run, b), v, dev);
     }
 }
 
@@ -43,7 +43,12 @@ std::optional<double> row_min_time(const RunOptions& run, double gpu_s, double o
 }
 
 void bound_wall_time(const RunOptions& run, Registered* b, double gpu_s, double overhead_s, int launches) {
+  if (run.iterations) return;  // with_iterations: they win over any time
   if (const auto t = row_min_time(run, gpu_s, overhead_s, launches)) b->MinTime(*t);
+}
+
+Registered* with_iterations(const RunOptions& run, Registered* b) {
+  return run.iterations ? b->Iterations(*run.iterations) : b;
 }
 
 std::string cache_label(double working_set_bytes, double l2_bytes) {

@@ -50,6 +50,9 @@ double bounded_min_time(double gpu_s, double overhead_s, double budget_s = kGpuW
 std::optional<double> row_min_time(const RunOptions& run, double gpu_s, double overhead_s, int launches = 1);
 // Sets row_min_time on `b`.
 void bound_wall_time(const RunOptions& run, Registered* b, double gpu_s, double overhead_s, int launches = 1);
+// `b` with --benchmark_min_time=Nx's N iterations, when given (Google
+// Benchmark 1.7 has no flag for them); every registration passes its rows here.
+Registered* with_iterations(const RunOptions& run, Registered* b);
 
 // A kernel moves its nominal bytes through DRAM only when its working set
 // is well beyond the L2. Below kDramBoundL2s x L2, the kernel's own writes

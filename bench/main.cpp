@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <new>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -16,12 +18,15 @@
 #include "bench_support.h"
 #include "common/atomic_file.h"
 #include "common/cli.h"
+#include "common/standard_output.h"
 #include "doctor/doctor.h"
 #include "doctor/explain.h"
 #include "env/report.h"
+#include "filter.h"
 #include "kernels/vector_add.cuh"
 #include "options.h"
 #include "registry.h"
+#include "results_file.h"
 #include "stable_names.h"
 
 namespace {
@@ -32,7 +37,9 @@ using bench::RunOptions;
 
 // bench --env: the report as text or JSON, to stdout or --env-out.
 int print_env(const BenchOptions& o, const env::Report& report) {
-  const std::string text = *o.env_format == "json" ? env::to_json(report).dump(2) + "\n" : env::to_text(report);
+  const std::string text = *o.env_format == "json"
+                               ? env::to_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                               : env::to_text(report);
   if (o.env_out.empty()) {
     std::cout << text;
   } else if (std::string why; !write_file_atomically(o.env_out, text, &why)) {
@@ -40,7 +47,10 @@ int print_env(const BenchOptions& o, const env::Report& report) {
     return kExitFailed;
   }
   if (o.check && env::has_errors(report)) return kExitWrongResult;
-  if (o.require_gpu && !report.status.usable) return kExitWrongResult;
+  if (o.require_gpu && !report.status.usable) {
+    std::cerr << "bench: --require-gpu: " << report.status.reason << "\n";
+    return kExitFailed;
+  }
   return kExitOk;
 }
 
@@ -90,8 +100,9 @@ int init_google_benchmark(const char* argv0, std::vector<std::string> pass_on) {
 
 // The flat facts go into the context here; the whole report is added to a
 // JSON output file after the run (on the console it would bury the table).
-void add_context(const env::Report& report, const RunOptions& run) {
+void add_context(const env::Report& report, const RunOptions& run, const bench::BenchmarkFlags& flags) {
   for (const auto& [k, v] : env::context_entries(report, run.devices.front())) benchmark::AddCustomContext(k, v);
+  for (const auto& [k, v] : flags.context) benchmark::AddCustomContext(k, v);  // the user's own keys
   // What the CPU rows run on (OMP_NUM_THREADS, the affinity mask): compare.py names it as a cause.
   benchmark::AddCustomContext("cpu_threads_used", std::to_string(vector_add::cpu_threads()));
   if (!report.status.usable) return;
@@ -103,7 +114,7 @@ void add_context(const env::Report& report, const RunOptions& run) {
 
 // Every family, for this run; "" or the one line of a bad input.
 std::string register_benchmarks(const env::Report& report, const RunOptions& run) {
-  bench::register_cpu_vector_add();
+  bench::register_cpu_vector_add(run);
   if (report.status.usable) {
 #ifdef CUDABENCH_HAVE_CUDA  // usable implies it; without CUDA these do not exist
     bench::register_gpu_vector_add(run);
@@ -128,65 +139,59 @@ void say_notes() {
   for (const auto& n : bench::notes()) std::cerr << n << "\n";
 }
 
-// Runs (or lists) what the filter selects. The console table goes to
-// stdout; with --benchmark_out the file's text is kept in `file_text`.
-// Returns how many benchmarks matched.
-std::size_t run_selected(const bench::BenchmarkFlags& flags, std::ostringstream* file_text) {
+std::optional<benchmark::TimeUnit> time_unit(const std::string& name) {
+  if (name == "ns") return benchmark::kNanosecond;
+  if (name == "us") return benchmark::kMicrosecond;
+  if (name == "ms") return benchmark::kMillisecond;
+  if (name == "s") return benchmark::kSecond;
+  return std::nullopt;
+}
+
+// Runs (or lists) what the filter selects (matched by RE2: filter.h). The
+// console table goes to stdout; with --benchmark_out, `results` takes the
+// file's text after each benchmark. Returns how many benchmarks matched.
+std::size_t run_selected(const bench::BenchmarkFlags& flags, bench::ResultsFile* results) {
+  const std::vector<std::string> chosen = bench::selected(flags.filter, bench::registered_names());
+  if (chosen.empty() || flags.list_only) {
+    if (!chosen.empty()) say_notes();
+    for (const auto& name : chosen) std::cout << bench::stable_name(name) << "\n";
+    return chosen.size();
+  }
   // Reporters that keep names free of the per-benchmark minimum time.
   auto display = bench::stable_display_reporter();
   std::unique_ptr<bench::StableNames> file;
-  if (!flags.out_path.empty()) {
+  if (results) {
     file = bench::stable_file_reporter(flags.out_format);  // the format was checked
-    file->pin_output(file_text);
+    file->pin_output(results->sink());
+    file->after_runs([results] { results->update(); });
   }
-  // The notes wait until benchmarks are about to run: a filter that
-  // matches nothing is said alone. Google Benchmark's own error line for it
-  // is replaced by bench's.
-  std::ostringstream held_errors, listing;
-  display->SetErrorStream(&held_errors);
-  display->before_context([&] {
-    display->SetErrorStream(&std::cerr);
-    say_notes();
-  });
-  if (flags.list_only) display->SetOutputStream(&listing);
-  const std::size_t matched = benchmark::RunSpecifiedBenchmarks(display.get(), file.get());
+  if (const auto unit = time_unit(flags.time_unit)) {
+    display->time_unit(*unit);
+    if (file) file->time_unit(*unit);
+  }
+  // The notes wait until benchmarks are about to run.
+  display->before_context(say_notes);
+  benchmark::RunSpecifiedBenchmarks(display.get(), file.get(), bench::exact_spec(chosen));
   benchmark::Shutdown();
-  if (matched > 0 && flags.list_only) {
-    say_notes();
-    std::istringstream lines(listing.str());
-    for (std::string line; std::getline(lines, line);) std::cout << bench::stable_name(line) << "\n";
-  }
-  return matched;
-}
-
-// --benchmark_out, written whole; a JSON file gets the environment report
-// in its context.
-int write_results(const bench::BenchmarkFlags& flags, std::string text, const env::Report& report) {
-  if (flags.out_format == "json") {
-    nlohmann::json j = nlohmann::json::parse(bench::bare_nonfinite_to_null(text));
-    j["context"]["cudabench_env"] = env::to_json(report);
-    text = j.dump(2) + "\n";
-  }
-  if (std::string why; !write_file_atomically(flags.out_path, text, &why)) {
-    std::cerr << "bench: --benchmark_out=" << flags.out_path << ": cannot write: " << why << "\n";
-    return kExitFailed;
-  }
-  return kExitOk;
+  return chosen.size();
 }
 
 int run_benchmarks(const BenchOptions& o, const env::Report& report, const char* argv0) {
   RunOptions run;
   run.l2_flush = o.l2_flush;
   run.user_min_time = o.benchmark.user_min_time;
+  run.iterations = o.benchmark.iterations;
   if (const int rc = choose_devices(o, report, &run)) return rc;
   if (const int rc = init_google_benchmark(argv0, o.benchmark.pass_on)) return rc;
-  add_context(report, run);
+  add_context(report, run, o.benchmark);
   if (const std::string err = register_benchmarks(report, run); !err.empty()) {
     std::cerr << "bench: " << err << "\n";
     return kExitBadInput;
   }
-  std::ostringstream file_text;
-  if (run_selected(o.benchmark, &file_text) == 0) {
+  std::optional<bench::ResultsFile> results;
+  if (!o.benchmark.out_path.empty() && !o.benchmark.list_only)
+    results.emplace(o.benchmark.out_path, o.benchmark.out_format, report);
+  if (run_selected(o.benchmark, results ? &*results : nullptr) == 0) {
     // Without a usable GPU its families are not registered: say why, since
     // a GPU-only filter is the likely cause.
     std::cerr << "bench: --benchmark_filter=" << shown(o.benchmark.filter) << " matches no benchmark"
@@ -195,16 +200,20 @@ int run_benchmarks(const BenchOptions& o, const env::Report& report, const char*
               << "\n";
     return kExitBadInput;
   }
-  if (!o.benchmark.out_path.empty() && !o.benchmark.list_only)
-    if (const int rc = write_results(o.benchmark, file_text.str(), report)) return rc;
+  if (results)
+    if (const std::string why = results->finish(); !why.empty()) {
+      std::cerr << "bench: --benchmark_out=" << o.benchmark.out_path << ": cannot write: " << why << "\n";
+      return kExitFailed;
+    }
   if (bench::any_failure()) return kExitWrongResult;
   return bench::any_run_failure() ? kExitFailed : kExitOk;
 }
 
 // The run itself; main() maps what escapes it to exit 3.
-int run(int argc, char** argv) {
+int run(int argc, char** argv, StandardOutput* out) {
   BenchOptions o;
   if (auto rc = bench::parse_options(argc, argv, &o)) return *rc;
+  out->keep_going_on_epipe(!o.benchmark.out_path.empty() || !o.env_out.empty());
   if (o.explain || o.env_format) {
     const auto scan = env::PythonScanInput::from_process(o.python, o.import, doctor::examine().torch);
     const env::Report with_python = doctor::examine_with_python(scan);
@@ -213,7 +222,7 @@ int run(int argc, char** argv) {
   const env::Report& report = doctor::examine();
   if (o.require_gpu && !report.status.usable) {
     std::cerr << "bench: --require-gpu: " << report.status.reason << "\n";
-    return kExitWrongResult;
+    return kExitFailed;
   }
   return run_benchmarks(o, report, argv[0]);
 }
@@ -221,10 +230,19 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  auto& out = cudabench::StandardOutput::install();
+  int rc = cudabench::kExitFailed;
   try {
-    return run(argc, argv);
+    rc = run(argc, argv, &out);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "bench: stopped: out of host memory (std::bad_alloc); the results file keeps every benchmark "
+                 "that finished\n";
   } catch (const std::exception& e) {
     std::cerr << "bench: stopped: " << cudabench::first_line(e.what()) << "\n";
-    return cudabench::kExitFailed;
   }
+  if (const std::string why = out.finish(); !why.empty() && rc == cudabench::kExitOk) {
+    std::cerr << "bench: standard output: cannot write: " << why << "\n";
+    rc = cudabench::kExitFailed;
+  }
+  return rc;
 }

@@ -7,12 +7,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
-#include <regex>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "common/atomic_file.h"
 #include "common/cli.h"
 #include "env/probe.h"
+#include "env/report.h"
+#include "filter.h"
 
 namespace cudabench::bench {
 
@@ -131,6 +134,49 @@ int nesting(const std::string& v) {
   return deepest;
 }
 
+// --benchmark_min_time in Google Benchmark's current forms: seconds ("0.5",
+// "0.5s") or iterations ("100x"); nullopt for anything else.
+struct MinTime {
+  std::optional<double> seconds;
+  std::optional<std::int64_t> iterations;
+};
+std::optional<MinTime> parse_min_time(const std::string& v) {
+  double x = 0;
+  long long n = 0;
+  if (!v.empty() && v.back() == 'x' && parse_long(v.substr(0, v.size() - 1), &n) && n >= 1 && n <= 1000000000)
+    return MinTime{std::nullopt, n};
+  const std::string seconds = !v.empty() && v.back() == 's' ? v.substr(0, v.size() - 1) : v;
+  if (parse_finite(seconds, &x) && x > 0 && x <= 1e6) return MinTime{x, std::nullopt};
+  return std::nullopt;
+}
+
+// --benchmark_context=KEY=VALUE,...: each item a key (letters, digits, '_',
+// '.', '-') that is none of the context's own (env/context_keys.json: the
+// fleet groups machines by them), '=', and a value that may hold '='.
+std::vector<std::pair<std::string, std::string>> context_items(const std::string& v) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::istringstream items(v);
+  for (std::string item; std::getline(items, item, ',');) {
+    const auto eq = item.find('=');
+    out.emplace_back(item.substr(0, eq), eq == std::string::npos ? "" : item.substr(eq + 1));
+    if (eq == std::string::npos) out.back().first += "\x01";  // marks an item without '='
+  }
+  return out;
+}
+std::string context_problem(const std::string& v) {
+  if (v.empty() || v.back() == ',') return "KEY=VALUE pairs separated by commas";
+  std::set<std::string> seen;
+  for (const auto& [key, value] : context_items(v)) {
+    if (key.empty() || key.back() == '\x01') return "KEY=VALUE pairs separated by commas ('" + shown(key.substr(0, key.size() - 1)) + "' has no '=')";
+    if (key.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") != std::string::npos)
+      return "keys of letters, digits, '_', '.' and '-' ('" + shown(key) + "')";
+    if (env::is_context_key(key))
+      return "a key of your own: " + key + " is one cudabench writes (env/context_keys.json)";
+    if (!seen.insert(key).second) return "each key once (" + key + " is given twice)";
+  }
+  return "";
+}
+
 // What `v` must be for `flag`, when it is not: "" when it is fine or the
 // flag is not one bench checks.
 std::string expected_value(const std::string& flag, bool has_value, const std::string& v) {
@@ -138,28 +184,25 @@ std::string expected_value(const std::string& flag, bool has_value, const std::s
   double x = 0;
   if (flag == "--benchmark_repetitions")
     return parse_long(v, &n) && n >= 1 && n <= 100000 ? "" : "a whole number in 1..100000";
-  if (flag == "--benchmark_min_time")  // Google Benchmark 1.7 (the one built here) takes seconds only
-    return parse_finite(v, &x) && x > 0 && x <= 1e6 ? "" : "seconds > 0, e.g. 0.5";
+  if (flag == "--benchmark_min_time")
+    return parse_min_time(v) ? "" : "seconds > 0 (0.5 or 0.5s) or iterations (100x, 1 to 1000000000)";
+  if (flag == "--benchmark_context") return context_problem(v);
   if (flag == "--benchmark_min_warmup_time") return parse_finite(v, &x) && x >= 0 && x <= 1e6 ? "" : "seconds >= 0";
   if (flag == "--benchmark_format" || flag == "--benchmark_out_format")
     return v == "console" || v == "json" || v == "csv" ? "" : "console, json or csv";
   if (flag == "--benchmark_time_unit") return v == "ns" || v == "us" || v == "ms" || v == "s" ? "" : "ns, us, ms or s";
   if (flag == "--benchmark_out") return v.empty() ? "a file name" : "";
   if (flag == "--benchmark_filter") {
-    // std::regex compiles and matches by recursion: a long or deeply nested
-    // pattern overflows the stack (SIGSEGV), here and in Google Benchmark.
+    // Short, shallow and with small repetitions: no real filter needs more,
+    // and each costs RE2 memory ({15000} copies its group 15,000 times).
     if (v.size() > kMaxFilterLength)
       return "a regular expression of at most " + std::to_string(kMaxFilterLength) + " characters";
     if (nesting(v) > kMaxFilterNesting)
       return "a regular expression nested at most " + std::to_string(kMaxFilterNesting) + " groups deep";
     if (largest_repeat(v) > kMaxFilterRepeat)
       return "a regular expression whose {n} repetitions are at most " + std::to_string(kMaxFilterRepeat);
-    try {
-      std::regex check(!v.empty() && v[0] == '-' ? v.substr(1) : v, std::regex::extended);
-    } catch (const std::regex_error& e) {
-      return std::string("a regular expression (") + e.what() + ")";
-    }
-    return "";
+    const std::string bad = filter_problem(v);
+    return bad.empty() ? "" : "a regular expression (" + bad + ")";
   }
   if (is_bool_flag(flag)) return !has_value || parse_benchmark_bool(v) ? "" : "true or false";
   if (flag == "--v") return parse_long(v, &n) && n >= 0 && n <= 100 ? "" : "a verbosity in 0..100";
@@ -187,7 +230,19 @@ std::string parse_benchmark_flags(const std::vector<std::string>& args, Benchmar
     if (const std::string want = expected_value(flag, has_value, v); !want.empty())
       return flag + "=" + shown(v) + ": expected " + want;
     if (flag == "--benchmark_filter") out->filter = v;
-    if (flag == "--benchmark_min_time") out->user_min_time = std::stod(v);
+    if (flag == "--benchmark_time_unit") out->time_unit = v;
+    if (flag == "--benchmark_min_time") {
+      // Google Benchmark 1.7 (the one built here) takes plain seconds only.
+      const MinTime m = *parse_min_time(v);
+      out->user_min_time = m.seconds;
+      out->iterations = m.iterations;
+      if (m.seconds) out->pass_on.back() = "--benchmark_min_time=" + (v.back() == 's' ? v.substr(0, v.size() - 1) : v);
+      else out->pass_on.pop_back();
+    }
+    if (flag == "--benchmark_context") {  // bench's own: 1.7 refuses a value holding '='
+      for (auto& [key, value] : context_items(v)) out->context.emplace_back(key, value);
+      out->pass_on.pop_back();
+    }
     if (flag == "--benchmark_out_format") out->out_format = v;
     if (flag == "--benchmark_list_tests") out->list_only = *parse_benchmark_bool(v);
     if (flag == "--benchmark_out") {
@@ -205,10 +260,13 @@ namespace {
 constexpr const char* kBenchmarkFlagsHelp = R"(
 Google Benchmark flags (all of them work; the common ones):
   --benchmark_filter=REGEX        e.g. VectorAdd/cpu, VectorAdd/cuda_v4, Transfer, MnistTrain
+                                  (matched by RE2 against the names results carry; '-' negates)
   --benchmark_list_tests          list the benchmarks and exit
-  --benchmark_min_time=SECONDS    minimum time per benchmark (e.g. 0.1)
+  --benchmark_min_time=TIME       per benchmark: seconds (0.1 or 0.1s) or iterations (100x)
   --benchmark_repetitions=N       repeat, then report mean/median/stddev/cv
-  --benchmark_out=FILE            also write results (written whole at the end, or not at all)
+  --benchmark_time_unit=ns|us|ms|s  the unit of every row
+  --benchmark_context=KEY=VALUE,...  your own facts in the context (not a key cudabench writes)
+  --benchmark_out=FILE            also write results: whole after each benchmark, never partial
   --benchmark_out_format=json|console|csv
   --benchmark_format=console|json|csv
 )";
@@ -307,10 +365,11 @@ std::optional<int> parse_options(int argc, char** argv, BenchOptions* o) {
     return kExitBadInput;
   }
   if (const int rc = check_writable_outputs(*o)) return rc;
-  if (const std::string bad = env::probe_root_problem(); !bad.empty()) {
-    std::cerr << "bench: " << bad << "\n";
-    return kExitBadInput;
-  }
+  for (const std::string& bad : {env::probe_root_problem(), omp_threads_problem()})
+    if (!bad.empty()) {
+      std::cerr << "bench: " << bad << "\n";
+      return kExitBadInput;
+    }
   return std::nullopt;
 }
 

@@ -3,8 +3,10 @@
 // the run options every benchmark family's registration takes.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cudabench::bench {
@@ -23,6 +25,7 @@ struct RunOptions {
   std::vector<int> devices{0};  // CUDA ordinals the GPU families run on
   L2Flush l2_flush = L2Flush::Read;
   std::optional<double> user_min_time;  // --benchmark_min_time, seconds of GPU work per row
+  std::optional<std::int64_t> iterations;  // --benchmark_min_time=Nx: N iterations per row
 };
 
 // The Google Benchmark flags bench reads, checked before Google Benchmark
@@ -31,16 +34,21 @@ struct RunOptions {
 // Benchmark, which rejects unknown ones.
 struct BenchmarkFlags {
   std::string filter = ".";
-  std::string out_path;  // --benchmark_out: written by bench, whole, at the end
+  std::string out_path;  // --benchmark_out: written by bench, whole, after each benchmark
   std::string out_format = "json";
   bool list_only = false;
-  std::optional<double> user_min_time;
+  std::optional<double> user_min_time;      // --benchmark_min_time=0.5 or 0.5s
+  std::optional<std::int64_t> iterations;   // --benchmark_min_time=100x
+  std::string time_unit;                    // --benchmark_time_unit, "" when not given
+  std::vector<std::pair<std::string, std::string>> context;  // --benchmark_context=KEY=VALUE,...
   std::vector<std::string> pass_on;  // for benchmark::Initialize, --benchmark_out made a sink
 };
 // Fills `out` from `args` (the arguments bench does not parse itself);
 // returns "" or one line naming the flag and what it expects. The filter is
-// compiled as Google Benchmark compiles it (std::regex, extended syntax; a
-// leading '-' negates), so a filter that passes here compiles there.
+// a regular expression RE2 compiles (POSIX syntax, as Google Benchmark's; a
+// leading '-' negates: filter.h). --benchmark_min_time takes Google
+// Benchmark's current forms (0.5, 0.5s, 100x) for the 1.7 library built
+// here; --benchmark_context is bench's, refusing the keys bench writes.
 std::string parse_benchmark_flags(const std::vector<std::string>& args, BenchmarkFlags* out);
 // A Google Benchmark true/false flag's value (true, false, 1, 0, yes, no,
 // on, off, t, f, y, n, any case; "" is true, as for a bare --flag), or

@@ -10,7 +10,7 @@
 #include "options.h"
 
 namespace cudabench::bench {
-void register_cpu_vector_add();
+void register_cpu_vector_add(const RunOptions& run);
 void register_gpu_vector_add(const RunOptions& run);  // the variant table, cuBLAS, Thrust, the seed's flow
 void register_transfers(const RunOptions& run);
 // No-op without LibTorch. Returns "" or, when $CUDABENCH_DATA_DIR names a

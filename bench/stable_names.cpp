@@ -24,8 +24,12 @@ bool StableNames::ReportContext(const Context& context) {
 void StableNames::ReportRuns(const std::vector<Run>& runs) {
   share_streams();
   std::vector<Run> stable = runs;
-  for (auto& r : stable) r.run_name.min_time.clear();
+  for (auto& r : stable) {
+    r.run_name.min_time.clear();
+    if (unit_) r.time_unit = *unit_;
+  }
   inner_->ReportRuns(stable);
+  if (after_runs_) after_runs_();
 }
 
 void StableNames::Finalize() {

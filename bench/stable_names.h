@@ -3,13 +3,16 @@
 // GPU benchmark one (bound_wall_time) that depends on the device, so the
 // names in results would change from machine to machine and break history
 // and comparison. These reporters clear that part of the name before the
-// reporter they wrap sees a run, as BenchmarkName is meant to be used.
+// reporter they wrap sees a run, as BenchmarkName is meant to be used, and
+// apply --benchmark_time_unit to every run (each family registers its own
+// unit, which Google Benchmark 1.7's flag does not override).
 #pragma once
 
 #include <benchmark/benchmark.h>
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -27,12 +30,17 @@ class StableNames : public benchmark::BenchmarkReporter {
   // Called once, just before the context is reported: when Google
   // Benchmark has found benchmarks to run.
   void before_context(std::function<void()> f) { before_context_ = std::move(f); }
+  // Called after each finished benchmark's runs are reported.
+  void after_runs(std::function<void()> f) { after_runs_ = std::move(f); }
+  // Times in `unit` whatever unit a benchmark registered (--benchmark_time_unit).
+  void time_unit(benchmark::TimeUnit unit) { unit_ = unit; }
 
  private:
   void share_streams();  // the streams Google Benchmark gave us go to the inner reporter
   std::unique_ptr<benchmark::BenchmarkReporter> inner_;
   std::ostream* pinned_ = nullptr;
-  std::function<void()> before_context_;
+  std::function<void()> before_context_, after_runs_;
+  std::optional<benchmark::TimeUnit> unit_;
 };
 
 // The display reporter --benchmark_format asks for, with stable names.

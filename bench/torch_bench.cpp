@@ -281,7 +281,7 @@ GpuAdd torch_add(const float* a, const float* b, float* c, std::size_t n, cudaSt
 // VectorAdd/torch_cpu, and VectorAdd/torch_cuda where LibTorch sees the GPU.
 void register_torch_add(const RunOptions& run, bool gpu) {
   auto* b = benchmark::RegisterBenchmark("VectorAdd/torch_cpu", BM_torch_add_cpu);
-  b->ArgName("n")->Unit(benchmark::kMicrosecond)->UseRealTime();
+  with_iterations(run, b)->ArgName("n")->Unit(benchmark::kMicrosecond)->UseRealTime();
   for (auto n : vector_sizes()) b->Arg(n);
 #ifdef CUDABENCH_TORCH_GPU
   if (gpu)
@@ -298,9 +298,9 @@ void register_mnist(const RunOptions& run, bool gpu) {
   // GPU work is timed with CUDA events (manual time), CPU work by the clock.
   const std::vector<int64_t> batches{64, 128, 256, 512, 1024};
   auto* train_cpu = benchmark::RegisterBenchmark("MnistTrain/cpu", BM_train, TrainConfig{}, "MnistTrain/cpu");
-  train_cpu->ArgName("batch")->Unit(benchmark::kMillisecond)->UseRealTime();
+  with_iterations(run, train_cpu)->ArgName("batch")->Unit(benchmark::kMillisecond)->UseRealTime();
   for (auto bs : batches) train_cpu->Arg(bs);
-  benchmark::RegisterBenchmark("MnistEval/cpu", BM_eval, torch::Device(torch::kCPU))
+  with_iterations(run, benchmark::RegisterBenchmark("MnistEval/cpu", BM_eval, torch::Device(torch::kCPU)))
       ->ArgName("batch")->Arg(1000)->Unit(benchmark::kMillisecond)->UseRealTime();
   if (!gpu) return;
   // Each GPU variant: LibTorch's defaults with one thing changed, on every

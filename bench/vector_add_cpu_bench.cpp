@@ -121,7 +121,7 @@ void BM_cpu_copy(benchmark::State& state) {
 
 }  // namespace
 
-void register_cpu_vector_add() {
+void register_cpu_vector_add(const RunOptions& run) {
   struct V {
     const char* name;
     CpuAdd fn;
@@ -131,11 +131,11 @@ void register_cpu_vector_add() {
                      V{"cpu_omp_nt", &vector_add::cpu_omp_nt}}) {
     auto* b = benchmark::RegisterBenchmark((std::string("VectorAdd/") + v.name).c_str(),
                                            BM_cpu_add, v.fn, v.name);
-    b->ArgName("n")->Unit(benchmark::kMicrosecond)->UseRealTime();
+    with_iterations(run, b)->ArgName("n")->Unit(benchmark::kMicrosecond)->UseRealTime();
     for (auto n : vector_sizes()) b->Arg(n);
   }
   auto* b = benchmark::RegisterBenchmark("Copy/cpu_nt", BM_cpu_copy);
-  b->ArgName("n")->Unit(benchmark::kMicrosecond)->UseRealTime();
+  with_iterations(run, b)->ArgName("n")->Unit(benchmark::kMicrosecond)->UseRealTime();
   for (auto n : vector_sizes()) b->Arg(n);
 }
 

@@ -1,4 +1,4 @@
-# Google Benchmark, nlohmann_json, CLI11, OpenMP (and GoogleTest in tests/).
+# Google Benchmark, nlohmann_json, CLI11, RE2, OpenMP (and GoogleTest in tests/).
 # Each comes from the system (Debian's packages; Google Benchmark as the
 # Release build scripts/setup.sh makes) or, failing that, from sources in
 # CUDABENCH_DEPS_DIR (scripts/vendor-deps.sh), for machines with no registry.
@@ -40,6 +40,24 @@ if(NOT CLI11_FOUND)
   else()
     message(FATAL_ERROR "CLI11 not found: run scripts/setup.sh (or scripts/vendor-deps.sh)")
   endif()
+endif()
+
+# RE2 matches bench's --benchmark_filter in linear time (std::regex, which
+# Google Benchmark uses, backtracks without bound on (.*)*z).
+find_package(PkgConfig QUIET)
+if(PKG_CONFIG_FOUND)
+  pkg_check_modules(RE2 QUIET IMPORTED_TARGET re2)
+endif()
+add_library(cudabench_re2 INTERFACE)
+if(RE2_FOUND)
+  target_link_libraries(cudabench_re2 INTERFACE PkgConfig::RE2)
+elseif(EXISTS "${CUDABENCH_DEPS_DIR}/re2/CMakeLists.txt")
+  set(RE2_BUILD_TESTING OFF CACHE BOOL "" FORCE)
+  add_subdirectory("${CUDABENCH_DEPS_DIR}/re2" "${CMAKE_BINARY_DIR}/_deps/re2" EXCLUDE_FROM_ALL)
+  target_link_libraries(cudabench_re2 INTERFACE re2::re2)
+  message(STATUS "cudabench: RE2 from ${CUDABENCH_DEPS_DIR}/re2")
+else()
+  message(FATAL_ERROR "RE2 not found: run scripts/setup.sh (or scripts/vendor-deps.sh)")
 endif()
 
 # zlib reads the .gz IDX files Debian ships; without it they must be gunzipped.

@@ -164,6 +164,13 @@ inline bool check_writable(const std::string& path, std::string* why) {
   return true;
 }
 
+// Whether two paths name one file, through links (symbolic or hard): an
+// output that is one of the program's inputs is refused, never replaced.
+inline bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 namespace detail {
 inline bool write_all(int fd, const std::string& text, int* err) {
   std::size_t done = 0;

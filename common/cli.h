@@ -5,6 +5,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <thread>
 
 namespace cudabench {
 
@@ -118,11 +120,40 @@ inline CLI::Validator int_range(long long lo, long long hi) {
         char* end = nullptr;
         errno = 0;
         const long long x = std::strtoll(s.c_str(), &end, 10);
-        if (end == s.c_str() || *end != '\0' || errno == ERANGE) return "'" + s + "' is not a whole number";
-        if (x < lo || x > hi) return "'" + s + "' is out of range: expected " + desc;
+        if (end == s.c_str() || *end != '\0') return "'" + s + "' is not a whole number";
+        if (errno == ERANGE || x < lo || x > hi) return "'" + s + "' is out of range: expected " + desc;
         return "";
       },
       "INT in " + desc);
+}
+
+// CPU threads: more than a few per CPU only thrash, and tens of thousands
+// fail to start (libgomp's "Thread creation failed") or crash.
+constexpr int kThreadsPerCpu = 4;
+inline int max_threads() { return kThreadsPerCpu * std::max(1, static_cast<int>(std::thread::hardware_concurrency())); }
+inline std::string threads_bound() {
+  return "at most " + std::to_string(max_threads()) + " (" + std::to_string(kThreadsPerCpu) + " per CPU; this machine has " +
+         std::to_string(max_threads() / kThreadsPerCpu) + ")";
+}
+
+// "" when $OMP_NUM_THREADS is unset, or a list of thread counts (one per
+// nesting level, "4" or "4,2") each within max_threads(); else one line
+// naming it.
+inline std::string omp_threads_problem() {
+  const char* v = std::getenv("OMP_NUM_THREADS");
+  if (!v) return "";
+  const std::string value = v;
+  for (std::size_t at = 0;;) {
+    const std::size_t comma = value.find(',', at);
+    const std::string item = value.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    const bool digits = !item.empty() && item.size() <= 9 && item.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stol(item) < 1)
+      return "OMP_NUM_THREADS=" + shown(value) + ": expected a count of threads (or counts per level, 4,2), 1 to " +
+             std::to_string(max_threads());
+    if (std::stol(item) > max_threads()) return "OMP_NUM_THREADS=" + shown(value) + ": " + threads_bound();
+    if (comma == std::string::npos) return "";
+    at = comma + 1;
+  }
 }
 
 }  // namespace cudabench

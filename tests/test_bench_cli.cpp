@@ -173,8 +173,9 @@ TEST(BenchCli, EnvReportTextAndJson) {
   // --check exits 1 exactly when a verdict is an error.
   r = run("--env --check");
   EXPECT_EQ(r.code, j["has_errors"].get<bool>() ? 1 : 0) << r.out;
+  // No usable GPU stops a run that requires one (3): not a wrong result.
   r = run("--env --require-gpu");
-  EXPECT_EQ(r.code, j["gpu_usable"].get<bool>() ? 0 : 1);
+  EXPECT_EQ(r.code, j["gpu_usable"].get<bool>() ? 0 : 3);
 }
 
 TEST(BenchCliFakeGpu, EnvReportListsEveryGpuWithNvmlFacts) {
