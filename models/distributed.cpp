@@ -234,6 +234,8 @@ DistContext::DistContext(const Launch& launch, const std::string& backend, torch
     join_group();
   } catch (const GroupBadInput&) {
     throw;
+  } catch (const RankLost&) {  // await_every_rank named the ranks
+    throw;
   } catch (const std::exception& e) {
     deadline.disarm();
     // Gloo's rendezvous waits for every rank up to the timeout: name the
@@ -275,7 +277,8 @@ void DistContext::connect_store() {
     const auto m = error_line(e);
     throw RankLost(std::string(o.isServer ? "could not serve" : "could not reach") + " the rendezvous store at " +
                    store_address() +
-                   (o.isServer ? "" : (launch_.agent_store ? " (torchrun's agent)" : " (rank 0)")) + ": " + m);
+                   (o.isServer ? "" : (launch_.agent_store ? " (torchrun's agent)" : " (rank 0: did a process start with RANK=0?)")) +
+                   ": " + m);
   }
 }
 
@@ -284,7 +287,9 @@ void DistContext::connect_store() {
 // the store, leaves only once every rank has read them.
 void DistContext::compare_settings(const Settings& mine) {
   const std::string key = "cudabench/settings/";
+  claim_rank();
   store_->set(key + std::to_string(launch_.rank), encode_settings(mine));
+  await_every_rank(key);
   std::vector<Settings> all;
   for (int r = 0; r < launch_.world; ++r) {
     const auto bytes = store_->get(key + std::to_string(r));
@@ -298,6 +303,55 @@ void DistContext::compare_settings(const Settings& mine) {
     wait_for_count(*store_, key + "read", launch_.world, std::chrono::steady_clock::now() + kDiagnoseWindow);
   stop_heartbeat();
   throw GroupBadInput(differs);
+}
+
+const std::string kDuplicateKey = "cudabench/duplicate-rank";
+
+// Each rank claims its number once: a second process with the same RANK
+// is told so (and says so to the others), instead of leaving one rank out
+// for everyone to wait for.
+void DistContext::claim_rank() {
+  const std::string r = std::to_string(launch_.rank);
+  if (store_->add("cudabench/rank/" + r, 1) == 1) return;
+  store_->set(kDuplicateKey, r);
+  stop_heartbeat();
+  throw GroupBadInput("RANK=" + r + " is given to two processes: each of the WORLD_SIZE=" +
+                      std::to_string(launch_.world) + " ranks must be one process");
+}
+
+// Every rank's settings, waited for until --dist-timeout: a rank that never
+// comes is named, and so is a duplicate RANK that left it out.
+void DistContext::await_every_rank(const std::string& key) {
+  const auto until = std::chrono::steady_clock::now() + timeout_;
+  for (;;) {
+    std::string missing;
+    int present = 0;
+    for (int r = 0; r < launch_.world; ++r) {
+      if (store_->check({key + std::to_string(r)})) ++present;
+      else missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    }
+    const bool duplicate = store_->check({kDuplicateKey});
+    if (missing.empty() && !duplicate) return;
+    if (!duplicate && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    // Rank 0 serves the store: it leaves once every rank here has seen why.
+    store_->add("cudabench/gave-up", 1);
+    if (launch_.rank == 0 && !launch_.agent_store)
+      wait_for_count(*store_, "cudabench/gave-up", present, std::chrono::steady_clock::now() + kDiagnoseWindow);
+    stop_heartbeat();
+    const std::string world = std::to_string(launch_.world);
+    if (duplicate) {
+      const auto dup = store_->get(kDuplicateKey);
+      throw GroupBadInput("RANK=" + std::string(dup.begin(), dup.end()) + " is given to two processes" +
+                          (missing.empty() ? "" : ", so rank " + missing + " never came") + ": each of the WORLD_SIZE=" +
+                          world + " ranks must be one process");
+    }
+    throw RankLost("rank " + missing + " of " + world + " never arrived within " +
+                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()) +
+                   " s (--dist-timeout): was a process started with RANK=" + missing + "?");
+  }
 }
 
 void DistContext::join_group() {

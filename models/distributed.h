@@ -103,6 +103,8 @@ class DistContext {
   void resolve_master();
   void connect_store();
   void compare_settings(const Settings& mine);
+  void claim_rank();
+  void await_every_rank(const std::string& key);
   void join_group();
   struct Heartbeat;
   void stop_heartbeat();

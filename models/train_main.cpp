@@ -3,11 +3,20 @@
 // better: per-epoch train loss, test loss, accuracy, epoch time and
 // images/s, a progress line, and a JSON summary written whole or not at
 // all. One rank of a data-parallel run when torchrun or srun launches it.
+#include "common/cli.h"
+#include "common/standard_output.h"
 #include "models/train_options.h"
 #include "models/train_run.h"
 
 int main(int argc, char** argv) {
+  auto& out = cudabench::StandardOutput::install();  // a full disk or a closed stdout fails the run
   cudabench::models::TrainOptions options;
   if (auto rc = cudabench::models::parse_train_options(argc, argv, &options)) return *rc;
-  return cudabench::models::run_train(options);
+  out.keep_going_on_epipe(!options.json_out.empty());
+  int rc = cudabench::models::run_train(options);
+  if (const std::string why = out.finish(); !why.empty() && rc == cudabench::kExitOk) {
+    std::cerr << "train: standard output: cannot write: " << why << "\n";
+    rc = cudabench::kExitFailed;
+  }
+  return rc;
 }

@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
-#include <thread>
+#include <limits>
 
 #include "common/cli.h"
 #include "data/idx_reader.h"
@@ -19,7 +19,9 @@ void add_training_flags(CLI::App& app, TrainOptions* o, std::string* tf32) {
   app.add_option("--batch-size", cfg.batch_size, "batch size")->capture_default_str()->check(int_range(1, 1 << 20));
   app.add_option("--lr", cfg.lr, "SGD learning rate")->capture_default_str()->check(finite_range(0, 1e6, true));
   app.add_option("--momentum", cfg.momentum, "SGD momentum")->capture_default_str()->check(finite_range(0, 1));
-  app.add_option("--seed", cfg.seed, "seed for weights and shuffling")->capture_default_str();
+  app.add_option("--seed", cfg.seed, "seed for weights and shuffling")
+      ->capture_default_str()
+      ->check(int_range(0, std::numeric_limits<int64_t>::max()));
   app.add_option("--threads", o->threads, "CPU threads for LibTorch (0 = its default)")->check(int_range(0, 1 << 16));
   app.add_option("--data-dir", o->data_dir,
                  "folder of MNIST IDX files (default: $CUDABENCH_DATA_DIR, then " +
@@ -55,8 +57,6 @@ void add_data_parallel_flags(CLI::App& app, TrainOptions* o) {
 
 }  // namespace
 
-constexpr int kThreadsPerCpu = 4;
-
 std::optional<int> parse_train_options(int argc, char** argv, TrainOptions* o) {
   CLI::App app{"train: the MNIST-style CNN on CPU or GPU (LibTorch)"};
   std::string tf32;
@@ -72,10 +72,12 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions* o) {
   if (!tf32.empty()) o->cfg.tf32 = tf32 == "on";
   o->cfg.dropout = !no_dropout;
   // More threads than a few per CPU only thrash (65536 took 4 GB and never finished).
-  const int cpus = std::max(1u, std::thread::hardware_concurrency());
-  if (o->threads > kThreadsPerCpu * cpus) {
-    std::cerr << "train: --threads " << o->threads << ": at most " << kThreadsPerCpu * cpus << " (" << kThreadsPerCpu
-              << " per CPU; this machine has " << cpus << ")\n";
+  if (o->threads > max_threads()) {
+    std::cerr << "train: --threads " << o->threads << ": " << threads_bound() << "\n";
+    return kExitBadInput;
+  }
+  if (const std::string bad = omp_threads_problem(); !bad.empty()) {
+    std::cerr << "train: " << bad << "\n";
     return kExitBadInput;
   }
   if (const std::string bad = env::probe_root_problem(); !bad.empty()) {

@@ -5,6 +5,7 @@
 // CPUs, NCCL on GPUs); rank 0 prints and writes.
 #include "train_run.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <c10/util/Logging.h>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -95,6 +97,23 @@ int parse_device(const std::string& device, torch::Device* out) {
 
 // A rank of a data-parallel run: what this build and these flags allow, and
 // the backend; also the process-wide settings a rank needs.
+// Gloo and the store hold sockets to every peer besides LibTorch's own
+// files: under a small `ulimit -n` Gloo fails with "Cannot resolve
+// 127.0.0.1 to a (local) address". The soft limit is raised where the hard
+// one allows; else the limit is named.
+int enough_open_files(const Plan& p) {
+  const rlim_t need = 256 + 16 * static_cast<rlim_t>(p.world);
+  rlimit l{};
+  if (::getrlimit(RLIMIT_NOFILE, &l) != 0 || l.rlim_cur >= need) return kExitOk;
+  if (l.rlim_max >= need) {
+    l.rlim_cur = need;
+    if (::setrlimit(RLIMIT_NOFILE, &l) == 0) return kExitOk;
+  }
+  std::cerr << p.who << "the limit on open files is " << l.rlim_cur << " (ulimit -n; hard limit " << l.rlim_max
+            << "): data-parallel training over " << p.world << " ranks needs " << need << " (ulimit -n " << need << ")\n";
+  return kExitBadInput;
+}
+
 int plan_data_parallel(const TrainOptions& o, Plan* p) {
   const std::string as = " (launched by " + p->launch->launcher + " as rank " + std::to_string(p->rank) + " of " +
                          std::to_string(p->world) + ")";
@@ -118,6 +137,7 @@ int plan_data_parallel(const TrainOptions& o, Plan* p) {
               << " (c10d's reducer runs hooks in backward)\n";
     return kExitBadInput;
   }
+  if (const int rc = enough_open_files(*p)) return rc;
   g_who = p->who;
   std::set_terminate(on_terminate);
   if (p->backend == "nccl") {
@@ -203,6 +223,9 @@ int plan_run(TrainOptions* o, Plan* p) {
     std::cerr << "train: --json " << o->json_out << ": cannot write: " << why << "\n";
     return kExitBadInput;
   }
+  // The environment, where the run needs it, before any thread starts (its
+  // driver probe forks a child).
+  if (!o->json_out.empty() || o->cfg.device.is_cuda()) doctor::examine();
   if (o->cfg.device.is_cuda())
     if (const int rc = choose_gpu(*o, *p, &o->cfg.device)) return rc;
   if (o->threads > 0) torch::set_num_threads(o->threads);
@@ -214,9 +237,23 @@ struct Data {
   data::MnistSplit train, test;
 };
 
+// The file of the dataset folder `dir` that `out` names (through links), or "".
+std::string dataset_file_named(const std::string& out, const std::string& dir) {
+  std::error_code ec;
+  if (out.empty()) return "";
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (same_file(out, e.path().string())) return e.path().string();
+  return "";
+}
+
 int load_data(const TrainOptions& o, Data* d) {
   try {
     d->dir = data::find_dataset_dir(o.data_dir);
+    if (const std::string input = dataset_file_named(o.json_out, d->dir); !input.empty()) {
+      std::cerr << "train: --json " << o.json_out << ": that is the dataset's " << input
+                << ", an input: give another file\n";
+      return kExitBadInput;
+    }
     d->train = data::load_mnist_split(d->dir, "train");
     d->test = data::load_mnist_split(d->dir, "t10k");
   } catch (const data::IdxError& e) {
@@ -349,7 +386,8 @@ int write_summary(const TrainOptions& o, const Plan& p, const Data& d, int64_t t
                       {"per_epoch", out.epochs},
                       {"environment", env::to_json(doctor::examine())}};
   if (!distributed.is_null()) j["distributed"] = distributed;
-  if (std::string why; !write_file_atomically(o.json_out, j.dump(2) + "\n", &why)) {
+  const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  if (std::string why; !write_file_atomically(o.json_out, text, &why)) {
     std::cerr << "train: --json " << o.json_out << ": cannot write: " << why << "\n";
     return kExitFailed;
   }
