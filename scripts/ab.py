@@ -25,8 +25,9 @@ benchmark, the process medians relative to their median: the noise floors
 trials: N runs in a row; a table of how many gave each verdict, per benchmark
 (the false-alarm rate of A/A runs, the power against a known slowdown).
 
-Options: --processes K per side (default 15), --filter REGEX, --reps R
-repetitions per process (default 3), --min-time S (--benchmark_min_time),
+Options: --processes K per side (default 15; 2 to 1000), --filter REGEX,
+--reps R repetitions per process (default 3; 1 to 1000), --min-time S
+(--benchmark_min_time, up to 3600 s),
 --a-env/--b-env KEY=VALUE (repeatable), --a-wrap/--b-wrap "CMD ARGS" (a
 command prefix, e.g. "scripts/cpu-quota.sh 0.9"), --labels A,B, --threshold,
 --alpha, --floors FILE, --report-only, --confirm (run what came out slower
@@ -39,14 +40,19 @@ default 0.05), --history DIR
 (store b.json as DIR/<rev-b>.json with its verdicts, and a.json as
 DIR/<rev-a>.json when that is absent).
 
+One run at a time writes into --out: it holds --out/.lock, and a second
+exits 2 naming the first.
+
 Exit codes: 0 no regression; 1 a benchmark slower beyond the bar with
 significance, missing from B's results, or a failed check in build B; 2 bad
 input (a bench that is not there, options it refuses (its first process
-exits 2), a filter that matches nothing, a bad floors file); 3 a process
-failed without a usable result (crash, killed, a malformed JSON, exit 2
-after good ones: each named with its log) or an internal error; 130
-interrupted. A failed check in A alone is reported, not failed
-on: a commit that fixes its parent must pass.
+exits 2), a filter that matches nothing, a bad floors file, a number out of
+its range, an --out that cannot be written or that another run holds, an
+output that is an input); 3 a process failed without a usable result
+(crash, killed, a malformed JSON, exit 2 after good ones: each named with
+its log; a full disk), or an internal error; 130 interrupted. A failed
+check in A alone is reported, not failed on: a commit that fixes its
+parent must pass.
 """
 import argparse
 import json
@@ -113,13 +119,31 @@ def sides(args):
 
 def check_args(args):
     """Every input of a run, before anything is made: the sides, the labels,
-    the output folder and, for calibrate, the floors file."""
+    the floors file to write, no output that is an input; then the output
+    folder, made and held (one run at a time writes into it)."""
     sides(args)
     labels(args)
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise BadInput(f"--out {args.out}: not a folder")
     if getattr(args, "floors_out", None):
         compare.check_writable(args.floors_out, "--floors-out")
+    compare.refuse_inputs_as_outputs(outputs(args), [args.a, args.b, getattr(args, "floors", None)])
+    compare.make_folder(args.out, "--out")
+    compare.hold_lock(os.path.join(args.out, ".lock"), args.out)
+
+
+def outputs(args):
+    """(flag, path) of every file the run writes, replaces or removes: its
+    results under --out (each run's processes/ is emptied first), the
+    floors and the history file."""
+    runs = {"run": [args.out, os.path.join(args.out, "confirm")], "calibrate": [args.out],
+            "trials": [os.path.join(args.out, "last")]}[args.cmd]
+    paths = [os.path.join(d, n) for d in runs for n in ("a.json", "b.json", "report.md")]
+    paths += [os.path.join(args.out, n) for n in ("trials.md", "trials.json")]
+    for d in runs:
+        procs = os.path.join(d, "processes")
+        paths += [os.path.join(procs, n) for n in (os.listdir(procs) if os.path.isdir(procs) else [])]
+    history = getattr(args, "history", None) and os.path.join(args.history, f"{args.revs[1]['commit']}.json")
+    return [("--out", p) for p in paths] + [("--floors-out", getattr(args, "floors_out", None)),
+                                            ("--history", history)]
 
 
 def labels(args):
@@ -134,7 +158,7 @@ def one_run(args, extra, out, floors, progress=True):
     a, b = sides(args)
     la, lb = labels(args)
     procdir = os.path.join(out, "processes")
-    os.makedirs(procdir, exist_ok=True)
+    compare.make_folder(procdir, "--out")
     for f in os.listdir(procdir):
         os.remove(os.path.join(procdir, f))
     doc_a, doc_b = run_ab(args, a, b, extra, procdir, progress)
@@ -157,12 +181,12 @@ def git_info(rev):
 
 def store_history(args, doc_a, doc_b, results):
     os.makedirs(args.history, exist_ok=True)
-    info_a, info_b = git_info(args.rev_a), git_info(args.rev_b)
+    info_a, info_b = args.revs
     verdicts = {v.name: {"verdict": v.verdict, "change": v.change, "p": v.p, "floor": v.floor}
                 for vs in results.values() for v in vs}
     doc_b["cudabench_history"] = dict(info_b, parent=info_a.get("commit"), verdicts=verdicts)
-    write_json(os.path.join(args.history, f"{info_b.get('commit', args.rev_b)}.json"), doc_b)
-    path_a = os.path.join(args.history, f"{info_a.get('commit', args.rev_a)}.json")
+    write_json(os.path.join(args.history, f"{info_b['commit']}.json"), doc_b)
+    path_a = os.path.join(args.history, f"{info_a['commit']}.json")
     if not os.path.exists(path_a):
         doc_a["cudabench_history"] = dict(info_a, verdicts={})
         write_json(path_a, doc_a)
@@ -172,8 +196,8 @@ def cmd_run(args, extra):
     floors = compare.load_floors(args.floors) if args.floors else None
     if args.history and not (args.rev_a and args.rev_b):
         raise BadInput("--history needs --rev-a and --rev-b")
+    args.revs = (git_info(args.rev_a), git_info(args.rev_b)) if args.history else None
     check_args(args)  # bad input is found before anything is made
-    os.makedirs(args.out, exist_ok=True)
     files, names, results, doc_a, doc_b = one_run(args, extra, args.out, floors)
     rc = compare.finish(files, names, results, "time", args.threshold, args.alpha,
                         os.path.join(args.out, "report.md"), "text", args.report_only, tool="ab")
@@ -209,6 +233,8 @@ def confirm(args, extra, floors, verdicts):
     their own; a slowdown is confirmed when that run finds it too. A verdict
     the second run does not repeat becomes noisy. Returns the exit code."""
     slower = [v for v in verdicts if v.verdict == "slower"]
+    if not slower or any(v.verdict == "missing" or v.new_failed for v in verdicts):
+        return compare.EXIT_REGRESSION  # missing from B, or a failed check there: nothing to run again
     print(f"ab: confirming {len(slower)} slower benchmark(s) in a second run of their own", file=sys.stderr)
     again = argparse.Namespace(**vars(args))
     again.filter = "|".join(name_prefix(v.name) for v in slower)
@@ -233,7 +259,6 @@ def relative(xs):
 def cmd_calibrate(args, extra):
     args.a = args.b = args.bench
     check_args(args)
-    os.makedirs(args.out, exist_ok=True)
     files, names, results, doc_a, doc_b = one_run(args, extra, args.out, None)
     pools = {}
     for f in files:
@@ -265,7 +290,6 @@ def cmd_calibrate(args, extra):
 def cmd_trials(args, extra):
     floors = compare.load_floors(args.floors) if args.floors else None
     check_args(args)
-    os.makedirs(args.out, exist_ok=True)
     tally, changes, walls, reruns = {}, {}, [], []
     for t in range(args.n):
         files, names, results, doc_a, _ = one_run(args, extra, os.path.join(args.out, "last"), floors, False)
@@ -322,15 +346,16 @@ def main(argv=None):
             p.add_argument("--labels", help="two names, baseline first (default A,B)")
             p.add_argument("--floors", metavar="FILE", help="noise floors (ab.py calibrate)")
             p.add_argument("--report-only", action="store_true")
-        p.add_argument("--processes", type=int, default=GATE_PROCESSES,
+        p.add_argument("--processes", action=compare.bounded(2, samples.MAX_COUNT), default=GATE_PROCESSES,
                        help=f"processes per side (default {GATE_PROCESSES})")
         p.add_argument("--filter", default=".", help="benchmark regex")
-        p.add_argument("--reps", type=int, default=3, help="repetitions per process (default 3)")
-        p.add_argument("--min-time", help="--benchmark_min_time for each process")
-        p.add_argument("--threshold", type=float, default=0.05)
-        p.add_argument("--alpha", type=float, default=0.05)
+        p.add_argument("--reps", action=compare.bounded(1, samples.MAX_COUNT), default=3,
+                       help="repetitions per process (default 3)")
+        p.add_argument("--min-time", action=samples.MIN_TIME, help="--benchmark_min_time for each process, seconds")
+        p.add_argument("--threshold", action=compare.bounded(0, 10, float, "(]"), default=0.05)
+        p.add_argument("--alpha", action=compare.bounded(0, 1, float, "()"), default=0.05)
         p.add_argument("--out", default="build/ab", type=compare.output_folder, help="output folder (default build/ab)")
-        p.add_argument("--max-interference", type=float, default=samples.MAX_INTERFERENCE,
+        p.add_argument("--max-interference", action=compare.bounded(0, 1, float), default=samples.MAX_INTERFERENCE,
                        help=f"run a process again when others took more than this share of the CPUs "
                             f"meanwhile (default {samples.MAX_INTERFERENCE}; 1 never)")
 
@@ -346,14 +371,12 @@ def main(argv=None):
     p.add_argument("--bench", required=True)
     p.add_argument("--floors-out", required=True, metavar="FILE")
     p = sub.add_parser("trials", help="N runs; verdict counts per benchmark")
-    p.add_argument("n", type=int)
+    p.add_argument("n", action=compare.bounded(1, samples.MAX_COUNT), metavar="N", help="trials")
     common(p)
     args = ap.parse_args(argv)
 
     def body():
         compare.ensure_venv("ab")
-        if args.processes < 2 or args.reps < 1:
-            raise BadInput("--processes must be at least 2 and --reps at least 1")
         if args.cmd == "calibrate":
             args.a_env = args.b_env = args.a_wrap = args.b_wrap = None
             args.labels = "A,A'"

@@ -20,6 +20,9 @@ without aggregate suffixes); every repetition is a sample. For each pair:
            label "throttled: <reasons>"): a slowdown then says nothing
            about the code
   error    a run failed (error_occurred) in either file
+  skipped  skipped in either file (Google Benchmark 1.8+'s "skipped" with
+           its "skip_message", shown in the row): nothing measured there,
+           never a failure
   missing  in the baseline but not in a later file (it stopped running):
            fails the gate like slower
   new      in a later file but not in the baseline: listed, never a failure
@@ -44,7 +47,8 @@ Exit codes: 0 no regression; 1 some benchmark is slower beyond the bar
 with significance, missing from a later file, or failed its check there
 (the CI gate; --report-only always exits 0 here); 2 bad input
 (unreadable JSON, not Google Benchmark output, no benchmarks in common,
-mismatched or unknown units, a bad floors file); 3 the tool could not run
+mismatched or unknown units, a bad floors file, an output that is one of
+the inputs, even through a link); 3 the tool could not run
 (scipy missing, or an internal error), never read as a regression. Run with a
 python that lacks scipy, it re-runs itself with the project's venv
 (~/.cache/cudabench/venv, made by scripts/setup.sh). Works on any Google
@@ -120,6 +124,7 @@ class Run:
     name: str
     samples: list = field(default_factory=list)  # metric values, in seconds for time
     error: str = ""
+    skipped: str = ""  # why Google Benchmark 1.8+ skipped it (SkipWithMessage): no sample, no failure
     throttled: list = field(default_factory=list)  # the reasons of each throttled sample
     loads: list = field(default_factory=list)  # the share of the CPUs others took, per sample that says
     loaded: list = field(default_factory=list)  # the samples taken beside more load than allowed (samples.py)
@@ -239,6 +244,84 @@ def check_writable(path, flag):
         raise BadInput(f"{flag} {path}: cannot write: {e.strerror}")
 
 
+def same_file(a, b):
+    """Whether paths a and b name one file: itself, through symbolic links or a hard link."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def refuse_inputs_as_outputs(outputs, inputs):
+    """BadInput naming both when writing an output would replace an input
+    (the same file by its name, a symbolic or a hard link). outputs: (flag,
+    path) pairs; inputs: paths. Every tool that reads files and writes
+    others calls this before any work."""
+    for flag, out in outputs:
+        for path in inputs:
+            if out and path and same_file(out, path):
+                raise BadInput(f"{flag} {out}: is the input {path} (an output never replaces an input)")
+
+
+def make_folder(path, flag):
+    """Make the output folder `path` if missing and check that a file can be
+    written in it: BadInput naming `flag` and why when not (a regular file
+    on the way, a read-only file system, no permission). Before any work."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise BadInput(f"{flag} {path}: not a folder")
+    try:
+        os.makedirs(path, exist_ok=True)
+        os.unlink(temp_beside(os.path.join(path, "x")))
+    except OSError as e:
+        full = e.errno in (errno.ENOSPC, errno.EDQUOT)  # a full disk is no bad input: exit 3
+        raise (ToolError if full else BadInput)(f"{flag} {path}: cannot write there: {e.strerror or e}")
+
+
+_HELD_LOCKS = []  # the lock files this process holds: open, so held, until it exits
+
+
+def hold_lock(lock, what):
+    """Hold the file `lock` (flock, never waiting) until this process exits,
+    as scripts/regress.sh holds build/regress/.lock: BadInput naming the
+    holder when another run holds it. A lock held by an ancestor
+    (regress.sh runs ab.py into its own build/regress) is this run's."""
+    import fcntl
+    try:
+        f = open(lock, "a+")
+    except OSError as e:
+        raise BadInput(f"{lock}: cannot write: {e.strerror}")
+    f.seek(0)
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = one_line(f.read(200))
+        f.close()
+        pid = re.match(r"pid (\d+)", holder)
+        if pid and int(pid.group(1)) in ancestors():
+            return
+        raise BadInput(f"another run holds {what} ({holder or 'its pid not yet written'}): wait for it, or stop it")
+    try:  # who holds it, for the next one to name; a full disk only leaves it unsaid
+        f.truncate(0)
+        f.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        f.flush()
+    except OSError:
+        pass
+    _HELD_LOCKS.append(f)
+
+
+def ancestors():
+    """The ids of this process's parent, its parent's parent, ... (from /proc)."""
+    out, pid = set(), os.getppid()
+    while pid > 1 and pid not in out:
+        out.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
+
+
 def load(path, metric="time", name_filter=None):
     """Read one Google Benchmark JSON file into samples per benchmark."""
     return load_doc(read_json(path), path, metric, name_filter)
@@ -270,6 +353,9 @@ def load_doc(doc, path, metric="time", name_filter=None):
         if b.get("error_occurred"):
             run.error = str(b.get("error_message") or "error")
             continue
+        if b.get("skipped") is True:  # Google Benchmark 1.8+: "skip_message", real_time 0
+            run.skipped = one_line(b.get("skip_message") or "skipped")
+            continue
         if b.get("run_type") == "aggregate":
             aggregates.setdefault(name, []).append(b)
             continue
@@ -284,7 +370,7 @@ def load_doc(doc, path, metric="time", name_filter=None):
     # A file with only aggregates (--benchmark_report_aggregates_only): use the
     # median as the one sample we have.
     for name, aggs in aggregates.items():
-        if not runs[name].samples:
+        if not runs[name].samples and not runs[name].skipped:
             for a in aggs:
                 if a.get("aggregate_name") == "median":
                     runs[name].samples.append(_value(a, metric, path))
@@ -381,7 +467,8 @@ def noise_floor(pool, n_a, n_b, quantile=FLOOR_QUANTILE, draws=FLOOR_DRAWS):
 
 
 SAMPLES_META = "cudabench_samples"  # how a merged result's samples were taken (samples.py writes it)
-VERDICTS = ("faster", "slower", "same", "noisy", "error", "missing", "new", "only")  # as the summary counts them
+# The verdicts, as the summary counts them.
+VERDICTS = ("faster", "slower", "same", "noisy", "error", "skipped", "missing", "new", "only")
 
 
 @dataclass
@@ -411,6 +498,11 @@ def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05, pool=
     if a.error or b.error:
         return Verdict(name, "error", note=("new: " + b.error) if b.error else ("baseline: " + a.error),
                        **new_error(b))
+    skips = [f"{w}: {r.skipped}" for w, r in (("baseline", a), ("new", b)) if r.skipped and not r.samples]
+    if skips:
+        return Verdict(name, "skipped", *(median(r.samples) if r.samples else float("nan") for r in (a, b)),
+                       n_base=len(a.samples), n_new=len(b.samples), note="skipped in " + "; ".join(skips)
+                       + " (not a failure)")
     if not a.samples or not b.samples:
         return Verdict(name, "error", note="no samples")
     ma, mb = median(a.samples), median(b.samples)
@@ -594,11 +686,14 @@ def compare(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None, 
         a, b = base.runs.get(n), f.runs.get(n)
         if a and b:
             return judge(n, a, b, metric, threshold, alpha, floors.get(n))
+        if a and a.skipped and not a.samples:  # nothing measured on either side: nothing went missing
+            return Verdict(n, "skipped", note=f"skipped in the baseline: {a.skipped}; not in {f.label}")
         if a:
             return Verdict(n, "missing", n_base=len(a.samples), note=f"not in {f.label}: did it stop running?")
         if b:
             return Verdict(n, "new", new=median(b.samples) if b.samples else float("nan"), n_new=len(b.samples),
-                           note="not in the baseline" + (f"; new: {b.error}" if b.error else ""), **new_error(b))
+                           note="not in the baseline" + (f"; new: {b.error}" if b.error else "")
+                           + (f"; skipped: {b.skipped}" if b.skipped and not b.samples else ""), **new_error(b))
         return Verdict(n, "absent")
     return names, {f.label: [verdict(n, f) for n in names] for f in files[1:]}
 
@@ -633,7 +728,7 @@ def render(files, names, results, metric, threshold, alpha, markdown):
             row = [n, fmt_value(median(base.samples) if base and base.samples else float("nan"), metric)]
             for f in files[1:]:
                 v = results[f.label][i]
-                row.append("-" if v.verdict == "absent" else
+                row.append("-" if v.verdict == "absent" else v.note if v.verdict == "skipped" else
                            f"{fmt_value(v.new, metric)} ({fmt_change(v.change)}, {v.verdict})")
             rows.append(row)
         out.append(table(["benchmark"] + [f.label + (" (baseline)" if j == 0 else "") for j, f in enumerate(files)],
@@ -798,12 +893,20 @@ def against_reference(a, wanted):
             return EXIT_OK
         raise BadInput(f"--reference: no reference for {hw} in {a.reference or machines.REFERENCES} "
                        "(make one: compare.py --make-reference RUN.json; docs/comparing-machines.md)")
+    check_outputs(a, [path])
     ref = load(path, a.metric, wanted)
     ref.label, f.label = f"reference {hw}", machine_of(f) or "this machine"
     if f.label == ref.label:
         f.label += " (this run)"
     against = f"the reference for its hardware ({hw}, recorded {str(ref.context.get('date', '?'))[:10]})"
     return compare_files(a, [ref, f], against=against)
+
+
+def check_outputs(a, inputs):
+    """No output (--markdown, --plot's files) is one of the inputs."""
+    import report
+    outputs = [("--markdown", a.markdown)] + [("--plot", os.path.join(a.plot, n)) for n in report.OUTPUTS if a.plot]
+    refuse_inputs_as_outputs(outputs, inputs)
 
 
 class Terminated(BaseException):
@@ -882,6 +985,33 @@ def guarded(tool, body):
         return EXIT_TOOL
 
 
+def bounded(lo, hi, kind=int, ends="[]"):
+    """The argparse action of a count or number option: a `kind` (int or
+    float) from lo to hi, each end in or out as `ends` says ("[]", "(]",
+    "()"); anything else is one line naming the option, the value and the
+    range (exit 2). The range is added to the option's --help. Every count
+    and number the scripts take is parsed here."""
+    what = f"{'a whole number' if kind is int else 'a number'} in {ends[0]}{lo:g}, {hi:g}{ends[1]}"
+
+    def fits(x):
+        return (lo < x if ends[0] == "(" else lo <= x) and (x < hi if ends[1] == ")" else x <= hi)
+
+    class Bounded(argparse.Action):
+        def __init__(self, *args, **kw):
+            kw["help"] = f"{kw.get('help') or ''} ({what})".lstrip()
+            super().__init__(*args, **kw)
+
+        def __call__(self, parser, namespace, value, option=None):
+            try:
+                x = kind(value)
+            except ValueError:
+                x = None
+            if x is None or not fits(x):
+                parser.error(f"{option or self.metavar or self.dest} {value if x is None else x}: expected {what}")
+            setattr(namespace, self.dest, x)
+    return Bounded
+
+
 class ArgParser(argparse.ArgumentParser):
     """argparse with misuse in one line (`tool: error: ... (see --help)`),
     exit 2, instead of the usage block."""
@@ -896,8 +1026,10 @@ def main(argv=None):
                    formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("files", nargs="+", help="Google Benchmark JSON files; the first is the baseline")
     ap.add_argument("--metric", default="time", choices=["time", "bytes_per_second", "items_per_second"])
-    ap.add_argument("--threshold", type=float, default=0.05, help="relative change that counts (default 0.05)")
-    ap.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    ap.add_argument("--threshold", action=bounded(0, 10, float, "(]"), default=0.05,
+                    help="relative change that counts (default 0.05)")
+    ap.add_argument("--alpha", action=bounded(0, 1, float, "()"), default=0.05,
+                    help="significance level (default 0.05)")
     ap.add_argument("--filter", help="only benchmarks whose name matches this regex")
     ap.add_argument("--labels", help="comma-separated column labels, one per file")
     ap.add_argument("--floors", metavar="FILE", help="noise floors from an A/A run (scripts/ab.py calibrate)")
@@ -921,13 +1053,10 @@ def main(argv=None):
             return EXIT_OK
         if len(a.files) < 2 and a.reference is None:
             raise BadInput("need at least two files (baseline first)")
-        if not (math.isfinite(a.threshold) and 0 < a.threshold <= 10):
-            raise BadInput(f"--threshold {a.threshold}: expected a relative change in (0, 10], e.g. 0.05")
-        if not (math.isfinite(a.alpha) and 0 < a.alpha < 1):
-            raise BadInput(f"--alpha {a.alpha}: expected a significance level in (0, 1), e.g. 0.05")
         wanted = compile_filter(a.filter) if a.filter is not None else None
         if a.markdown:
             check_writable(a.markdown, "--markdown")
+        check_outputs(a, a.files + [a.floors])
         if a.reference is not None:
             return against_reference(a, wanted)
         files = [load(p, a.metric, wanted) for p in a.files]
@@ -939,4 +1068,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    sys.modules.setdefault("compare", sys.modules[__name__])  # machines.py and report.py raise this BadInput
     sys.exit(main())

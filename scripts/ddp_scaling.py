@@ -140,18 +140,6 @@ def plan(a, extra):
     ranks = parse_ranks(a.ranks)
     if not os.access(a.train, os.X_OK):
         raise BadInput(f"--train {a.train}: not an executable (build it: scripts/run-bench.sh, or cmake)")
-    if a.repetitions < 1:
-        raise BadInput(f"--repetitions {a.repetitions}: expected at least 1")
-    if a.epochs < 1:
-        raise BadInput(f"--epochs {a.epochs}: expected at least 1")
-    if a.batch_size < 1:
-        raise BadInput(f"--batch-size {a.batch_size}: expected at least 1")
-    if a.limit is not None and a.limit < 1:
-        raise BadInput(f"--limit {a.limit}: expected at least 1")
-    if a.threads_per_rank < 0:
-        raise BadInput(f"--threads-per-rank {a.threads_per_rank}: expected 0 (automatic) or more")
-    if not a.run_timeout > 0:
-        raise BadInput(f"--run-timeout {a.run_timeout:g}: expected a positive number of seconds")
     threads = a.threads_per_rank or max(1, (os.cpu_count() or 1) // ranks[-1])
     train_args = ["--device", a.device, "--epochs", str(a.epochs), "--batch-size", str(a.batch_size), "--quiet",
                   "--threads", str(threads)]
@@ -208,6 +196,8 @@ def scale(a, extra):
         except OSError as e:
             raise BadInput(f"--out {a.out}: cannot create: {e.strerror or e}")
         compare.check_writable(os.path.join(a.out, "scaling.json"), "--out")
+        compare.refuse_inputs_as_outputs([("--out", os.path.join(a.out, n)) for n in ("scaling.json", "scaling.md")],
+                                         [a.train])
         docs = measure(a, ranks, train_args, runs_dir)
     except BadInput:
         discard(made, runs_dir, kept)
@@ -281,15 +271,19 @@ def main(argv=None):
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--backend", choices=["gloo", "nccl"], help="default: NCCL on cuda, Gloo on cpu")
     ap.add_argument("--launcher", default="local", choices=["local", "srun"])
-    ap.add_argument("--repetitions", type=int, default=3, help="runs per world size, interleaved (default 3)")
-    ap.add_argument("--epochs", type=int, default=2, help="epochs per run; the last one is measured (default 2)")
-    ap.add_argument("--batch-size", type=int, default=64, help="per-rank batch (default 64)")
-    ap.add_argument("--limit", type=int, help="train on the first N images only")
-    ap.add_argument("--threads-per-rank", type=int, default=0, help="CPU threads per rank (default: CPUs / most ranks)")
+    ap.add_argument("--repetitions", action=compare.bounded(1, 1000), default=3,
+                    help="runs per world size, interleaved (default 3)")
+    ap.add_argument("--epochs", action=compare.bounded(1, 10000), default=2,
+                    help="epochs per run; the last one is measured (default 2)")
+    ap.add_argument("--batch-size", action=compare.bounded(1, 65536), default=64, help="per-rank batch (default 64)")
+    ap.add_argument("--limit", action=compare.bounded(1, 1 << 30), help="train on the first N images only")
+    ap.add_argument("--threads-per-rank", action=compare.bounded(0, 4096), default=0,
+                    help="CPU threads per rank (default 0: CPUs / most ranks)")
     ap.add_argument("--train", default=os.path.join(os.environ.get("CUDABENCH_BUILD_DIR", os.path.join(ROOT, "build")),
                                                     "train"), help="the train executable (default build/train)")
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "ddp-scaling"), type=compare.output_folder, help="output folder")
-    ap.add_argument("--run-timeout", type=float, default=3600, help="seconds one run may take (default 3600)")
+    ap.add_argument("--run-timeout", action=compare.bounded(0, 7 * 86400, float, "(]"), default=3600,
+                    help="seconds one run may take (default 3600)")
     a = ap.parse_args(argv)
 
     def body():

@@ -113,6 +113,8 @@ def absence(f, name):
     run = f.runs.get(name)
     if run and run.error:
         return f"{f.label}: {run.error}"
+    if run and run.skipped:
+        return f"{f.label}: skipped ({run.skipped})"
     c = f.context
     if family_of(name).name in GPU_ROWS or "cuda" in name:
         usable = str(c.get("libtorch_gpu_usable" if name.startswith("Mnist") or "torch" in name else "gpu_usable", ""))
@@ -134,7 +136,8 @@ def relabel(results, files):
             if v.verdict in ("missing", "new"):
                 lacking = f if v.verdict == "missing" else base
                 having = base if v.verdict == "missing" else f
-                err = having.runs[v.name].error
+                r = having.runs[v.name]
+                err = r.error or (f"skipped: {r.skipped}" if r.skipped and not r.samples else "")
                 v.verdict = "only"
                 v.note = f"only in {having.label}" + (f" ({err})" if err else "") + f"; {absence(lacking, v.name)}"
 
@@ -149,7 +152,7 @@ def causes(base, other, verdicts):
         rows = [v for v in slower if family_of(v.name) is fam]
         if not rows:
             continue
-        total = sum(1 for v in verdicts if family_of(v.name) is fam and v.verdict != "only")
+        total = sum(1 for v in verdicts if family_of(v.name) is fam and v.verdict not in ("only", "skipped"))
         sp = median([1 / (1 + v.change) for v in rows])
         diffs = [f"{label} {shown(fact(other, k))} against {shown(fact(base, k))}"
                  for k, label in fam.facts if differs(k, fact(base, k), fact(other, k))]
@@ -164,8 +167,8 @@ def counts_line(other, base, verdicts, against=None):
         c[v.verdict] = c.get(v.verdict, 0) + 1
     parts = [f"{c.get('slower', 0)} rows slower beyond the bar", f"{c.get('same', 0)} the same",
              f"{c.get('faster', 0)} faster"]
-    parts += [f"{c[k]} {w}" for k, w in (("noisy", "noisy"), ("error", "failed"), ("only", "only in one"))
-              if c.get(k)]
+    parts += [f"{c[k]} {w}" for k, w in (("noisy", "noisy"), ("error", "failed"), ("skipped", "skipped"),
+                                        ("only", "only in one")) if c.get(k)]
     return f"{other.label} against {against or base.label}: " + ", ".join(parts)
 
 
@@ -229,7 +232,8 @@ def wide_rows(files, names, results, metric):
                 continue
             v = results[f.label][i]
             sp = fmt_speed(speed(runs[0], r, metric))[0] if runs[0] and r else "-"
-            row.append("-" if v.verdict == "absent" else f"{fmt(r, metric)}{star} ({sp}, {v.verdict})")
+            row.append("-" if v.verdict == "absent" else v.note if v.verdict == "skipped" else
+                       f"{fmt(r, metric)}{star} ({sp}, {v.verdict})")
         rows.append(row)
     return rows
 
@@ -270,6 +274,7 @@ def make_reference(paths, folder=None):
             ref["benchmarks"].append(dict(b, repetition_index=k + procs.index(b.get("repetition_index", 0))))
         k += len(procs)
     path = reference_path(hw, folder)
+    compare.refuse_inputs_as_outputs([("--make-reference", path)], paths)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     compare.write_whole(path, json.dumps(ref, indent=1) + "\n")
     return path

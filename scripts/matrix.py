@@ -103,6 +103,7 @@ def summary_lines(docs):
 def main(argv):
     if len(argv) >= 3 and argv[0] == "merge":
         compare.check_writable(argv[1], "merge OUT")
+        compare.refuse_inputs_as_outputs([("merge OUT", argv[1])], argv[2:])
         merge(argv[1], argv[2:])
     elif len(argv) >= 2 and argv[0] == "labels":
         print(",".join(stack_facts(read(p))["label"] for p in argv[1:]))
@@ -115,6 +116,7 @@ def main(argv):
             md = args[i + 1]
             args = args[:i] + args[i + 2:]
             compare.check_writable(md, "--markdown")
+            compare.refuse_inputs_as_outputs([("--markdown", md)], args)
         lines = summary_lines([read(p) for p in args])
         print("\n".join(lines))
         if md:
@@ -124,10 +126,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    try:
-        main(sys.argv[1:])
-    except compare.BadInput as e:  # a file that cannot be read or written there
-        fail(str(e))
-    except compare.ToolError as e:  # a file that could not be written: the tool failed
-        print(f"matrix: {e}", file=sys.stderr)
-        sys.exit(3)
+    sys.exit(compare.guarded("matrix", lambda: main(sys.argv[1:]) or 0))

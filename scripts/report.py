@@ -45,6 +45,8 @@ def import_matplotlib():
     import matplotlib.pyplot
     plt = matplotlib.pyplot
 
+OUTPUTS = ("report.md", "vector_add.png", "transfer.png", "mnist.png")  # what it writes into --out
+HISTORY_OUTPUTS = ("history.md", "trend.png")  # what --history writes there
 NAME_RX = re.compile(r"^(?P<family>[^/]+)/(?P<impl>[^/]+)/(?P<arg>[a-z]+):(?P<value>\d+)(?:/dev:(?P<dev>\d+))?")
 
 
@@ -53,7 +55,7 @@ def rows(path):
     doc = compare.load(path, "time")
     per = defaultdict(lambda: {"bps": [], "ips": []})
     for b in doc.benchmarks:
-        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+        if b.get("run_type") == "aggregate" or b.get("error_occurred") or b.get("skipped") is True:
             continue
         m = NAME_RX.match(b.get("run_name") or b["name"])
         if not m:
@@ -136,15 +138,14 @@ def headline_table(datasets, labels):
 
 
 def load_history(folder):
-    """The per-commit files of one machine, oldest first:
-    [(info, {benchmark: [process samples, seconds]})]."""
+    """The per-commit files of one machine, oldest first, and their paths:
+    ([(info, {benchmark: [process samples, seconds]})], [path])."""
     try:
         names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
     except OSError as e:
         raise compare.BadInput(f"{folder}: cannot read ({e.strerror})")
-    out = []
-    for n in names:
-        path = os.path.join(folder, n)
+    out, inputs = [], [os.path.join(folder, n) for n in names]
+    for path in inputs:
         f = compare.load(path)
         info = compare.read_json(path).get("cudabench_history")
         if not isinstance(info, dict) or not isinstance(info.get("commit"), str):
@@ -167,7 +168,7 @@ def load_history(folder):
     if not any(d for _, d in out):
         raise compare.BadInput(f"{folder}: the per-commit files hold no benchmark results")
     out.sort(key=lambda e: (e[0].get("time", 0), e[0]["commit"]))
-    return out
+    return out, inputs
 
 
 MARKS = {"slower": ("^", "tab:red", "tab:red"), "faster": ("v", "tab:green", "tab:green"),
@@ -216,8 +217,8 @@ def plot_history(history, title, path):
 
 
 def history_report(folder, out, title):
-    history = load_history(folder)
-    prepare_out(out)
+    history, inputs = load_history(folder)
+    prepare_out(out, HISTORY_OUTPUTS, inputs)
     plot_history(history, title, os.path.join(out, "trend.png"))
     rows = []
     for info, _ in reversed(history):
@@ -245,7 +246,7 @@ def file_report(a):
     docs = [doc for doc, _ in loaded]
     compare.set_labels(docs, a.labels.split(",") if a.labels is not None else None)
     labels = [doc.label for doc in docs]
-    prepare_out(a.out)
+    prepare_out(a.out, OUTPUTS, a.files)
     datasets = [d for _, d in loaded]
     runs = [[label, f"`{os.path.relpath(doc.path, a.out)}`", doc.context.get("cuda_toolkit", "-"),
              doc.context.get("gpu_name", "-"), doc.context.get("cuda_driver_version") or "none",
@@ -276,15 +277,11 @@ def file_report(a):
     return 0
 
 
-def prepare_out(out):
+def prepare_out(out, names, inputs):
     """The output folder, made if missing; BadInput naming --out when it
-    cannot be, or cannot be written."""
-    try:
-        os.makedirs(out, exist_ok=True)
-    except OSError as e:
-        raise compare.BadInput(f"--out {out}: cannot make the folder ({e.strerror})")
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise compare.BadInput(f"--out {out}: cannot write there (permission denied)")
+    cannot be written, or when a file it would write there is an input."""
+    compare.refuse_inputs_as_outputs([("--out", os.path.join(out, n)) for n in names], inputs)
+    compare.make_folder(out, "--out")
 
 
 def main(argv=None):

@@ -7,8 +7,8 @@ the A/B runner (ab.py), the fleet (fleet.py merge) and the stack matrix.
                    [--min-time S] [--filter RX] [--label NAME]
                    [--max-interference SHARE] [-- extra bench flags]
 
-run: K bench processes (default 4), one after another; each runs the
-chosen benchmarks with R repetitions (default 1) and gives one sample per
+run: K bench processes (default 4, up to 1000), one after another; each runs
+the chosen benchmarks with R repetitions (default 1) and gives one sample per
 benchmark, the median of its repetitions. Repetitions inside one process
 share its state (memory placement, huge pages, clocks, neighbours), so they
 are not independent samples; processes are. A process that ran while the
@@ -24,11 +24,15 @@ cpu-<CPU model>-<threads>c), and "cudabench_samples": how the samples were
 taken. Prints a table: each benchmark's median, the spread of its process
 samples, its throughput and its load.
 
+One run at a time writes FILE: it holds FILE.lock (flock), and a second
+exits 2 naming the first.
+
 Exit codes: 0 every benchmark checked; 1 a benchmark failed its check (a
 wrong result) in some process; 2 bad input (no such bench, flags it refuses,
-a filter that matches nothing); 3 a process failed without a usable result;
-128+N stopped by signal N (the running bench's process group is stopped,
-FILE is not written).
+a filter that matches nothing, a number out of its range, FILE another run
+holds or that is the bench); 3 a process failed without a usable result, or
+the disk is full (said so when its log is empty); 128+N stopped by signal N
+(the running bench's process group is stopped, FILE is not written).
 """
 import argparse
 import json
@@ -52,7 +56,10 @@ DEFAULT_PROCESSES = 4  # the default run's: 4 vs 4 reach p < 0.05 (compare.min_p
 # load, never the result, so it treats every arm alike.
 MAX_INTERFERENCE = 0.05
 RETRIES = 3
+FULL_BYTES = 1 << 20  # less free space than this where results go: the disk is full (a result is ~100 KiB)
 META = compare.SAMPLES_META
+MAX_COUNT = 1000  # the most processes (per side), repetitions per process or trials a run takes
+MIN_TIME = compare.bounded(0, 3600, float, "(]")  # --min-time: seconds per benchmark and process
 # Google Benchmark's own fields; every other number in an entry is a counter.
 GB_FIELDS = {"family_index", "per_family_instance_index", "repetition_index", "repetitions", "threads",
              "iterations"}
@@ -114,7 +121,7 @@ class Sampling:
     """How each process samples: the same for every arm of a run."""
     filter: str = "."
     reps: int = 1
-    min_time: str = None
+    min_time: float = None
     max_interference: float = MAX_INTERFERENCE
     extra: list = field(default_factory=list)  # more bench flags (after ours: they win)
 
@@ -137,8 +144,11 @@ def run_process(arm, i, s, workdir):
     out = os.path.join(workdir, f"{arm.name}{i:02d}.json")
     log = os.path.join(workdir, f"{arm.name}{i:02d}.stderr")
     env = dict(os.environ, **arm.env)
-    with open(log, "w") as err:
-        rc = wait_in_own_group(bench_command(arm, s, out), err, env)
+    try:
+        with open(log, "w") as err:
+            rc = wait_in_own_group(bench_command(arm, s, out), err, env)
+    except OSError as e:
+        raise ToolError(f"{log}: cannot write: {e.strerror or e}")
     with open(log, errors="replace") as f:
         lines = [x.strip() for x in f if x.strip()]
     last = lines[-1] if lines else ""
@@ -152,7 +162,9 @@ def run_process(arm, i, s, workdir):
         raise no_match
     if rc not in (0, EXIT_WRONG) or not os.path.exists(out):
         how = f"signal {-rc}" if rc < 0 else f"exit {rc}"
-        raise ToolError(f"{who} failed without a result ({how}): {last or 'no message'}; log: {log}")
+        full = full_disk(workdir)
+        why = last or (f"{full}, so its log is empty" if full else "no message")
+        raise ToolError(f"{who} failed without a result ({how}): {why}; log: {log}")
     try:
         doc = compare.read_json(out)
         compare.load_doc(doc, out)  # the checks compare makes, here, where the process is known
@@ -162,6 +174,24 @@ def run_process(arm, i, s, workdir):
         raise no_match
     arm.good += 1
     return doc
+
+
+def full_disk(folder):
+    """'no space left on device in FOLDER' when its file system has less
+    than FULL_BYTES free (os.statvfs), else "": why a process that wrote its
+    result and its log there failed without a word."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return ""
+    free = st.f_bavail * st.f_frsize
+    return f"no space left on device in {folder} ({free // 1024} KiB free)" if free < FULL_BYTES else ""
+
+
+def require_space(folder):
+    """ToolError (exit 3) when `folder`'s disk is full: found before the first process, not after the last."""
+    if full_disk(folder):
+        raise ToolError(full_disk(folder))
 
 
 def wait_in_own_group(cmd, err, env):
@@ -190,6 +220,7 @@ def run_schedule(arms, order, s, workdir, progress=True, tool="samples"):
     docs = {n: [] for n in arms}
     loads = {n: [] for n in arms}
     reruns, budget, exhausted = 0, max(1, len(order) // max(1, len(arms))), False
+    require_space(workdir)
     started = time.monotonic()
     for j, name in enumerate(order):
         for attempt in range(RETRIES + 1):
@@ -234,7 +265,9 @@ def process_entries(doc, process, load=None, loaded=False):
         reps[name].append(b)
     out = []
     for name in order:
-        rs = reps[name]
+        # A repetition Google Benchmark 1.8+ skipped ("skipped": true) has no
+        # numbers: the others give the sample; skipped in all, the entry is.
+        rs = [r for r in reps[name] if r.get("skipped") is not True] or reps[name][:1]
         e = dict(rs[0])
         e.update(name=rs[0]["name"], run_name=name, run_type="iteration", repetition_index=process,
                  process=process, repetitions_in_process=len(rs))
@@ -246,6 +279,9 @@ def process_entries(doc, process, load=None, loaded=False):
         if errors:
             e["error_occurred"] = True
             e["error_message"] = errors[0].get("error_message", "error")
+            out.append(e)
+            continue
+        if e.get("skipped") is True:
             out.append(e)
             continue
         for k, v in rs[0].items():
@@ -292,8 +328,8 @@ def summary(doc):
             bps.setdefault(b.get("run_name") or b["name"], []).append(b["bytes_per_second"])
     rows = []
     for n, r in f.runs.items():
-        if r.error:
-            rows.append([n, "-", "-", "-", "-", f"FAILED: {r.error}"])
+        if r.error or not r.samples:
+            rows.append([n, "-", "-", "-", "-", f"FAILED: {r.error}" if r.error else f"skipped: {r.skipped}"])
             continue
         m = median(r.samples)
         spread = f"{100 * (min(r.samples) / m - 1):+.1f}% .. {100 * (max(r.samples) / m - 1):+.1f}%"
@@ -305,13 +341,15 @@ def summary(doc):
 
 def cmd_run(a):
     arm = Arm("p", a.bench).check("--bench")
-    if a.processes < 1 or a.reps < 1:
-        raise BadInput("--processes and --reps must be at least 1")
     if a.label is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", a.label):
         raise BadInput(f"--label {a.label}: expected one name of letters, digits, '.', '_' and '-'")
     if any(x.startswith("--benchmark_out") for x in a.extra):
         raise BadInput(f"{next(x for x in a.extra if x.startswith('--benchmark_out'))}: the result goes to --out")
     compare.check_writable(a.out, "--out")
+    compare.refuse_inputs_as_outputs([("--out", a.out)], [a.bench])
+    if not compare.is_stream(a.out):  # one run at a time writes FILE (run-bench.sh's latest.json)
+        compare.hold_lock(a.out + ".lock", a.out)
+        require_space(os.path.dirname(os.path.abspath(a.out)))
     s = Sampling(a.filter, a.reps, a.min_time, a.max_interference, a.extra)
     with tempfile.TemporaryDirectory(prefix="cudabench-samples.") as work:
         docs, loads, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, tool="samples")
@@ -342,12 +380,13 @@ def main(argv=None):
     p = sub.add_parser("run", help="K processes of one bench, merged")
     p.add_argument("--bench", required=True)
     p.add_argument("--out", required=True, type=compare.output_folder, help="the merged result (JSON)")
-    p.add_argument("--processes", type=int, default=DEFAULT_PROCESSES)
-    p.add_argument("--reps", type=int, default=1, help="repetitions per process (default 1)")
-    p.add_argument("--min-time", help="--benchmark_min_time for each process")
+    p.add_argument("--processes", action=compare.bounded(1, MAX_COUNT), default=DEFAULT_PROCESSES)
+    p.add_argument("--reps", action=compare.bounded(1, MAX_COUNT), default=1,
+                   help="repetitions per process (default 1)")
+    p.add_argument("--min-time", action=MIN_TIME, help="--benchmark_min_time for each process, seconds")
     p.add_argument("--filter", default=".", help="benchmark regex")
     p.add_argument("--label", help="the machine's name in the result (default: its hardware)")
-    p.add_argument("--max-interference", type=float, default=MAX_INTERFERENCE)
+    p.add_argument("--max-interference", action=compare.bounded(0, 1, float), default=MAX_INTERFERENCE)
     a = ap.parse_args(argv)
     a.extra = extra
     return compare.guarded("samples", lambda: cmd_run(a))

@@ -7,6 +7,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -338,3 +339,114 @@ def test_the_load_share_stays_within_0_and_1(monkeypatch):
     for _ in range(2):
         share = samples.LoadMeter().share()
         assert 0.0 <= share <= 1.0
+
+
+def hold(folder, text):
+    """Hold folder/.lock as another run would (flock), saying `text`; the open file."""
+    import fcntl
+    folder.mkdir(parents=True, exist_ok=True)
+    f = open(folder / ".lock", "a+")
+    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    f.truncate(0)
+    f.write(text)
+    f.flush()
+    return f
+
+
+def test_a_second_run_into_one_out_exits_2_at_once_naming_the_first(tmp_path):
+    """Two real runs into one --out: the second used to replace the first's files and exit 0."""
+    out = tmp_path / "out"
+    cmd = [sys.executable, os.path.join(ROOT, "scripts", "ab.py"), "run", "--a", FAKE, "--b", FAKE,
+           "--max-interference", "1", "--out", str(out)]
+    first = subprocess.Popen(cmd + ["--processes", "40"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while f"pid {first.pid}," not in ((out / ".lock").read_text() if (out / ".lock").exists() else ""):
+            assert time.monotonic() < deadline and first.poll() is None, "the first run never took its lock"
+            time.sleep(0.05)
+        second = subprocess.run(cmd + ["--processes", "2"], capture_output=True, text=True, timeout=60)
+        _, err = first.communicate(timeout=300)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert second.returncode == 2, second.stderr
+    assert second.stderr.strip().startswith(f"ab: another run holds {out} (pid {first.pid}, started "), second.stderr
+    assert first.returncode == 0, err
+    assert json.loads((out / "a.json").read_text())["cudabench_samples"]["processes"] == 40
+
+
+@pytest.mark.parametrize("cmd", [["run", "--a", FAKE, "--b", FAKE], ["calibrate", "--bench", FAKE, "--floors-out", "F"],
+                                 ["trials", "2", "--a", FAKE, "--b", FAKE]])
+def test_every_subcommand_that_writes_into_out_holds_it(tmp_path, cmd):
+    out = tmp_path / "out"
+    held = hold(out, "pid 4242, started today")
+    (out / "a.json").write_text("the first run's\n")
+    cmd = [str(tmp_path / "floors.json") if x == "F" else x for x in cmd]
+    try:
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "ab.py"), *cmd, "--processes", "2",
+                            "--out", str(out)], capture_output=True, text=True, timeout=60)
+    finally:
+        held.close()
+    assert r.returncode == 2 and r.stderr.strip() == \
+        f"ab: another run holds {out} (pid 4242, started today): wait for it, or stop it", r.stderr
+    assert (out / "a.json").read_text() == "the first run's\n" and not (tmp_path / "floors.json").exists()
+
+
+def test_a_lock_its_parent_holds_is_the_runs_own(tmp_path):
+    """regress.sh holds build/regress/.lock and runs ab.py --out build/regress (its child, fd 9 closed)."""
+    held = hold(tmp_path / "out", f"pid {os.getpid()}, started today")
+    try:
+        r, order = run_ab(tmp_path, processes=2)
+    finally:
+        held.close()
+    assert r.returncode == 0 and "".join(order) == "ABBA", r.stderr
+
+
+def test_samples_run_holds_its_out_file(tmp_path):
+    out = tmp_path / "latest.json"
+    held = hold(tmp_path, "pid 4242, started today")
+    os.rename(tmp_path / ".lock", tmp_path / "latest.json.lock")
+    try:
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "samples.py"), "run", "--bench", FAKE,
+                            "--out", str(out)], capture_output=True, text=True, timeout=60)
+    finally:
+        held.close()
+    assert r.returncode == 2 and r.stderr.strip().startswith(f"samples: another run holds {out} (pid 4242"), r.stderr
+    assert not out.exists()
+
+
+def test_with_confirm_a_row_missing_from_b_still_fails_the_gate(tmp_path):
+    """--confirm ran only the slower rows again: a slowdown it did not find
+    again let a row missing from B pass."""
+    burst = ",".join(["1.0", "1.3", "1.3", "1.0", "1.0", "1.3", "1.3"] + ["1.0"] * 9)
+    b = fake_b(tmp_path, "fake([a if not a.startswith('--benchmark_filter=') else '--benchmark_filter=steady'"
+                         " for a in sys.argv[1:]])")
+    r, _ = run_ab(tmp_path, "--b", b, "--confirm", b_env=[f"FAKE_GBENCH_STATES={burst}"])
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"missing from the new run: {OTHER}" in r.stderr
+
+
+def test_a_process_that_fails_without_a_word_on_a_full_disk_says_so(tmp_path, monkeypatch):
+    bench = tmp_path / "bench.sh"
+    bench.write_text("#!/bin/sh\nexit 3\n")  # bench on a full disk: its one line is lost with its log
+    bench.chmod(0o755)
+    full = os.statvfs_result((4096, 4096, 100, 0, 0, 100, 0, 0, 0, 255))
+    monkeypatch.setattr(samples.os, "statvfs", lambda path: full)
+    with pytest.raises(compare.ToolError, match=f"failed without a result \\(exit 3\\): no space left on device "
+                                                f"in {tmp_path} \\(0 KiB free\\), so its log is empty"):
+        samples.run_process(samples.Arm("B", str(bench)), 0, samples.Sampling(), str(tmp_path))
+    with pytest.raises(compare.ToolError, match=f"^no space left on device in {tmp_path}"):
+        samples.run_schedule({"B": samples.Arm("B", str(bench))}, ["B"], samples.Sampling(), str(tmp_path))
+
+
+def test_skipped_repetitions_give_no_sample_and_a_skipped_entry():
+    skipped = {"name": "S", "run_type": "iteration", "skipped": True, "skip_message": "needs 2 GPUs",
+               "real_time": 0, "time_unit": "us", "iterations": 0}
+    doc = {"benchmarks": [skipped, skipped, dict(skipped, name="P"), {"name": "P", "run_type": "iteration",
+                                                                      "real_time": 7, "time_unit": "us"}]}
+    e = {x["run_name"]: x for x in samples.process_entries(doc, 0)}
+    assert e["S"]["skipped"] is True and e["S"]["skip_message"] == "needs 2 GPUs"
+    assert "skipped" not in e["P"] and e["P"]["real_time"] == 7 and e["P"]["repetitions_in_process"] == 1
+    runs = compare.load_doc({"benchmarks": list(e.values())}, "merged").runs
+    assert runs["S"].skipped == "needs 2 GPUs" and not runs["S"].samples and runs["P"].samples == [7e-6]

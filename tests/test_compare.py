@@ -328,3 +328,59 @@ def test_only_regular_files_are_read_and_only_up_to_the_limit(tmp_path, monkeypa
     (tmp_path / "small.json").write_text('{"a": [1, 2, 3]}')
     with pytest.raises(compare.BadInput, match="limit"):
         compare.read_json(str(tmp_path / "small.json"))
+
+
+def test_a_row_google_benchmark_1_8_skipped_is_shown_with_its_message_and_never_fails(tmp_path):
+    def skip_a(doc):
+        doc["benchmarks"] = [dict(b, skipped=True, skip_message="needs 2 GPUs", iterations=0, real_time=0)
+                             if b["name"] == A else b for b in doc["benchmarks"] if b["name"] != A + "_median"]
+    new = variant(tmp_path, "new.json", skip_a)
+    md = tmp_path / "r.md"
+    for args in ((f("base.json"), new), (new, f("base.json")), (f("base.json"), new, f("identical.json"))):
+        r = run(*args, "--markdown", str(md))
+        assert r.returncode == 0 and not r.stderr, r.stdout + r.stderr
+        assert "needs 2 GPUs" in next(x for x in r.stdout.splitlines() if x.startswith(A))
+        assert "needs 2 GPUs" in next(x for x in md.read_text().splitlines() if x.startswith(f"| {A} |"))
+    v = verdicts("base.json", os.path.relpath(new, FIX))
+    assert v[A].verdict == "skipped" and v[A].note == "skipped in new: needs 2 GPUs (not a failure)"
+    assert v[B].verdict == "same"
+    # In the baseline and gone from the new file: nothing was measured, nothing went missing.
+    gone = variant(tmp_path, "gone.json", drop("cuda_v4"))
+    r = run(new, gone)
+    assert r.returncode == 0 and "skipped in the baseline: needs 2 GPUs" in r.stdout, r.stdout + r.stderr
+    # Another machine's file: the machines report says it too.
+    other = variant(tmp_path, "other.json", lambda d: (skip_a(d), d["context"].update(machine_label="node-b")))
+    r = run(f("base.json"), other)
+    assert r.returncode == 0 and "1 skipped" in r.stdout and "needs 2 GPUs" in r.stdout, r.stdout + r.stderr
+    # report.py leaves the row out of its plots and shows the verdict.
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "report.py"), f("base.json"), new, "--out",
+                        str(tmp_path / "rep")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "skipped in new: needs 2 GPUs" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_an_output_that_is_an_input_is_refused_by_name_link_or_hard_link(tmp_path):
+    base = tmp_path / "base.json"
+    base.write_text(open(f("base.json")).read())
+    (tmp_path / "link.md").symlink_to(base)
+    os.link(base, tmp_path / "hard.md")
+    before = base.read_text()
+    for out in (base, tmp_path / "link.md", tmp_path / "hard.md"):
+        r = run(str(base), f("regression.json"), "--markdown", str(out))
+        assert r.returncode == 2, r.stderr
+        assert r.stderr == f"compare: --markdown {out}: is the input {base} (an output never replaces an input)\n"
+    assert base.read_text() == before and (tmp_path / "link.md").is_symlink()
+
+
+def test_make_reference_never_replaces_a_reference_it_is_made_from(tmp_path):
+    refs = tmp_path / "refs"
+    assert run(f("base.json"), "--make-reference", "--reference", str(refs)).returncode == 0
+    (ref,) = refs.glob("*/reference.json")
+    before = ref.read_text()
+    r = run(str(ref), "--make-reference", "--reference", str(refs))
+    assert r.returncode == 2 and r.stderr == (f"compare: --make-reference {ref}: is the input {ref} "
+                                              "(an output never replaces an input)\n"), r.stderr
+    assert ref.read_text() == before
+    # machines.py's bad input is compare.py's: exit 2, never an internal error
+    r = run(f("base.json"), f("not_gbench.json"), "--make-reference", "--reference", str(tmp_path / "other"))
+    assert r.returncode == 2 and "not Google Benchmark JSON" in r.stderr, r.stderr

@@ -46,7 +46,8 @@ every node are grouped: "3 of 16 nodes: ...".
 Exit codes: 0 no machine is off; 1 a machine is off: slower than its group
 beyond the bar, on the slow side of a bimodal group, or with a wrong result
 (a failed check, a kernel fault); 2 bad usage (no such run folder, one
-with no fleet results in it, a bad --threshold); 3 the fleet run is
+with no fleet results in it, a bad --threshold, a run folder the report
+cannot be written in, found before any work); 3 the fleet run is
 incomplete (a node with no results, a build that failed, a benchmark that
 could not run, a node's file that cannot be read or is missing: the report
 is written from the rest, and each such file named in it and in one line on
@@ -121,6 +122,8 @@ def slurm_facts():
 
 def cmd_merge(a):
     procs = read_process_list(a.processes) if a.processes else []
+    compare.refuse_inputs_as_outputs([("--out", a.out), ("--status-out", a.status_out)],
+                                     [a.processes, a.env] + [js for _, js, _ in procs])
     docs, processes = [], []
     for rc, js, err in procs:
         entry = {"exit_code": rc, "error": "" if rc == 0 else error_line(err) or f"exit {rc}, no message"}
@@ -1033,6 +1036,10 @@ def verdict_items(verdicts, machines):
     return L
 
 
+def plot_name(group):
+    return "fleet-" + re.sub(r"[^a-z0-9]+", "-", group.lower()).strip("-") + ".png"
+
+
 def plot_groups(findings, out_dir, threshold):
     """fleet-<group>.png: each machine's ratio per benchmark, the band of
     +-threshold, outliers named. Returns {group: file name}."""
@@ -1045,8 +1052,7 @@ def plot_groups(findings, out_dir, threshold):
         stats = g["benchmarks"]
         if not stats:
             continue
-        slug = re.sub(r"[^a-z0-9]+", "-", g["name"].lower()).strip("-")
-        name = f"fleet-{slug}.png"
+        name = plot_name(g["name"])
         fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(stats) + 2), 4.2))
         ax.axhspan(1 / (1 + threshold), 1 + threshold, color="tab:green", alpha=0.08, lw=0)
         ax.axhline(1.0, color="gray", lw=0.8)
@@ -1100,10 +1106,19 @@ def exit_code(findings):
     return EXIT_INCOMPLETE if findings["incomplete"] or findings["unreadable"] else EXIT_OK
 
 
+def check_outputs(run_dir, machines):
+    """fleet.json, fleet.md and the plots can be written in the run folder,
+    and none is one of the run's files: found before the report is made."""
+    names = ["fleet.json", "fleet.md"] + [plot_name(g) for g in sorted({m.group for m in machines})]
+    inputs = glob.glob(os.path.join(glob.escape(run_dir), "*", "*.json")) + [os.path.join(run_dir, "run.json")]
+    compare.refuse_inputs_as_outputs([("output", os.path.join(run_dir, n)) for n in names], inputs)
+    for n in names[:2]:
+        compare.check_writable(os.path.join(run_dir, n), "output")
+
+
 def cmd_report(a):
-    if not (math.isfinite(a.threshold) and 0 < a.threshold < 1):
-        raise BadInput(f"--threshold {a.threshold}: expected a relative change in (0, 1), e.g. 0.10")
     meta, machines, lost = load_run(a.run_dir)
+    check_outputs(a.run_dir, machines)
     findings = analyse(meta, machines, lost, a.threshold)
     verdicts = grouped_verdicts(machines)
     code = exit_code(findings)
@@ -1152,7 +1167,7 @@ def main(argv=None):
     m.add_argument("--out")
     m.add_argument("--processes", help="a file: '<exit code> TAB <json> TAB <stderr>' per process")
     m.add_argument("--env")
-    m.add_argument("--device", type=int, default=-1)
+    m.add_argument("--device", action=compare.bounded(-1, 4095), default=-1, help="the GPU's index (-1: none)")
     m.add_argument("--task", default="0")
     m.add_argument("--build", default="")
     m.add_argument("--fingerprint", default="")
@@ -1160,7 +1175,8 @@ def main(argv=None):
     m.add_argument("--error", default="", help="why this unit ran nothing")
     r = sub.add_parser("report", help="merge a run's results and write fleet.json, fleet.md and plots")
     r.add_argument("run_dir")
-    r.add_argument("--threshold", type=float, default=0.10, help="relative change that counts (default 0.10)")
+    r.add_argument("--threshold", action=compare.bounded(0, 1, float, "()"), default=0.10,
+                   help="relative change that counts (default 0.10)")
     r.add_argument("--report-only", action="store_true", help="exit 0 whatever the findings")
     r.add_argument("--no-plots", action="store_true", help="no PNG (no matplotlib needed)")
     a = ap.parse_args(argv)
