@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Calibrate the revision gate on this kind of machine, and check it:
 #
-#   scripts/ab-calibration.sh [--calibrate] [--trials N] [--bench PATH] [--only aa|quota|omp ...]
+#   scripts/ab-calibration.sh [-h|--help] [--calibrate] [--trials N] [--bench PATH] [--only aa|quota|omp ...]
 #
 #  1. (--calibrate, or when results/baselines/<machine>.floors.json is
 #     missing) scripts/regress.sh --calibrate: an A/A run of 20 + 20
@@ -23,11 +23,13 @@
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
+script_start "$@"
 calibrate=0 trials=20 bench="$CUDABENCH_ROOT/build/bench"
 usage="(--calibrate, --trials N, --bench PATH, --only aa|quota|omp)"
 only=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    -h|--help) usage_from_header; exit 0 ;;
     --calibrate) calibrate=1; shift ;;
     --trials|--bench|--only)
       [ $# -ge 2 ] || { echo "ab-calibration: $1 needs a value $usage" >&2; exit 2; }

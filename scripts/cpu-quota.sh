@@ -2,7 +2,7 @@
 # Run a command under a CPU quota: a genuine, known slowdown for the A/B
 # runner's power check (scripts/ab.py --b-wrap "scripts/cpu-quota.sh 0.9").
 #
-#   scripts/cpu-quota.sh FRACTION COMMAND [ARGS...]
+#   scripts/cpu-quota.sh [-h|--help] FRACTION COMMAND [ARGS...]
 #
 # FRACTION of all the machine's cores (0.9 on 2 cores: 180 ms of CPU time per
 # 100 ms period), through a cgroup of its own: cgroup v1's
@@ -12,6 +12,8 @@
 # cgroup is removed when the command ends. Exit: the command's, 2 for a bad
 # FRACTION, 3 when no cgroup can be made.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+script_start "$@"
 frac="${1:-}"
 if ! [[ "$frac" =~ ^(0?\.[0-9]+|1(\.0*)?)$ ]] || [ $# -lt 2 ]; then
   echo "cpu-quota: usage: cpu-quota.sh FRACTION COMMAND [ARGS...] (FRACTION in (0, 1], got '${frac}')" >&2

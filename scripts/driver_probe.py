@@ -114,35 +114,47 @@ def probe():
     return out
 
 
-def probe_in_child(seconds):
-    """probe() in a child process that ends within `seconds`. A probe that
-    hung or died is a finding: {"hung_in": call, "seconds": s} or
-    {"crashed_in": call, "signal": "SIGSEGV"}, each with "why". Its stderr
-    goes to a file, so its last "calling" line is there even when a child
-    stuck in the kernel driver outlives the kill."""
-    with tempfile.TemporaryFile("w+") as err:
-        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--json"], stdout=subprocess.PIPE,
-                             stderr=err, text=True, start_new_session=True)
+def run_bounded(cmd, seconds):
+    """(exit code, stdout, stderr) of cmd, the code None when it ran past
+    `seconds`. It runs in a session of its own with its output in files, not
+    pipes (a pipe stays open while any child of it lives), and its whole
+    group is killed once it ends or its time is up."""
+    with tempfile.TemporaryFile("w+", errors="replace") as out, tempfile.TemporaryFile("w+", errors="replace") as err:
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
         try:
-            out, _ = p.communicate(timeout=seconds)
+            rc = p.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
-            p.kill()
+            rc = None
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass  # the group is gone already
+        if rc is None:
             try:
                 p.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 pass  # unkillable (in the kernel driver): left behind
-            err.seek(0)
-            last = last_call(err.read())
-            return {"hung_in": last, "seconds": seconds, "why": f"libcuda hung in {last} for {seconds} s: {STUCK}"}
+        out.seek(0)
         err.seek(0)
-        stderr = err.read()
-    if p.returncode < 0:
-        last, sig = last_call(stderr), signal.Signals(-p.returncode).name
+        return rc, out.read(), err.read()
+
+
+def probe_in_child(seconds):
+    """probe() in a child process that ends within `seconds` (run_bounded).
+    A probe that hung or died is a finding: {"hung_in": call, "seconds": s}
+    or {"crashed_in": call, "signal": "SIGSEGV"}, each with "why". Its
+    stderr's last "calling" line says where."""
+    rc, out, stderr = run_bounded([sys.executable, os.path.abspath(__file__), "--json"], seconds)
+    last = last_call(stderr)
+    if rc is None:
+        return {"hung_in": last, "seconds": seconds, "why": f"libcuda hung in {last} for {seconds} s: {STUCK}"}
+    if rc < 0:
+        sig = next((x.name for x in signal.Signals if x == -rc), f"signal {-rc}")
         return {"crashed_in": last, "signal": sig, "why": f"libcuda crashed in {last} ({sig}): {STUCK}"}
     try:
         return json.loads(out)
     except ValueError:
-        return {"crashed_in": last_call(stderr), "signal": "", "why": f"the driver probe failed: {stderr[-300:]}"}
+        return {"crashed_in": last, "signal": "", "why": f"the driver probe failed: {stderr[-300:]}"}
 
 
 def last_call(stderr):

@@ -11,13 +11,14 @@
 # crash is saved in build-san/fuzz/artifacts/. For each target it prints
 # the executions, executions per second, coverage (libFuzzer's cov: edges
 # and ft: features) and corpus size, also in build-san/fuzz/summary.txt.
-#   scripts/fuzz.sh [SECONDS] [TARGET ...]
+#   scripts/fuzz.sh [-h|--help] [SECONDS] [TARGET ...]
 # Exit codes: 0 nothing found; 1 a target crashed (a defect: the input is
 # kept); 2 bad arguments; 3 the build failed.
 set -euo pipefail
 CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CUDABENCH_ROOT
 . "$CUDABENCH_ROOT/scripts/lib.sh"
+script_start "$@"
 all=(fuzz_idx fuzz_idx_gzip fuzz_env_probe fuzz_explain fuzz_compare_json)
 secs="${1:-30}"
 [ $# -eq 0 ] || shift
@@ -33,7 +34,7 @@ if [ ! -x "$CUDABENCH_ROOT/build-san/fuzz_idx_gzip" ]; then  # a build without z
   echo "fuzz: fuzz_idx_gzip skipped: this build has no zlib" >&2
 fi
 py="$(project_python)"
-if [[ " ${targets[*]} " == *" fuzz_compare_json "* ]] && ! "$py" -c 'import atheris' 2>/dev/null; then
+if [[ " ${targets[*]} " == *" fuzz_compare_json "* ]] && ! probe 60 "$py" -c 'import atheris' >/dev/null 2>&1; then
   echo "fuzz: $py cannot import atheris: run scripts/setup.sh --tests" >&2; exit 3
 fi
 work="$CUDABENCH_ROOT/build-san/fuzz"

@@ -4,6 +4,10 @@
 # build) or "absent" (optional: the steps that need it are skipped). What
 # later steps use goes to preflight.env (NVCC, TOOLKIT, SANITIZER,
 # GENERATOR, TORCH_DIR, GPU_CC, GPU_COUNT) and have.env.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  echo "usage: gpu-check-preflight.sh is sourced by scripts/gpu-check-steps.sh, not run (bash scripts/gpu-check.sh runs the check)"
+  exit 0
+fi
 
 STUCK="a stuck GPU or a driver in a bad state: look at the Xid lines of dmesg"
 
@@ -62,7 +66,7 @@ preflight_toolkit() {
     return
   fi
   root="$(cd "$(dirname "$(readlink -f "$nvcc")")/.." && pwd)"
-  TOOLKIT="$(timeout 15 "$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+  TOOLKIT="$(probe 15 "$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
   need ok "nvcc $nvcc ($TOOLKIT)"
   printf 'NVCC=%q\nTOOLKIT=%q\n' "$nvcc" "$TOOLKIT" >> "$res/preflight.env"
   for f in include/cuda_runtime.h include/cublas_v2.h lib/libcudart.so lib/libcublas.so; do
@@ -102,7 +106,7 @@ preflight_build_tools() {
 preflight_torch() {
   local py found dir version cuda
   py="$(python_with_torch)"
-  found="$(timeout 15 "$py" - 2>/dev/null <<'EOF'
+  found="$(probe 15 "$py" - 2>/dev/null <<'EOF'
 import importlib.util, os, re
 spec = importlib.util.find_spec("torch")
 d = list(spec.submodule_search_locations)[0]
@@ -147,7 +151,7 @@ preflight_driver() {
     *) need no "a working driver: nvidia-smi says: $(head -c 200 "$res/nvidia-smi.csv" | tr '\n' ' ')" ;;
   esac
   rc=0
-  timeout -k 2 $(( $(probe_seconds) + 10 )) python3 scripts/driver_probe.py --seconds "$(probe_seconds)" \
+  probe $(( $(probe_seconds) + 10 )) python3 scripts/driver_probe.py --seconds "$(probe_seconds)" \
     ${TOOLKIT:+--toolkit "$TOOLKIT"} --nvidia-smi-csv "$res/nvidia-smi.csv" > "$res/driver-probe.txt" 2>&1 || rc=$?
   if grep -q '^MISSING' "$res/driver-probe.txt"; then
     grep '^MISSING' "$res/driver-probe.txt"

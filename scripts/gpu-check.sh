@@ -35,6 +35,7 @@ set -uo pipefail
 start=$(date +%s)  # the budget counts from here: machine_label may wait on nvidia-smi
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
+script_start "$@"
 
 # The steps in the order a first run must prove things: the build, a
 # correctness pass (the GPU tests, then memcheck of one small run of each
@@ -60,7 +61,6 @@ STEPS=(
   "sanitize        30  120  gpu,sanitizer"
 )
 
-usage() { sed -n '/^# Options:/,/^# CUDABENCH_FORCE/p' "$0" | sed 's/^# \{0,1\}//' >&2; }
 bad_usage() { echo "gpu-check: $1" >&2; exit 2; }
 
 # A folder named on the command line, as an absolute path (the run works
@@ -75,7 +75,7 @@ while [ $# -gt 0 ]; do
       [ -n "${2:-}" ] || bad_usage "$1: expected a folder"
       if [ "$1" = --results ]; then res="$(absolute "$2")"; else GC_BUILD="$(absolute "$2")"; fi
       shift ;;
-    -h|--help) usage; exit 0 ;;
+    -h|--help) usage_from_header; exit 0 ;;
     -*) bad_usage "$1: unknown option (see --help)" ;;
     *) [ -z "$dest" ] || bad_usage "$1: one output folder only (already $dest)"; dest="$(absolute "$1")" ;;
   esac

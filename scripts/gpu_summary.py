@@ -395,6 +395,9 @@ def ddp_lines(d):
 
 
 def main(argv):
+    if argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return 0
     if len(argv) != 2 or not os.path.isdir(argv[1]):
         print("usage: gpu_summary.py RESULTS_DIR", file=sys.stderr)
         return 2

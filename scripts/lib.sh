@@ -1,4 +1,43 @@
 # Shared helpers for the scripts (sourced, not run).
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  echo "usage: . scripts/lib.sh (the scripts' shared helpers: they source it; there is nothing to run)"
+  exit 0
+fi
+
+# HOME, when it is unset (cron, env -i), is this user's home from passwd:
+# the cache (~/.cache/cudabench) and CMake's defaults are made from it.
+if [ -z "${HOME:-}" ] && HOME="$(getent passwd "$(id -u)" 2>/dev/null | cut -d: -f6)" && [ -n "$HOME" ]; then
+  export HOME
+fi
+
+# The cache folder: CUDABENCH_CACHE, else ~/.cache/cudabench. With neither
+# a home nor CUDABENCH_CACHE: one line naming both, and status 2.
+cache_dir() {
+  if [ -n "${CUDABENCH_CACHE:-}" ]; then echo "$CUDABENCH_CACHE"
+  elif [ -n "${HOME:-}" ]; then echo "$HOME/.cache/cudabench"
+  else
+    echo "${0##*/}: HOME is unset and user $(id -u) has no home in passwd: set HOME, or CUDABENCH_CACHE to the cache folder" >&2
+    return 2
+  fi
+}
+
+# The running script's leading comment block without its "# ": its usage.
+# (Found by its full path: the scripts change folder.)
+SCRIPT_FILE="$(readlink -f -- "$0" || echo "$0")"
+usage_from_header() {
+  sed -n '1{/^#!/d}; /^#/!q; /^# shellcheck/d; s/^# \{0,1\}//p' "$SCRIPT_FILE"
+}
+
+# Every script's first step: -h or --help as the first argument prints its
+# usage and exits 0, before anything is installed, built or written; then a
+# TMPDIR that mktemp cannot write in is exit 2 in one line, before any work.
+script_start() {
+  case "${1:-}" in -h|--help) usage_from_header; exit 0 ;; esac
+  local t
+  if t="$(mktemp 2>/dev/null)"; then rm -f "$t"; return 0; fi
+  echo "${0##*/}: ${TMPDIR:+TMPDIR=}${TMPDIR:-/tmp}: cannot make a temporary file there: set TMPDIR to a writable folder" >&2
+  exit 2
+}
 
 # Configure quietly (the log is shown only when it fails), then build.
 # Usage: configure_and_build <build-dir> [cmake args...]
@@ -6,12 +45,13 @@ configure_and_build() {
   configure_and_build_source "$CUDABENCH_ROOT" "$@"
 }
 
-# The CMake arguments that put compiles through ccache (none without it, or
-# with CUDABENCH_NO_CCACHE=1), one per line: its cache in
-# $CUDABENCH_CACHE/ccache, paths relative to the source tree <src>.
+# The CMake arguments that put compiles through ccache (none without it,
+# with CUDABENCH_NO_CCACHE=1, or without a cache folder), one per line: its
+# cache in $CUDABENCH_CACHE/ccache, paths relative to the source tree <src>.
 ccache_launcher() {
-  if command -v ccache >/dev/null 2>&1 && [ "${CUDABENCH_NO_CCACHE:-0}" != 1 ]; then
-    local l="env;CCACHE_DIR=${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/ccache;CCACHE_BASEDIR=$1;CCACHE_NOHASHDIR=1;ccache"
+  local cache l
+  if command -v ccache >/dev/null 2>&1 && [ "${CUDABENCH_NO_CCACHE:-0}" != 1 ] && cache="$(cache_dir 2>/dev/null)"; then
+    l="env;CCACHE_DIR=$cache/ccache;CCACHE_BASEDIR=$1;CCACHE_NOHASHDIR=1;ccache"
     printf '%s\n' "-DCMAKE_CXX_COMPILER_LAUNCHER=$l" "-DCMAKE_CUDA_COMPILER_LAUNCHER=$l"
   fi
 }
@@ -24,6 +64,7 @@ declare -gA STACK=()
 stack_plan() {
   local out k v rc=0
   [ $# -gt 0 ] || [ -z "${STACK[stack]:-}" ] || return 0
+  command -v python3 >/dev/null || { echo "${0##*/}: choosing the stack needs python3, which is not on PATH" >&2; return 3; }
   out="$(python3 "$CUDABENCH_ROOT/scripts/stacks.py" plan "$@")" || rc=$?
   [ "$rc" -eq 0 ] || { [ "$rc" -eq 2 ] && return 2; return 3; }
   STACK=()
@@ -96,11 +137,29 @@ probe_seconds() {
   if [[ "${CUDABENCH_PROBE_SECONDS:-}" =~ ^[1-9][0-9]{0,3}$ ]]; then echo "$CUDABENCH_PROBE_SECONDS"; else echo 15; fi
 }
 
-# nvidia-smi ARGS... within that deadline: exit 124 when it did not answer,
-# 127 when it is not on PATH.
+# probe SECONDS COMMAND...: a program asked something (nvidia-smi, nvcc
+# --version, bench --env), within SECONDS (+2 for one that ignores TERM)
+# even when it hangs or leaves children that hold its output open, which a
+# pipe or $(...) would wait for: timeout runs it in a process group of its
+# own with its output in files, and the group is killed when timeout ends.
+# Its status: the program's; 124 or 137 when it ran out of time; 127 when
+# it is not there.
+probe() {
+  local secs="$1" out err pid rc=0; shift
+  command -v "$1" >/dev/null 2>&1 || return 127
+  out="$(mktemp)" && err="$(mktemp)" || return 3
+  timeout -k 2 "$secs" "$@" >"$out" 2>"$err" <&0 &
+  pid=$!
+  wait "$pid" 2>/dev/null || rc=$?  # no "Killed" line: the status says it
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  cat "$out"; cat "$err" >&2
+  rm -f "$out" "$err"
+  return "$rc"
+}
+
+# nvidia-smi ARGS... within that deadline (probe).
 nvidia_smi() {
-  command -v nvidia-smi > /dev/null 2>&1 || return 127
-  timeout -k 2 "$(probe_seconds)" nvidia-smi "$@"
+  probe "$(probe_seconds)" nvidia-smi "$@"
 }
 
 # A name for this kind of machine: the GPU's (nvidia-smi, within its
@@ -129,7 +188,7 @@ machine_label() {
 # cuda-13.0.88, or cpu-only for a build without CUDA.
 toolkit_label() {
   local v
-  v="$(timeout -k 2 60 "$1/bench" --env=json 2>/dev/null | sed -n 's/.*"cuda_toolkit_version": *"\([^"]*\)".*/\1/p' | head -n1)"
+  v="$(probe 60 "$1/bench" --env=json 2>/dev/null | sed -n 's/.*"cuda_toolkit_version": *"\([^"]*\)".*/\1/p' | head -n1)"
   if [ -n "$v" ]; then echo "cuda-$v"; else echo "cpu-only"; fi
 }
 
@@ -151,7 +210,7 @@ ci_subset_filter() {
     gpu-rows) echo "^($gpu)" ;;
     cpu) echo "^($cpu)" ;;
     gpu) echo "^($cpu|$gpu)" ;;
-    auto) if timeout -k 2 60 "$CUDABENCH_ROOT/build/bench" --env --require-gpu >/dev/null 2>&1; then echo "^($cpu|$gpu)"; else echo "^($cpu)"; fi ;;
+    auto) if probe 60 "$CUDABENCH_ROOT/build/bench" --env --require-gpu >/dev/null 2>&1; then echo "^($cpu|$gpu)"; else echo "^($cpu)"; fi ;;
   esac
 }
 

@@ -25,6 +25,7 @@
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
+script_start "$@"
 cd "$CUDABENCH_ROOT"
 
 stacks=()
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
              stacks+=("$2"); shift 2 ;;
     --stack=*) stacks+=("${1#*=}"); shift ;;
     --) shift; bench_args=("$@"); break ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) usage_from_header; exit 0 ;;
     *) echo "matrix: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -77,7 +78,7 @@ for s in "${stacks[@]}"; do
   stack_plan --stack "$s" || exit
   [ -n "${py:-}" ] || py="${STACK[venv]}/bin/python"  # compare.py and report.py: the first stack's
   name="${STACK[stack]}"
-  dir="${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/stacks/$name/build-$clone"
+  dir="$(cache_dir)/stacks/$name/build-$clone"
   echo "matrix: $s: ${STACK[why]}; building in $dir" >&2
   CUDABENCH_BUILD_TARGET=programs run_job configure_and_build "$dir" -DCUDABENCH_BUILD_TESTS=OFF >"$tmp/build.log" \
     || { rc=$?; tail -n 40 "$tmp/build.log" >&2; exit "$rc"; }
@@ -86,7 +87,7 @@ for s in "${stacks[@]}"; do
     ""|"$(readlink -f "${STACK[toolkit_root]}")"/*) ;;
     *) echo "matrix: $dir linked libcudart from $cudart, not from ${STACK[toolkit_root]}; refusing to mix toolkits" >&2; exit 3 ;;
   esac
-  "$dir/bench" --env > "$out/$name.env.txt.tmp" && mv "$out/$name.env.txt.tmp" "$out/$name.env.txt"
+  probe 60 "$dir/bench" --env > "$out/$name.env.txt.tmp" && mv "$out/$name.env.txt.tmp" "$out/$name.env.txt"
   dirs+=("$dir")
 done
 

@@ -6,6 +6,7 @@
 #   scripts/regress.sh --report-only    # the same, never failing on speed
 #   scripts/regress.sh --base v1.2      # against another revision
 #   scripts/regress.sh --calibrate      # measure this machine's noise floors (A/A, ~3 min)
+#   scripts/regress.sh --help           # this
 #
 # B is build/ (this tree, built first if needed); A is the base revision
 # (default: HEAD^ when the tree is clean, HEAD when tracked files have
@@ -33,15 +34,17 @@
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
+script_start "$@"
 cd "$CUDABENCH_ROOT"
 mode=gate base=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    -h|--help) usage_from_header; exit 0 ;;
     --report-only) mode=report; shift ;;
     --calibrate) mode=calibrate; shift ;;
     --base) [ $# -ge 2 ] || { echo "regress: --base needs a revision" >&2; exit 2; }; base="$2"; shift 2 ;;
     --base=*) base="${1#*=}"; shift ;;
-    *) echo "regress: unknown argument '$1' (--report-only, --base REV, --calibrate)" >&2; exit 2 ;;
+    *) echo "regress: unknown argument '$1' (--report-only, --base REV, --calibrate, --help)" >&2; exit 2 ;;
   esac
 done
 py="$(project_python)"
@@ -132,7 +135,7 @@ args=(run --a "$a_bench" --b build/bench --labels "$labels" --filter "$filter" -
       --out "$out" --confirm)
 [ -f "$floors" ] && args+=(--floors "$floors")
 [ "$mode" = report ] && args+=(--report-only)
-history="${CUDABENCH_HISTORY:-${CUDABENCH_CACHE:-$HOME/.cache/cudabench}/history}/$machine"
+history="${CUDABENCH_HISTORY:-$(cache_dir)/history}/$machine"
 [ "$clean" = 1 ] && args+=(--history "$history" --rev-a "$base_sha" --rev-b "$(git rev-parse HEAD)")
 echo "regress: ${base_sha:0:7} (A) against $this (B) on $machine, 15 + 15 processes, interleaved" >&2
 rc=0

@@ -5,7 +5,7 @@
 # process beside other load run again or flagged), prints a table and writes
 # results/<label>/<toolkit>/latest.json; then, when results/reference/ holds a
 # reference for this hardware, says how this run compares with it.
-#   scripts/run-bench.sh [--label NAME] [bench flags...]
+#   scripts/run-bench.sh [-h|--help] [--label NAME] [bench flags...]
 # --label NAME names the machine (default its hardware: the GPU's model, or
 # cpu-<CPU model>-<threads>c); extra arguments go to bench after the
 # defaults (so they win), e.g. --benchmark_filter=Transfer.
@@ -15,9 +15,11 @@
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
+script_start "$@"
 args=()
 while [ $# -gt 0 ]; do
   case "$1" in
+    -h|--help) usage_from_header; exit 0 ;;
     --label) [ $# -ge 2 ] || { echo "run-bench.sh: --label needs a name" >&2; exit 2; }
              export CUDABENCH_MACHINE="$2"; shift 2 ;;
     --label=*) export CUDABENCH_MACHINE="${1#--label=}"; shift ;;

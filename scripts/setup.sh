@@ -6,8 +6,9 @@
 #   scripts/setup.sh --tests   that plus what only the tests need
 #                              (scripts/test.sh)
 #   scripts/setup.sh --plan    print the stack this machine gets; install nothing
+#   scripts/setup.sh --help    this
 # 1. Debian packages. Always: compilers and build tools, nlohmann_json, CLI11,
-#    zlib, Fashion-MNIST, Gloo's headers (data-parallel train: the PyPI torch
+#    zlib, RE2 (bench's filter), Fashion-MNIST, Gloo's headers (data-parallel train: the PyPI torch
 #    ships c10d's ProcessGroupGloo.hpp but not the Gloo headers it includes).
 #    --tests adds GoogleTest, clang with libFuzzer and its OpenMP (the
 #    sanitizer build, the fuzz targets), Slurm and munge (the fleet test).
@@ -29,12 +30,16 @@
 # be installed (never 1, which the project keeps for a wrong result); 128+N on
 # signal N.
 set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CUDABENCH_ROOT="$(cd "$here/.." && pwd)"
+. "$here/lib.sh"
+script_start "$@"
 tests=0
 case "${1:-}" in
   "") ;;
   --tests) tests=1 ;;
   --plan) tests=plan ;;
-  *) echo "setup: unknown argument '$1' (--tests, --plan)" >&2; exit 2 ;;
+  *) echo "setup: unknown argument '$1' (--tests, --plan, --help)" >&2; exit 2 ;;
 esac
 # Any failure (apt's 100, a missing command's 127, a step the OOM killer
 # ended, 137) is 3; only a signal to setup itself is 128+N, and a plan
@@ -49,14 +54,11 @@ trap failed_setup EXIT
 trap 'exit_as=130; exit 130' INT
 trap 'exit_as=143; exit 143' TERM
 trap 'exit_as=129; exit 129' HUP
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-CACHE="${CUDABENCH_CACHE:-$HOME/.cache/cudabench}"
+CACHE="$(cache_dir)" || { exit_as=2; exit 2; }
 say() { echo "setup: $*" >&2; }
 
 # The stack for this machine (scripts/stacks.py: the table and the rule),
 # read into STACK by lib.sh's stack_plan, as every build reads it.
-CUDABENCH_ROOT="$(cd "$here/.." && pwd)"
-. "$here/lib.sh"
 read_plan() {
   command -v python3 >/dev/null || { say "choosing the stack needs python3"; exit 3; }
   stack_plan || { [ $? -ne 2 ] || exit_as=2; exit 3; }
@@ -75,9 +77,9 @@ SUDO=""
 
 # ---- 1. Debian packages ----
 pkgs=(build-essential cmake ninja-build ccache git pkg-config nlohmann-json3-dev libcli11-dev
-      zlib1g-dev dataset-fashion-mnist dpkg-dev libgloo-dev)
+      zlib1g-dev libre2-dev dataset-fashion-mnist dpkg-dev libgloo-dev)
 [ "$tests" = 0 ] || pkgs+=(libgtest-dev clang libfuzzer-14-dev libomp-14-dev slurmctld slurmd slurm-client munge)
-python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
+probe 60 python3 -c 'import ensurepip, venv' 2>/dev/null || pkgs+=(python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -152,7 +154,7 @@ check='import scipy, matplotlib, numpy'
 [ "$tests" = 0 ] || check="$check, pytest, atheris, lizard"
 [ -z "${STACK[torch]}" ] || check="$check; import torch; assert torch.__version__.startswith('${STACK[torch]}') and torch.version.cuda == '${STACK[torch_cuda]}', torch.__version__"
 said=0
-if ! "$VENV/bin/python" -c "$check" >/dev/null 2>&1; then
+if ! probe 300 "$VENV/bin/python" -c "$check" >/dev/null 2>&1; then
   say "${STACK[why]}"
   said=1
   say "preparing $VENV (pip cache in ~/.cache/pip)"
@@ -162,7 +164,7 @@ if ! "$VENV/bin/python" -c "$check" >/dev/null 2>&1; then
   [ "$tests" = 0 ] || req+=("-r" "$here/requirements-test.txt")
   [ -z "${STACK[torch]}" ] || req+=("torch==${STACK[torch]}")
   "$VENV/bin/python" -m pip install -q "${req[@]}"
-  if ! err="$("$VENV/bin/python" -c "$check" 2>&1)"; then
+  if ! err="$(probe 300 "$VENV/bin/python" -c "$check" 2>&1)"; then
     say "$VENV still fails its check after pip install: $(echo "$err" | tail -n1)"
     exit 3
   fi

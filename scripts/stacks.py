@@ -38,7 +38,6 @@ import glob
 import json
 import os
 import re
-import subprocess
 import sys
 from collections import namedtuple
 
@@ -72,10 +71,13 @@ def major(version):
 
 
 def read_driver():
-    """(cuDriverGetVersion's number, the driver's version string), or (None, ""):
-    from driver_probe.py, in a child with a deadline (a stuck GPU hangs
-    libcuda; a libcuda that hangs or crashes is taken for no driver)."""
+    """(cuDriverGetVersion's number, the driver's version string), or (None, "")
+    for no driver: from driver_probe.py, in a child with a deadline (a stuck
+    GPU hangs libcuda). A libcuda that hung or crashed is no driver too, and
+    a third item says so: (None, "", "libcuda hung in cuInit for 15 s: ...")."""
     found = driver_probe.probe_in_child(driver_probe.probe_seconds())
+    if "why" in found:
+        return None, "", found["why"]
     if not found.get("libcuda") or found.get("cuda_version", 0) <= 0:
         return None, ""  # the toolkit's stub answers CUDA_ERROR_STUB_LIBRARY
     return found["cuda_version"], found.get("driver_version") or module_version()
@@ -100,8 +102,10 @@ NVCC_SEARCH = "/usr/local/cuda/bin/nvcc:/usr/local/cuda-*/bin/nvcc"
 def nvcc_version(nvcc):
     """ "13.0.88" from nvcc --version, or None."""
     try:
-        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
+        rc, out, _ = driver_probe.run_bounded([nvcc, "--version"], 30)
+    except OSError:
+        return None
+    if rc is None:
         return None
     m = re.search(r"release \S+ V(\d+\.\d+\.\d+)", out) or re.search(r"release (\d+\.\d+)", out)
     return m.group(1) if m else None
@@ -205,7 +209,7 @@ def choose_toolkit(stack, driver_cuda, nvcc, version, want=None, source="--stack
 def plan(env, stack_arg=None, driver=None, nvcc=None, source="--stack"):
     """The plan as an ordered dict of strings, or Refused. source: where
     stack_arg came from, for the message."""
-    driver_cuda, driver_version = driver if driver else read_driver()
+    driver_cuda, driver_version, *fault = driver if driver else read_driver()
     nvcc_path, nvcc_version = nvcc if nvcc else system_nvcc(driver_cuda)
     want_cuda = None
     own_torch = bool(env.get("Torch_DIR")) or env.get("CUDABENCH_NO_TORCH") == "1"
@@ -232,6 +236,8 @@ def plan(env, stack_arg=None, driver=None, nvcc=None, source="--stack"):
     venv = (not stack_arg and env.get("CUDABENCH_VENV")) or os.path.join(cache, "stacks", name, "venv")
     if own_torch:
         why = ("Torch_DIR names your own LibTorch" if env.get("Torch_DIR") else "CUDABENCH_NO_TORCH=1: no LibTorch")
+    if fault:
+        why = f"{fault[0]}, so the GPU is counted out; {why}"
     return {
         "stack": name,
         "torch": torch,
@@ -279,7 +285,9 @@ def table():
 def main(argv):
     cmd = argv[0] if argv else ""
     try:
-        if cmd == "plan" and len(argv) in (1, 3) and (len(argv) == 1 or argv[1] == "--stack"):
+        if cmd in ("-h", "--help"):
+            print(__doc__.strip())
+        elif cmd == "plan" and len(argv) in (1, 3) and (len(argv) == 1 or argv[1] == "--stack"):
             stack = argv[2] if len(argv) == 3 else os.environ.get("CUDABENCH_STACK") or None
             source = "--stack" if len(argv) == 3 else "CUDABENCH_STACK"
             for k, v in plan(os.environ, stack, source=source).items():

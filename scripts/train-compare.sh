@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+#   scripts/train-compare.sh [-h|--help] [train arguments...]
 # C++ (build/train) against the Python loop (scripts/train_mnist.py) with the
 # same torch, model, data and hyper-parameters, in one run on this machine.
 # Prints each one's images/s and the C++/Python ratio. Arguments go to both
@@ -6,6 +7,7 @@
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
+script_start "$@"
 bash "$CUDABENCH_ROOT/scripts/setup.sh"
 configure_and_build "$CUDABENCH_ROOT/build" >/dev/null
 py="$(project_python)"

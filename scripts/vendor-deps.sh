@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Copies what a machine without a package registry needs into .deps/ (ignored
 # by git), for scripts/gpu-check.sh there: the sources of Google Benchmark
-# (Debian's source package) and GoogleTest, the nlohmann_json, CLI11 and Gloo
+# and RE2 (Debian's source packages) and GoogleTest, the nlohmann_json, CLI11 and Gloo
 # headers, and Fashion-MNIST. CMake uses .deps/ only when find_package finds
 # nothing. About 40 MB. It runs scripts/setup.sh --tests first. It also
 # writes .deps/REVISION, the commit (with "-dirty" for uncommitted changes),
 # which the build records when the tree travels without .git: run it before
 # each device call.
+#   scripts/vendor-deps.sh [-h|--help]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$root/scripts/lib.sh"
+script_start "$@"
 deps="$root/.deps"
 mkdir -p "$deps"
 bash "$root/scripts/setup.sh" --tests
@@ -17,6 +20,12 @@ if [ ! -f "$deps/benchmark/CMakeLists.txt" ]; then
   (cd "$work" && apt-get source -qq benchmark >/dev/null 2>&1) || { echo "vendor-deps: apt-get source benchmark failed" >&2; exit 1; }
   src="$(find "$work" -maxdepth 1 -type d -name 'benchmark-*' | head -n1)"
   rm -rf "$deps/benchmark" && mv "$src" "$deps/benchmark" && rm -rf "$work"
+fi
+if [ ! -f "$deps/re2/CMakeLists.txt" ]; then
+  work="$(mktemp -d)"
+  (cd "$work" && apt-get source -qq re2 >/dev/null 2>&1) || { echo "vendor-deps: apt-get source re2 failed" >&2; exit 3; }
+  src="$(find "$work" -maxdepth 1 -type d -name 're2-*' | head -n1)"
+  rm -rf "$deps/re2" && mv "$src" "$deps/re2" && rm -rf "$work"
 fi
 [ -d "$deps/googletest" ] || cp -r /usr/src/googletest "$deps/googletest"
 [ -d "$deps/nlohmann" ] || cp -r /usr/include/nlohmann "$deps/nlohmann"

@@ -109,5 +109,5 @@ def test_stacks_goes_on_past_a_libcuda_that_hangs(tmp_path):
     r = subprocess.run([sys.executable, "-c", "import stacks; print(stacks.read_driver())"], capture_output=True,
                        text=True, timeout=60, env=env, cwd=os.path.join(ROOT, "scripts"))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "(None, '')"
+    assert r.stdout.startswith("(None, '', 'libcuda hung in cuInit for 2 s: a stuck GPU"), r.stdout  # no driver, and why
     assert time.monotonic() - start < 15

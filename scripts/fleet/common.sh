@@ -3,13 +3,18 @@
 # collect.sh, after scripts/lib.sh). Slurm runs a job script from a copy in
 # its spool folder, so the job scripts find these through $CUDABENCH_ROOT,
 # which the driver exports.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  echo "usage: common.sh is sourced by scripts/fleet/fleet.sh, task.sh and collect.sh, not run"
+  exit 0
+fi
 
 # What a build depends on beyond the source, one fact per line: the source
 # revision (and a hash of uncommitted changes), the stack (scripts/stacks.py),
 # the CPU architecture, the OS, glibc, the C++ compiler, nvcc, LibTorch and
 # Google Benchmark. Nodes that print the same text can run the same binary.
 fleet_environment() {
-  local root="$CUDABENCH_ROOT" cache="${CUDABENCH_CACHE:-$HOME/.cache/cudabench}" nvcc torch venv bm
+  local root="$CUDABENCH_ROOT" cache nvcc torch venv bm
+  cache="$(cache_dir 2>/dev/null)" || true
   stack_plan || return
   venv="${STACK[venv]}"
   echo "source $(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)" \
@@ -18,9 +23,9 @@ fleet_environment() {
   echo "arch $(uname -m)"
   echo "os $( (. /etc/os-release 2>/dev/null && echo "${ID:-?} ${VERSION_ID:-?}") || echo unknown)"
   echo "glibc $(getconf GNU_LIBC_VERSION 2>/dev/null || echo unknown)"
-  echo "c++ $(c++ --version 2>/dev/null | head -n1 || echo none)"
+  echo "c++ $(probe 15 c++ --version 2>/dev/null | head -n1 || echo none)"
   nvcc="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
-  echo "nvcc $("$nvcc" --version 2>/dev/null | tail -n1 || echo none)"
+  echo "nvcc $(probe 15 "$nvcc" --version 2>/dev/null | tail -n1 || echo none)"
   if [ -n "${Torch_DIR:-}" ]; then
     torch="Torch_DIR $Torch_DIR"
   else

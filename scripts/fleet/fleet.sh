@@ -56,6 +56,7 @@ set -uo pipefail
 CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export CUDABENCH_ROOT
 . "$CUDABENCH_ROOT/scripts/lib.sh"
+script_start "$@"
 . "$CUDABENCH_ROOT/scripts/fleet/common.sh"
 here="$CUDABENCH_ROOT/scripts/fleet"
 die() { echo "fleet: $2" >&2; exit "$1"; }
@@ -68,7 +69,6 @@ trap 'on_signal 130' INT
 trap 'on_signal 143' TERM
 trap 'on_signal 129' HUP
 
-
 case "${1:-}" in
   submit) shift ;;
   collect)
@@ -77,7 +77,6 @@ case "${1:-}" in
     py="$(project_python)"; [ -x "$py" ] || py=python3
     exec "$py" "$here/fleet.py" report "$@" ;;
   fingerprint) fleet_environment; echo "fingerprint $(fleet_fingerprint)"; exit 0 ;;
-  -h|--help) sed -n '2,/^set -uo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
 esac
 
 per_gpu=0 tasks="" partition="" results="" run_id="" builds="" build="" wait=0 report_only=0 no_plots=0
@@ -89,6 +88,7 @@ while [ $# -gt 0 ]; do
   arg="$1"
   if [[ "$arg" == --*=* ]]; then set -- "${arg%%=*}" "${arg#*=}" "${@:2}"; arg="$1"; fi
   case "$arg" in
+    -h|--help) usage_from_header; exit 0 ;;
     --per-gpu) per_gpu=1; shift ;;
     --wait) wait=1; shift ;;
     --report-only) report_only=1; shift ;;
@@ -118,6 +118,7 @@ while [ $# -gt 0 ]; do
 done
 
 # ---- check everything before anything is built or submitted ----
+command -v python3 >/dev/null || die 3 "the fleet mode needs python3, which is not on PATH"
 count_ok() { [[ "$2" =~ ^[1-9][0-9]{0,3}$ ]] || die 2 "$1 $2: expected a whole number from 1 to 9999"; }
 [ -z "$tasks" ] || count_ok --tasks "$tasks"
 count_ok --processes "$processes"

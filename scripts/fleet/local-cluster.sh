@@ -26,6 +26,8 @@
 # Runs as root (slurmd starts jobs as their user). Exit codes: 0 done; 2 bad
 # usage; 3 a daemon did not start (or Slurm is not installed).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+script_start "$@"
 die() { echo "local-cluster: $2" >&2; exit "$1"; }
 [ $# -ge 2 ] || die 2 "usage: local-cluster.sh start|stop DIR [--nodes N] [--gpus G]"
 cmd="$1" dir="$2"; shift 2

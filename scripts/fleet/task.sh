@@ -22,9 +22,12 @@
 # build that failed here: the collect reports it); 3 nothing could be
 # recorded (the shared folder cannot be written), so the collect job, which
 # waits with afterok, is cancelled and fleet.sh names this task.
+#   scripts/fleet/task.sh    with CUDABENCH_ROOT, CUDABENCH_FLEET_* from fleet.sh
 set -uo pipefail
+# Slurm runs a copy of this file: lib.sh is found through CUDABENCH_ROOT.
+. "${CUDABENCH_ROOT:-$(dirname "${BASH_SOURCE[0]}")/../..}/scripts/lib.sh"
+script_start "$@"
 : "${CUDABENCH_ROOT:?set by fleet.sh}" "${CUDABENCH_FLEET_RUN:?set by fleet.sh}"
-. "$CUDABENCH_ROOT/scripts/lib.sh"
 . "$CUDABENCH_ROOT/scripts/fleet/common.sh"
 run="$CUDABENCH_FLEET_RUN"
 mode="${CUDABENCH_FLEET_MODE:-node}"
@@ -69,7 +72,7 @@ bench="$build/bench"
 
 # The GPUs bench can use here (CUDA ordinals, PCI order; none in compute
 # mode Prohibited), and why not when it can use none.
-gpu_facts="$("$bench" --env=json 2>/dev/null | "$py" -c 'import json, sys
+gpu_facts="$(probe 60 "$bench" --env=json 2>/dev/null | "$py" -c 'import json, sys
 try:
     e = json.load(sys.stdin)
 except ValueError:
@@ -126,7 +129,7 @@ for u in "${units[@]}"; do names+=("$(name_for "$u")"); done
 for k in "${!units[@]}"; do
   dev=()
   [ "${devices[$k]}" -ge 0 ] && dev=(--devices "${devices[$k]}")
-  "$bench" --env=json --env-out="$out/${names[$k]}.env.json" "${dev[@]}" 2>"$out/processes/${names[$k]}.env.err" >/dev/null || true
+  probe 60 "$bench" --env=json --env-out="$out/${names[$k]}.env.json" "${dev[@]}" 2>"$out/processes/${names[$k]}.env.err" >/dev/null || true
   : >"$out/processes/${names[$k]}.list"
 done
 # Each process: a line "<exit code> TAB <json> TAB <stderr>" in <name>.list.
