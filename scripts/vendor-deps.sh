@@ -17,7 +17,7 @@ mkdir -p "$deps"
 bash "$root/scripts/setup.sh" --tests
 if [ ! -f "$deps/benchmark/CMakeLists.txt" ]; then
   work="$(mktemp -d)"
-  (cd "$work" && apt-get source -qq benchmark >/dev/null 2>&1) || { echo "vendor-deps: apt-get source benchmark failed" >&2; exit 1; }
+  (cd "$work" && apt-get source -qq benchmark >/dev/null 2>&1) || { echo "vendor-deps: apt-get source benchmark failed" >&2; exit 3; }
   src="$(find "$work" -maxdepth 1 -type d -name 'benchmark-*' | head -n1)"
   rm -rf "$deps/benchmark" && mv "$src" "$deps/benchmark" && rm -rf "$work"
 fi
@@ -25,6 +25,10 @@ if [ ! -f "$deps/re2/CMakeLists.txt" ]; then
   work="$(mktemp -d)"
   (cd "$work" && apt-get source -qq re2 >/dev/null 2>&1) || { echo "vendor-deps: apt-get source re2 failed" >&2; exit 3; }
   src="$(find "$work" -maxdepth 1 -type d -name 're2-*' | head -n1)"
+  # Debian's source leaves out the generated tables: made here, from Debian's unicode-data.
+  apt-get install -y -qq unicode-data >/dev/null 2>&1 || { echo "vendor-deps: apt-get install unicode-data failed" >&2; exit 3; }
+  (cd "$src" && perl re2/make_perl_groups.pl > re2/perl_groups.cc && python3 re2/make_unicode_casefold.py > re2/unicode_casefold.cc \
+     && python3 re2/make_unicode_groups.py > re2/unicode_groups.cc) || { echo "vendor-deps: RE2's tables could not be made" >&2; exit 3; }
   rm -rf "$deps/re2" && mv "$src" "$deps/re2" && rm -rf "$work"
 fi
 [ -d "$deps/googletest" ] || cp -r /usr/src/googletest "$deps/googletest"
