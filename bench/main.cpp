@@ -169,8 +169,10 @@ std::size_t run_selected(const bench::BenchmarkFlags& flags, bench::ResultsFile*
     display->time_unit(*unit);
     if (file) file->time_unit(*unit);
   }
-  // The notes wait until benchmarks are about to run.
+  // The notes wait until benchmarks are about to run; each row is shown as it
+  // finishes (stdout is buffered: a stop would lose what is held).
   display->before_context(say_notes);
+  display->after_runs([] { std::cout.flush(); });
   benchmark::RunSpecifiedBenchmarks(display.get(), file.get(), bench::exact_spec(chosen));
   benchmark::Shutdown();
   return chosen.size();

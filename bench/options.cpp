@@ -93,7 +93,7 @@ bool is_bool_flag(const std::string& flag) {
   return false;
 }
 
-constexpr std::size_t kMaxFilterLength = 1000;
+constexpr std::size_t kMaxFilterLength = 10000;  // ab.py --confirm joins one prefix per slower row
 constexpr int kMaxFilterNesting = 50;
 constexpr long kMaxFilterRepeat = 100;
 
@@ -285,15 +285,15 @@ void add_flags(CLI::App& app, BenchOptions* o, RawFlags* raw) {
   app.add_flag("--check", o->check, "with --env: exit 1 when any verdict is an error");
   app.add_option("--explain", raw->explain,
                  "name the CUDA set-up failure behind a pasted error message ('-': read it from stdin) and check "
-                 "this machine for its cause: exit 0 when a cause shows here, 1 when none does, 2 when the "
-                 "message is not one cudabench knows");
+                 "this machine for its cause (stdin is read up to 64 MiB, and from a pipe for 20 s): exit 0 "
+                 "with the answer, 2 when the message is not one cudabench knows");
   app.add_option("--python", o->python,
                  "with --env or --explain: also read this Python interpreter, environment or site-packages "
                  "folder (repeatable); the environments in reach are read anyway");
   app.add_flag("--import", o->import,
                "with --env or --explain: each environment's own interpreter imports its torch, jax, tensorflow "
                "and cupy in a child (30 s deadline each) and reports what they see and print");
-  app.add_flag("--require-gpu", o->require_gpu, "exit 1 when no GPU is usable (with --env, or before benchmarks)");
+  app.add_flag("--require-gpu", o->require_gpu, "exit 3 when no GPU is usable (with --env, or before benchmarks)");
   app.add_option("--devices", o->devices,
                  "GPUs to run the GPU benchmarks on: 'all' or CUDA ordinals such as 0,2 (default 0); with "
                  "more than one, names end in /dev:N");

@@ -283,7 +283,10 @@ class BoundedStdin : public std::streambuf {
     for (;;) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
       pollfd p{0, POLLIN, 0};
-      if (timed_ && (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) == 0)) {
+      const int ready = timed_ && left > 0 ? ::poll(&p, 1, static_cast<int>(left)) : 1;
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready < 0) return traits_type::eof();
+      if (timed_ && (left <= 0 || ready == 0)) {
         cut = "it had not ended after " + std::to_string(kStdinSeconds) + " s; read what came";
         return traits_type::eof();
       }

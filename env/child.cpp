@@ -34,10 +34,13 @@ void keep(std::string* out, const char* buf, std::size_t n, const ChildOptions& 
   if (out->size() > o.max_output) out->erase(0, out->size() - o.max_output);
 }
 
+// Whether the child was reaped by `until`. ECHILD (someone else reaped it)
+// counts as ended, its status unknown.
 bool reap(pid_t pid, int* status, Clock::time_point until) {
   for (;;) {
     const pid_t r = ::waitpid(pid, status, WNOHANG);
-    if (r == pid || (r < 0 && errno != EINTR)) return r == pid;
+    if (r < 0 && errno == ECHILD) *status = 0;
+    if (r == pid || (r < 0 && errno != EINTR)) return true;
     if (Clock::now() >= until) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -50,7 +53,8 @@ ChildResult supervise(pid_t pid, int fd, const ChildOptions& o) {
   ::setpgid(pid, pid);  // as the child does: whichever runs first
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
   char buf[8192];
-  for (bool open = true; open;) {
+  bool open = true;
+  while (open) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) break;
     pollfd p{fd, POLLIN, 0};
@@ -62,6 +66,10 @@ ChildResult supervise(pid_t pid, int fd, const ChildOptions& o) {
     else if (n == 0 || errno != EINTR) open = false;
   }
   ::close(fd);
+  // Past the deadline with the pipe still open: whoever holds it (the child,
+  // or a grandchild it left) is ended with the group. The leader, even
+  // exited, keeps the group's number reserved until it is reaped below.
+  if (open) ::kill(-pid, SIGKILL);
   int status = 0;
   if (!reap(pid, &status, deadline)) {
     r.timed_out = true;

@@ -40,11 +40,14 @@ DriverProbeFailure withheld_driver() {
   if (in != std::string::npos && end != std::string::npos && end > in) f.call = text.substr(in + 4, end - in - 4);
   ::unsetenv("CUDABENCH_LIBCUDA_WITHHELD");
   // The stub stays in this process; the programs it starts get the user's LD_PRELOAD.
-  std::string preload = std::getenv("LD_PRELOAD") ? std::getenv("LD_PRELOAD") : "";
+  const std::string preload = std::getenv("LD_PRELOAD") ? std::getenv("LD_PRELOAD") : "";
   const std::size_t colon = preload.find(':');
-  preload = colon == std::string::npos ? "" : preload.substr(colon + 1);
-  if (preload.empty()) ::unsetenv("LD_PRELOAD");
-  else ::setenv("LD_PRELOAD", preload.c_str(), 1);
+  const std::string first = preload.substr(0, colon);
+  const std::string stub = "/withheld/libcuda.so.1";
+  if (first.size() >= stub.size() && first.compare(first.size() - stub.size(), stub.size(), stub) == 0) {
+    if (colon == std::string::npos) ::unsetenv("LD_PRELOAD");
+    else ::setenv("LD_PRELOAD", preload.substr(colon + 1).c_str(), 1);
+  }
   return f;
 }
 

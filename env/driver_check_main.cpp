@@ -1,17 +1,24 @@
 // cudabench-driver-check: the driver probe's calls (libcuda, its GPUs,
 // NVML), each announced on stdout as "calling NAME"; exit 0 when all
 // returned. load_guard.cpp runs it with a deadline: a stuck GPU hangs it
-// here, a broken driver crashes it here, never in bench or train.
+// here, a broken driver crashes it here, never in bench or train. An error
+// of its own is exit 3, never a signal that would read as the driver's.
 #include <unistd.h>
+
+#include <exception>
 
 #include "probe.h"
 
 int main() {
   using namespace cudabench::env;
   trace_probe_calls(STDOUT_FILENO);
-  const DriverInfo d = probe_driver(probe_root());
-  if (d.libcuda_found && d.init_result == 0) probe_gpus();
-  probe_nvml_gpus();
+  try {
+    const DriverInfo d = probe_driver(probe_root());
+    if (d.libcuda_found && d.init_result == 0) probe_gpus();
+    probe_nvml_gpus();
+  } catch (const std::exception&) {
+    return 3;
+  }
   probe_calling("nothing: done");
   return 0;
 }

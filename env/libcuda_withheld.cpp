@@ -1,5 +1,27 @@
 // A libcuda.so.1 with no driver in it (its soname is libcuda.so.1), which
-// env/load_guard.cpp preloads when the real one crashed or hung while
-// loading: a library that loads the driver at start-up (LibTorch's
-// cuSPARSELt does) gets this one, finds no entry point, and goes on.
-extern "C" const char cudabench_libcuda_withheld[] = "the real libcuda.so.1 crashed or hung while loading";
+// load_guard.cpp preloads when the real one hung or crashed when checked:
+// every later load of the driver (LibTorch's cuSPARSELt, the CUDA runtime)
+// gets this one, whose every entry point answers CUDA_ERROR_NO_DEVICE.
+namespace {
+constexpr int kNoDevice = 100;  // CUDA_ERROR_NO_DEVICE
+}  // namespace
+
+extern "C" {
+int cuInit(unsigned) { return kNoDevice; }
+int cuDriverGetVersion(int* version) {
+  if (version) *version = 0;
+  return kNoDevice;
+}
+int cuDeviceGetCount(int* count) {
+  if (count) *count = 0;
+  return kNoDevice;
+}
+int cuGetProcAddress(const char*, void** fn, int, unsigned long long) {
+  if (fn) *fn = nullptr;
+  return kNoDevice;
+}
+int cuGetProcAddress_v2(const char*, void** fn, int, unsigned long long, void*) {
+  if (fn) *fn = nullptr;
+  return kNoDevice;
+}
+}

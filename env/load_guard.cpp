@@ -12,6 +12,7 @@
 // 15 s"); the environment report says it (env/collect.cpp). Raw calls only:
 // the C library is not initialised yet. Without the two files beside the
 // executable nothing is checked.
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,11 +66,19 @@ void run_check(const char* check, char** envp, int seconds, char* why, size_t si
   why[0] = '\0';
   int fds[2];
   if (pipe(fds) != 0) return;
+  fcntl(fds[0], F_SETFL, O_NONBLOCK);  // the reading end: drained without waiting
   const pid_t pid = fork();
   if (pid < 0) return;
   if (pid == 0) {
+    // Its own process group, and none of the caller's files: a check stuck
+    // in the kernel, or a helper the driver starts, must not hold a pipe
+    // the caller reads to its end (bench's stderr under `$(...)`).
+    setpgid(0, 0);
     dup2(fds[1], 1);
-    close(fds[0]);
+    const int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 2);
+    close_range(3, ~0U, 0);
     char* const args[] = {const_cast<char*>(check), nullptr};
     execve(check, args, envp);
     _exit(127);
@@ -87,12 +96,14 @@ void run_check(const char* check, char** envp, int seconds, char* why, size_t si
     }
     ended = waitpid(pid, &status, WNOHANG) == pid;
   }
+  for (ssize_t n; ended && used < sizeof out - 1 && (n = read(fds[0], out + used, sizeof out - 1 - used)) > 0;)
+    used += static_cast<size_t>(n);  // its last words, written before it ended
   close(fds[0]);
   out[used] = '\0';
   const char* call = last_call(out);
   const char* library = strstr(call, "nvml") || strstr(call, "nvidia-ml") ? "NVML" : "libcuda";
   if (!ended) {
-    kill(pid, SIGKILL);  // a child in the kernel may outlive it: it is not waited for
+    kill(-pid, SIGKILL);  // a child in the kernel may outlive it: it is not waited for
     snprintf(why, size, "%s hung in %s for %d s", library, call, seconds);
   } else if (WIFSIGNALED(status)) {
     const char* name = sigabbrev_np(WTERMSIG(status));
@@ -101,6 +112,8 @@ void run_check(const char* check, char** envp, int seconds, char* why, size_t si
 }
 
 void guard(int, char** argv, char** envp) {
+  // An ignored SIGCHLD (inherited) would reap children before waitpid sees them.
+  signal(SIGCHLD, SIG_DFL);
   if (env_value(envp, "CUDABENCH_LIBCUDA_WITHHELD")) return;  // started again already
   static char exe[PATH_MAX], check[PATH_MAX + 64], stub[PATH_MAX + 64], why[512];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -128,6 +141,10 @@ void guard(int, char** argv, char** envp) {
   env[k++] = withheld;
   env[k] = nullptr;
   execve(exe, argv, env);
+  static const char failed[] = "cudabench: the driver hung or crashed when checked, and the program could not start "
+                               "again without it\n";
+  [[maybe_unused]] const ssize_t w = write(2, failed, sizeof failed - 1);
+  _exit(3);
 }
 
 }  // namespace

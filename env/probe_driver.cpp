@@ -179,6 +179,7 @@ std::vector<GpuDevice> probe_gpus() {
     if (cu.pci_bus_id && cu.pci_bus_id(bus, sizeof bus, dev) == 0) g.pci_bus_id = bus;
     g.peak_bandwidth_bytes_per_s = peak_bandwidth_bytes_per_s(g.memory_clock_khz, g.bus_width_bits);
     if (!g.pci_bus_id.empty()) {
+      probe_calling("nvmlDeviceGetHandleByPciBusId and the device's settings");
       g.nvml = nv.describe(nv.device_by_pci_bus_id(g.pci_bus_id));
       pci_numa_affinity("/sys", g.pci_bus_id, &g.numa_node, &g.local_cpus);
     }

@@ -191,8 +191,8 @@ Lines driver_lines(const Report& r) {
                {{p + "cu_init_result", d.init_result}, {p + "cu_init_error", d.init_error},
                 {p + "device_count", d.device_count}}),
       only_json({{p + "device_nodes_present", d.device_nodes_present}}),
-      {row("probe", d.probe_failure.empty() ? "answered in time (a child with a deadline)" : d.probe_failure),
-       {{p + "probe_failure", d.probe_failure}, {p + "probe_failure_call", d.probe_failure_call}}}};
+      shown_if(!d.probe_failure.empty(), row("probe", d.probe_failure + " (withheld)"),
+               {{p + "probe_failure", d.probe_failure}, {p + "probe_failure_call", d.probe_failure_call}})};
   append(out, system_lines(r.system));
   out.push_back(shown_if(d.nvml_init_result > 0, row("NVML", d.nvml_error),
                          {{p + "nvml_init_result", d.nvml_init_result}, {p + "nvml_error", d.nvml_error},

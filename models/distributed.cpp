@@ -221,6 +221,7 @@ DistContext::DistContext(const Launch& launch, const std::string& backend, torch
                          std::chrono::milliseconds timeout, const Settings& settings)
     : launch_(launch), backend_(backend), device_(device), timeout_(timeout) {
   resolve_master();  // before the deadline: a slow name service is not a silent store
+  const auto until = std::chrono::steady_clock::now() + timeout_;  // every rank's settings, by then
   Deadline deadline(timeout_ + kRendezvousGrace,
                     "train: rank " + std::to_string(launch_.rank) + ": stopped: the rendezvous at " +
                         store_address() + " did not finish within " +
@@ -230,7 +231,7 @@ DistContext::DistContext(const Launch& launch, const std::string& backend, torch
   // A connection of its own: the main thread may sit in a store call.
   heartbeat_ = std::make_unique<Heartbeat>(store_->clone(), launch_.rank);
   try {
-    compare_settings(settings);
+    compare_settings(settings, until);
     join_group();
   } catch (const GroupBadInput&) {
     throw;
@@ -285,11 +286,11 @@ void DistContext::connect_store() {
 // Every rank publishes its settings and reads everyone's, so that each one
 // finds the same difference and says the same line. Rank 0, which serves
 // the store, leaves only once every rank has read them.
-void DistContext::compare_settings(const Settings& mine) {
+void DistContext::compare_settings(const Settings& mine, std::chrono::steady_clock::time_point until) {
   const std::string key = "cudabench/settings/";
   claim_rank();
   store_->set(key + std::to_string(launch_.rank), encode_settings(mine));
-  await_every_rank(key);
+  await_every_rank(key, until);
   std::vector<Settings> all;
   for (int r = 0; r < launch_.world; ++r) {
     const auto bytes = store_->get(key + std::to_string(r));
@@ -321,20 +322,20 @@ void DistContext::claim_rank() {
 
 // Every rank's settings, waited for until --dist-timeout: a rank that never
 // comes is named, and so is a duplicate RANK that left it out.
-void DistContext::await_every_rank(const std::string& key) {
-  const auto until = std::chrono::steady_clock::now() + timeout_;
+void DistContext::await_every_rank(const std::string& key, std::chrono::steady_clock::time_point until) {
+  store_->add("cudabench/arrived", 1);
   for (;;) {
+    const bool duplicate = store_->check({kDuplicateKey}), gave_up = store_->check({"cudabench/gave-up"});
+    if (store_->add("cudabench/arrived", 0) >= launch_.world && !duplicate) return;
+    if (!duplicate && !gave_up && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
     std::string missing;
     int present = 0;
     for (int r = 0; r < launch_.world; ++r) {
       if (store_->check({key + std::to_string(r)})) ++present;
       else missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-    }
-    const bool duplicate = store_->check({kDuplicateKey});
-    if (missing.empty() && !duplicate) return;
-    if (!duplicate && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      continue;
     }
     // Rank 0 serves the store: it leaves once every rank here has seen why.
     store_->add("cudabench/gave-up", 1);

@@ -102,9 +102,9 @@ class DistContext {
  private:
   void resolve_master();
   void connect_store();
-  void compare_settings(const Settings& mine);
+  void compare_settings(const Settings& mine, std::chrono::steady_clock::time_point until);
   void claim_rank();
-  void await_every_rank(const std::string& key);
+  void await_every_rank(const std::string& key, std::chrono::steady_clock::time_point until);
   void join_group();
   struct Heartbeat;
   void stop_heartbeat();

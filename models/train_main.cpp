@@ -11,9 +11,9 @@
 int main(int argc, char** argv) {
   auto& out = cudabench::StandardOutput::install();  // a full disk or a closed stdout fails the run
   cudabench::models::TrainOptions options;
-  if (auto rc = cudabench::models::parse_train_options(argc, argv, &options)) return *rc;
+  const auto parsed = cudabench::models::parse_train_options(argc, argv, &options);
   out.keep_going_on_epipe(!options.json_out.empty());
-  int rc = cudabench::models::run_train(options);
+  int rc = parsed ? *parsed : cudabench::models::run_train(options);
   if (const std::string why = out.finish(); !why.empty() && rc == cudabench::kExitOk) {
     std::cerr << "train: standard output: cannot write: " << why << "\n";
     rc = cudabench::kExitFailed;

@@ -20,11 +20,12 @@ without aggregate suffixes); every repetition is a sample. For each pair:
            label "throttled: <reasons>"): a slowdown then says nothing
            about the code
   error    a run failed (error_occurred) in either file
-  skipped  skipped in either file (Google Benchmark 1.8+'s "skipped" with
-           its "skip_message", shown in the row): nothing measured there,
-           never a failure
-  missing  in the baseline but not in a later file (it stopped running):
-           fails the gate like slower
+  skipped  skipped (Google Benchmark 1.8+'s "skipped" with its
+           "skip_message", shown in the row) in the baseline, or in both:
+           nothing to compare, never a failure
+  missing  in the baseline but not in a later file (it stopped running), or
+           measured in the baseline and skipped in a later one: fails the
+           gate like slower
   new      in a later file but not in the baseline: listed, never a failure
 
 With --filter, only the benchmarks whose name matches count (the others are
@@ -498,6 +499,9 @@ def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05, pool=
     if a.error or b.error:
         return Verdict(name, "error", note=("new: " + b.error) if b.error else ("baseline: " + a.error),
                        **new_error(b))
+    if b.skipped and not b.samples and a.samples:  # it measured before and skips itself now
+        return Verdict(name, "missing", median(a.samples), float("nan"), n_base=len(a.samples),
+                       note=f"measured in the baseline, skipped in the new file: {b.skipped}")
     skips = [f"{w}: {r.skipped}" for w, r in (("baseline", a), ("new", b)) if r.skipped and not r.samples]
     if skips:
         return Verdict(name, "skipped", *(median(r.samples) if r.samples else float("nan") for r in (a, b)),
