@@ -69,7 +69,10 @@ ChildResult supervise(pid_t pid, int fd, const ChildOptions& o) {
   // Past the deadline with the pipe still open: whoever holds it (the child,
   // or a grandchild it left) is ended with the group. The leader, even
   // exited, keeps the group's number reserved until it is reaped below.
-  if (open) ::kill(-pid, SIGKILL);
+  if (open) {
+    r.timed_out = true;
+    ::kill(-pid, SIGKILL);
+  }
   int status = 0;
   if (!reap(pid, &status, deadline)) {
     r.timed_out = true;

@@ -558,8 +558,10 @@ CASES = [
        id="fleet-merge-device-huge", rc=2, names="--device 99999: expected a whole number in [-1, 4095]",
        outputs=[OUT]),
     # Google Benchmark 1.8+'s skipped rows ("skipped", "skip_message", real_time 0): no failure
-    py("compare.py", BASE, lambda t: gbench(t, "skipped.json", skip_first_row), id="compare-gbench-1.8-skipped-row",
+    py("compare.py", lambda t: gbench(t, "skipped.json", skip_first_row), BASE, id="compare-gbench-1.8-skipped-row",
        rc=0, names=""),
+    py("compare.py", BASE, lambda t: gbench(t, "skipped.json", skip_first_row), id="compare-gbench-1.8-row-skips-itself",
+       rc=1, names="missing from the new run: VectorAdd/cuda_v4/n:1000000/manual_time"),
     py("report.py", BASE, lambda t: gbench(t, "skipped.json", skip_first_row), "--out", "{tmp}/r",
        id="report-gbench-1.8-skipped-row", rc=0, names=""),
     # issue 33: the scripts
