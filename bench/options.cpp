@@ -13,6 +13,7 @@
 
 #include "common/atomic_file.h"
 #include "common/cli.h"
+#include "data/idx_reader.h"
 #include "env/probe.h"
 #include "env/report.h"
 #include "filter.h"
@@ -333,12 +334,19 @@ int check_combinations(const CLI::App& app, const BenchOptions& o) {
   return 0;
 }
 
-// The output files, checked now rather than after the run.
+// The output files, checked now rather than after the run: writable, and
+// none of bench's inputs (the dataset, a --python interpreter).
 int check_writable_outputs(const BenchOptions& o) {
   for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--benchmark_out", o.benchmark.out_path},
                                    {"--env-out", o.env_out}}) {
-    if (std::string why; !path.empty() && !check_writable(path, &why)) {
-      std::cerr << "bench: " << flag << "=" << path << ": cannot write: " << why << "\n";
+    if (path.empty()) continue;
+    std::string input = data::dataset_file_named(path);
+    if (!input.empty()) input = "the dataset's " + input;
+    for (const auto& p : o.python)
+      if (input.empty() && same_file(path, p)) input = "the interpreter " + p;
+    if (std::string why; !input.empty() || !check_writable(path, &why)) {
+      std::cerr << "bench: " << flag << "=" << path << ": "
+                << (input.empty() ? "cannot write: " + why : "that is " + input + ", an input: give another file") << "\n";
       return kExitBadInput;
     }
   }

@@ -12,7 +12,8 @@
 #include <limits>
 #include <sstream>
 
-#include "common/cli.h"  // folder_problem
+#include "common/atomic_file.h"  // same_file
+#include "common/cli.h"          // folder_problem
 
 #ifdef CUDABENCH_HAVE_ZLIB
 #include <zlib.h>
@@ -269,6 +270,20 @@ std::string find_dataset_dir(const std::string& flag_dir) {
   for (const auto& [d, why] : tried) msg += " " + d + " (" + why + ");";
   msg += " install it with scripts/setup.sh (apt-get install dataset-fashion-mnist) or pass --data-dir";
   throw IdxError(msg);
+}
+
+std::string dataset_file_named(const std::string& out, const std::string& flag_dir) {
+  if (out.empty()) return "";
+  std::string dir;
+  try {
+    dir = find_dataset_dir(flag_dir);
+  } catch (const IdxError&) {
+    return "";  // no dataset, nothing to replace
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (same_file(out, e.path().string())) return e.path().string();
+  return "";
 }
 
 }  // namespace cudabench::data

@@ -71,4 +71,9 @@ MnistSplit load_mnist_split(const std::string& dir, const std::string& prefix);
 std::string find_dataset_dir(const std::string& flag_dir = "");
 constexpr const char* kDebianFashionMnist = "/usr/share/datasets/fashion-mnist";
 
+// The dataset file that the output `out` would replace (through links), or
+// "": the folder of `flag_dir` (find_dataset_dir's search), none if no
+// dataset is found. An output is refused there, never written over an input.
+std::string dataset_file_named(const std::string& out, const std::string& flag_dir = "");
+
 }  // namespace cudabench::data

@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -237,19 +236,10 @@ struct Data {
   data::MnistSplit train, test;
 };
 
-// The file of the dataset folder `dir` that `out` names (through links), or "".
-std::string dataset_file_named(const std::string& out, const std::string& dir) {
-  std::error_code ec;
-  if (out.empty()) return "";
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (same_file(out, e.path().string())) return e.path().string();
-  return "";
-}
-
 int load_data(const TrainOptions& o, Data* d) {
   try {
     d->dir = data::find_dataset_dir(o.data_dir);
-    if (const std::string input = dataset_file_named(o.json_out, d->dir); !input.empty()) {
+    if (const std::string input = data::dataset_file_named(o.json_out, d->dir); !input.empty()) {
       std::cerr << "train: --json " << o.json_out << ": that is the dataset's " << input
                 << ", an input: give another file\n";
       return kExitBadInput;

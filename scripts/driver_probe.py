@@ -17,6 +17,7 @@ that a caller whose deadline ended it can say where it hung (probe_in_child
 does). Only the standard library: it runs before any venv or build exists.
 """
 import argparse
+import contextlib
 import ctypes
 import functools
 import json
@@ -25,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCENARIOS = os.path.join(ROOT, "doctor", "scenarios.json")
@@ -114,21 +116,51 @@ def probe():
     return out
 
 
+def kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass  # the group is gone already
+
+
+@contextlib.contextmanager
+def group_stopped_by_signals(pid):
+    """While in it, SIGINT, SIGTERM or SIGHUP to this process kills the group
+    `pid` first; then the handler that was there (or the signal's default)
+    takes the signal: a stopped tool leaves no probe running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {}
+
+    def stop(signum, _frame):
+        kill_group(pid)
+        for s, h in before.items():
+            signal.signal(s, h)
+        os.kill(os.getpid(), signum)
+
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        before[s] = signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+
+
 def run_bounded(cmd, seconds):
     """(exit code, stdout, stderr) of cmd, the code None when it ran past
     `seconds`. It runs in a session of its own with its output in files, not
     pipes (a pipe stays open while any child of it lives), and its whole
-    group is killed once it ends or its time is up."""
+    group is killed once it ends, its time is up or a signal stops us."""
     with tempfile.TemporaryFile("w+", errors="replace") as out, tempfile.TemporaryFile("w+", errors="replace") as err:
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
-        try:
-            rc = p.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            rc = None
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except OSError:
-            pass  # the group is gone already
+        with group_stopped_by_signals(p.pid):
+            try:
+                rc = p.wait(timeout=seconds)
+            except subprocess.TimeoutExpired:
+                rc = None
+        kill_group(p.pid)
         if rc is None:
             try:
                 p.wait(timeout=2)

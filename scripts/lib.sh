@@ -143,14 +143,21 @@ probe_seconds() {
 # pipe or $(...) would wait for: timeout runs it in a process group of its
 # own with its output in files, and the group is killed when timeout ends.
 # Its status: the program's; 124 or 137 when it ran out of time; 127 when
-# it is not there.
+# it is not there. A signal to the script stops the probe's group too, then
+# the script's own trap (or the signal's default) follows.
 probe() {
-  local secs="$1" out err pid rc=0; shift
+  local secs="$1" out err pid rc=0 sig traps; shift
   command -v "$1" >/dev/null 2>&1 || return 127
   out="$(mktemp)" && err="$(mktemp)" || return 3
   timeout -k 2 "$secs" "$@" >"$out" 2>"$err" <&0 &
   pid=$!
+  traps="$(trap -p INT TERM HUP)"
+  for sig in INT TERM HUP; do
+    trap "kill -KILL -- -$pid 2>/dev/null; rm -f '$out' '$err'; trap - INT TERM HUP; $traps
+          kill -$sig \$BASHPID" "$sig"
+  done
   wait "$pid" 2>/dev/null || rc=$?  # no "Killed" line: the status says it
+  trap - INT TERM HUP; eval "$traps"
   kill -KILL -- "-$pid" 2>/dev/null || true
   cat "$out"; cat "$err" >&2
   rm -f "$out" "$err"

@@ -633,6 +633,17 @@ CASES = [
     train("--data-dir", lambda t: dataset(t + "/d"), "--json",
           lambda t: (os.symlink(t + "/d/t10k-images-idx3-ubyte", t + "/link.json"), t + "/link.json")[1],
           id="train-json-links-to-the-dataset", rc=2, names="an input", outputs=["{tmp}/d/t10k-images-idx3-ubyte"]),
+    bench(lambda t: (dataset(t + "/d"), "--benchmark_out=" + t + "/d/train-labels-idx1-ubyte")[1],
+          "--benchmark_filter=VectorAdd/cpu_scalar", id="bench-out-is-the-dataset", rc=2,
+          names="that is the dataset's", env={"CUDABENCH_DATA_DIR": "{tmp}/d"}, needs_torch=True,
+          outputs=["{tmp}/d/train-labels-idx1-ubyte"]),
+    bench("--env", lambda t: (dataset(t + "/d"), os.link(t + "/d/t10k-labels-idx1-ubyte", t + "/hard.txt"),
+                              "--env-out=" + t + "/hard.txt")[2],
+          id="bench-env-out-hard-links-to-the-dataset", rc=2, names="an input", env={"CUDABENCH_DATA_DIR": "{tmp}/d"},
+          needs_torch=True, outputs=["{tmp}/d/t10k-labels-idx1-ubyte"]),
+    bench("--env", "--python", lambda t: (os.mkdir(t + "/bin"), shutil.copy("/bin/true", t + "/bin/python3"))[1],
+          "--env-out={tmp}/bin/python3", id="bench-env-out-is-the-python", rc=2, names="that is the interpreter",
+          outputs=["{tmp}/bin/python3"]),
 ]
 
 

@@ -184,6 +184,29 @@ def test_probe_says_which_way_a_program_ended(tmp_path):
     assert took < 10
 
 
+@pytest.mark.parametrize("trap", ["", "trap 'echo own trap; exit 143' TERM; "])
+def test_a_signal_to_the_script_stops_its_probe_at_once(tmp_path, trap):
+    fake_program(tmp_path, "stuck", 'echo $$ >> "$PIDS"; exec sleep 60')
+    env = {k: v for k, v in os.environ.items() if k != "CUDABENCH_MACHINE"}
+    env.update(PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}", PIDS=str(tmp_path / "pids"))
+    p = subprocess.Popen(["bash", "-c", f". {SCRIPTS}/lib.sh; {trap}x=$(probe 60 stuck); echo after"],
+                         stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        for _ in range(100):
+            if (tmp_path / "pids").exists():
+                break
+            time.sleep(0.05)
+        stuck = int((tmp_path / "pids").read_text())
+        os.killpg(p.pid, signal.SIGTERM)  # the script's group, as a terminal or a scheduler does
+        out, _ = p.communicate(timeout=5)
+        assert p.returncode == (143 if trap else -signal.SIGTERM) and out == ("own trap\n" if trap else ""), out
+        time.sleep(0.2)
+        state = open(f"/proc/{stuck}/stat").read().split()[2] if os.path.exists(f"/proc/{stuck}") else "gone"
+        assert state in ("gone", "Z"), f"the probed program outlived the script ({state})"
+    finally:
+        end_children(tmp_path / "pids")
+
+
 def test_run_bounded_ends_within_its_deadline_whatever_the_program_leaves(tmp_path):
     pids = tmp_path / "pids"
     try:
@@ -193,6 +216,31 @@ def test_run_bounded_ends_within_its_deadline_whatever_the_program_leaves(tmp_pa
         assert rc == -signal.SIGSEGV
         assert driver_probe.run_bounded(["sh", "-c", "trap '' TERM; sleep 60"], 1)[0] is None
         assert time.monotonic() - start < 10
+    finally:
+        end_children(pids)
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_signal_to_a_python_tool_stops_its_bounded_probe(tmp_path, guarded):
+    pids = tmp_path / "pids"
+    call = f"driver_probe.run_bounded(['sh', '-c', 'echo $$ >> {pids}; exec sleep 60'], 60)"
+    if guarded:  # as compare.guarded runs a tool: the signal is an exception, exit 128 + 15
+        call = f"sys.exit(compare.guarded('t', lambda: {call}))"
+    p = subprocess.Popen([sys.executable, "-c", f"import sys; sys.path.insert(0, {SCRIPTS!r}); "
+                          f"import compare, driver_probe; {call}"], stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(100):
+            if pids.exists() and pids.read_text().strip():
+                break
+            time.sleep(0.05)
+        stuck = int(pids.read_text())
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=5)
+        assert p.returncode == (128 + signal.SIGTERM if guarded else -signal.SIGTERM), err
+        assert "Traceback" not in err
+        time.sleep(0.2)
+        state = open(f"/proc/{stuck}/stat").read().split()[2] if os.path.exists(f"/proc/{stuck}") else "gone"
+        assert state in ("gone", "Z"), f"the probed program outlived the tool ({state})"
     finally:
         end_children(pids)
 
