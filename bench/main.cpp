@@ -18,6 +18,7 @@
 #include "bench_support.h"
 #include "common/atomic_file.h"
 #include "common/cli.h"
+#include "common/stall_watchdog.h"
 #include "common/standard_output.h"
 #include "doctor/doctor.h"
 #include "doctor/explain.h"
@@ -150,7 +151,7 @@ std::optional<benchmark::TimeUnit> time_unit(const std::string& name) {
 // Runs (or lists) what the filter selects (matched by RE2: filter.h). The
 // console table goes to stdout; with --benchmark_out, `results` takes the
 // file's text after each benchmark. Returns how many benchmarks matched.
-std::size_t run_selected(const bench::BenchmarkFlags& flags, bench::ResultsFile* results) {
+std::size_t run_selected(const bench::BenchmarkFlags& flags, double stall_seconds, bench::ResultsFile* results) {
   const std::vector<std::string> chosen = bench::selected(flags.filter, bench::registered_names());
   if (chosen.empty() || flags.list_only) {
     if (!chosen.empty()) say_notes();
@@ -163,16 +164,21 @@ std::size_t run_selected(const bench::BenchmarkFlags& flags, bench::ResultsFile*
   if (results) {
     file = bench::stable_file_reporter(flags.out_format);  // the format was checked
     file->pin_output(results->sink());
-    file->after_runs([results] { results->update(); });
+    file->after_runs([results](const std::string&) { results->update(); });
   }
   if (const auto unit = time_unit(flags.time_unit)) {
     display->time_unit(*unit);
     if (file) file->time_unit(*unit);
   }
   // The notes wait until benchmarks are about to run; each row is shown as it
-  // finishes (stdout is buffered: a stop would lose what is held).
+  // finishes (stdout is buffered: a stop would lose what is held). A row
+  // that never finishes (a stuck GPU) ends the run at --stall-seconds.
+  StallWatchdog watchdog(stall_seconds, "bench: ", "benchmark finished", "the results file keeps every finished row");
   display->before_context(say_notes);
-  display->after_runs([] { std::cout.flush(); });
+  display->after_runs([&watchdog](const std::string& name) {
+    std::cout.flush();
+    watchdog.progress(bench::stable_name(name));
+  });
   benchmark::RunSpecifiedBenchmarks(display.get(), file.get(), bench::exact_spec(chosen));
   benchmark::Shutdown();
   return chosen.size();
@@ -193,7 +199,7 @@ int run_benchmarks(const BenchOptions& o, const env::Report& report, const char*
   std::optional<bench::ResultsFile> results;
   if (!o.benchmark.out_path.empty() && !o.benchmark.list_only)
     results.emplace(o.benchmark.out_path, o.benchmark.out_format, report);
-  if (run_selected(o.benchmark, results ? &*results : nullptr) == 0) {
+  if (run_selected(o.benchmark, o.stall_seconds, results ? &*results : nullptr) == 0) {
     // Without a usable GPU its families are not registered: say why, since
     // a GPU-only filter is the likely cause.
     std::cerr << "bench: --benchmark_filter=" << shown(o.benchmark.filter) << " matches no benchmark"

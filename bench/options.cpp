@@ -231,6 +231,7 @@ std::string parse_benchmark_flags(const std::vector<std::string>& args, Benchmar
     if (const std::string want = expected_value(flag, has_value, v); !want.empty())
       return flag + "=" + shown(v) + ": expected " + want;
     if (flag == "--benchmark_filter") out->filter = v;
+    if (long long n = 0; flag == "--benchmark_repetitions" && parse_long(v, &n)) out->repetitions = n;
     if (flag == "--benchmark_time_unit") out->time_unit = v;
     if (flag == "--benchmark_min_time") {
       // Google Benchmark 1.7 (the one built here) takes plain seconds only.
@@ -305,6 +306,16 @@ void add_flags(CLI::App& app, BenchOptions* o, RawFlags* raw) {
                  "cache, at every size)")
       ->capture_default_str()
       ->check(CLI::IsMember({"read", "memset", "none"}));
+  app.add_option("--stall-seconds", o->stall_seconds,
+                 "end the run (exit 3, finished rows kept) when no benchmark finishes for this long, as when a "
+                 "stuck GPU never answers: default 600 s + 20 s per repetition and second of "
+                 "--benchmark_min_time (1 s for Nx); 0: no limit")
+      ->check(CLI::Range(0.0, 1e7));
+}
+
+// --stall-seconds when not given: ample for any row that makes progress.
+double default_stall_seconds(const BenchmarkFlags& b) {
+  return 600 + 20.0 * static_cast<double>(b.repetitions) * (b.iterations ? 1.0 : b.user_min_time.value_or(0.5));
 }
 
 // Flags that only go together, said in one line; 0 when all is well.
@@ -373,6 +384,7 @@ std::optional<int> parse_options(int argc, char** argv, BenchOptions* o) {
     return kExitBadInput;
   }
   if (const int rc = check_writable_outputs(*o)) return rc;
+  if (o->stall_seconds < 0) o->stall_seconds = default_stall_seconds(o->benchmark);
   for (const std::string& bad : {env::probe_root_problem(), omp_threads_problem()})
     if (!bad.empty()) {
       std::cerr << "bench: " << bad << "\n";

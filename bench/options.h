@@ -39,6 +39,7 @@ struct BenchmarkFlags {
   bool list_only = false;
   std::optional<double> user_min_time;      // --benchmark_min_time=0.5 or 0.5s
   std::optional<std::int64_t> iterations;   // --benchmark_min_time=100x
+  std::int64_t repetitions = 1;             // --benchmark_repetitions
   std::string time_unit;                    // --benchmark_time_unit, "" when not given
   std::vector<std::pair<std::string, std::string>> context;  // --benchmark_context=KEY=VALUE,...
   std::vector<std::string> pass_on;  // for benchmark::Initialize, --benchmark_out made a sink
@@ -71,6 +72,7 @@ struct BenchOptions {
   bool import = false;                    // --import: each environment's interpreter imports its packages
   std::string devices;                    // --devices, "" when not given
   L2Flush l2_flush = L2Flush::Read;
+  double stall_seconds = -1;              // --stall-seconds (parse_options resolves the default; 0: none)
   BenchmarkFlags benchmark;
 };
 // nullopt to go on, else the exit code: 0 after --help, 2 for a misuse

@@ -26,10 +26,11 @@ void StableNames::ReportRuns(const std::vector<Run>& runs) {
   std::vector<Run> stable = runs;
   for (auto& r : stable) {
     r.run_name.min_time.clear();
+    r.run_name.iterations.clear();
     if (unit_) r.time_unit = *unit_;
   }
   inner_->ReportRuns(stable);
-  if (after_runs_) after_runs_();
+  if (after_runs_ && !stable.empty()) after_runs_(stable.front().benchmark_name());
 }
 
 void StableNames::Finalize() {
@@ -52,8 +53,8 @@ std::unique_ptr<StableNames> stable_file_reporter(const std::string& format) {
 }
 
 std::string stable_name(const std::string& name) {
-  static const std::regex min_time(R"(/min_time:[0-9.]+)");
-  return std::regex_replace(name, min_time, "");
+  static const std::regex per_run(R"(/(min_time:[0-9.]+|iterations:[0-9]+))");
+  return std::regex_replace(name, per_run, "");
 }
 
 }  // namespace cudabench::bench

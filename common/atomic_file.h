@@ -34,9 +34,14 @@ struct TempSlot {
 };
 inline TempSlot g_temps[kTempSlots];
 
-extern "C" inline void remove_temps_and_reraise(int sig) {
+// Async-signal-safe; also for a process ending itself with _exit.
+inline void remove_temps() {
   for (auto& s : g_temps)
     if (s.armed.load()) ::unlink(s.path);
+}
+
+extern "C" inline void remove_temps_and_reraise(int sig) {
+  remove_temps();
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }

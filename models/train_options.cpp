@@ -27,6 +27,11 @@ void add_training_flags(CLI::App& app, TrainOptions* o, std::string* tf32) {
                  "folder of MNIST IDX files (default: $CUDABENCH_DATA_DIR, then " +
                      std::string(data::kDebianFashionMnist) + ")");
   app.add_option("--json", o->json_out, "write a JSON summary to FILE");
+  app.add_option("--stall-seconds", o->stall_seconds,
+                 "end the run (exit 3) when training or evaluation makes no progress for this long, as when a "
+                 "stuck GPU never answers; 0: no limit")
+      ->capture_default_str()
+      ->check(finite_range(0, 1e7));
   app.add_option("--limit", o->limit, "train on the first N images only")->check(int_range(1, int64_t{1} << 40));
   app.add_option("--test-limit", o->test_limit, "evaluate on the first N test images only")
       ->check(int_range(1, int64_t{1} << 40));

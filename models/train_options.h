@@ -17,6 +17,7 @@ struct TrainOptions {
   int threads = 0;
   int64_t limit = -1, test_limit = -1;
   bool quiet = false, debug = false;
+  double stall_seconds = 600;  // a step or evaluation that takes longer ends the run (0: no limit)
   // Data-parallel runs (launched by torchrun or srun).
   std::string backend = "auto";
   double dist_timeout = 120, bucket_mb = 25;

@@ -20,6 +20,7 @@
 #include <regex>
 
 #include "common/atomic_file.h"
+#include "common/stall_watchdog.h"
 #include "common/cli.h"
 #include "data/idx_reader.h"
 #include "distributed.h"
@@ -287,15 +288,19 @@ int run_epochs(const TrainOptions& o, const Plan& p, Trainer& trainer, const Dat
   const TrainConfig& cfg = o.cfg;
   const bool tty = ::isatty(STDERR_FILENO);
   const bool show = !o.quiet && p.lead;
+  StallWatchdog watchdog(o.stall_seconds, g_who, "progress", "nothing written");
   for (int e = 1; e <= cfg.epochs; ++e) {
     auto progress = [&](int64_t b, int64_t, double loss) {
+      watchdog.progress("epoch " + std::to_string(e) + " batch " + std::to_string(b));
       if (!show) return;
       std::cerr << (tty ? "\r" : "") << "  epoch " << e << " [" << b * cfg.batch_size * p.world << "/" << train.size()
                 << "] loss " << std::fixed << std::setprecision(4) << loss << (tty ? "   " : "\n") << std::flush;
     };
     const auto st = trainer.train_epoch(train, e, progress, tty ? 50 : 300);
     if (tty && show) std::cerr << "\r" << std::string(60, ' ') << "\r";
+    watchdog.progress("epoch " + std::to_string(e) + "'s training");
     out->last = trainer.evaluate(test);
+    watchdog.progress("epoch " + std::to_string(e) + "'s evaluation");
     out->train_seconds += st.seconds;
     if (p.lead)
       std::cout << "epoch " << e << "/" << cfg.epochs << "  train loss " << std::fixed << std::setprecision(4)

@@ -618,12 +618,15 @@ CASES = [
           names="--benchmark_filter=.*.*.*.*.*.*z matches no benchmark"),
     bench("--benchmark_filter=(.+)+z", "--benchmark_list_tests", id="bench-filter-nested-plus", rc=2,
           names="--benchmark_filter=(.+)+z matches no benchmark"),
+    bench("--stall-seconds=-1", id="bench-stall-seconds-negative", rc=2, names="--stall-seconds"),
+    bench("--stall-seconds=soon", id="bench-stall-seconds-word", rc=2, names="--stall-seconds"),
     bench("--benchmark_filter=(a", id="bench-filter-re2-error", rc=2, names="--benchmark_filter=(a: expected a regular"),
     bench("--explain", "-", id="bench-explain-stdin-unknown", rc=2, names="not a CUDA set-up error I know",
           stdin="hello\n" * 1000),
     bench("--require-gpu", "--benchmark_filter=VectorAdd/cpu_scalar", id="bench-require-gpu-without-one", rc=3,
           names="--require-gpu: ", no_driver=True),
     train("--seed", "-1", id="train-seed-negative", rc=2, names="--seed"),
+    train("--stall-seconds", "inf", id="train-stall-seconds-infinite", rc=2, names="--stall-seconds"),
     train("--seed", "18446744073709551616", id="train-seed-2-to-64", rc=2, names="out of range"),
     train("--seed", "1e23", id="train-seed-float", rc=2, names="not a whole number"),
     train("--epochs", "1", id="train-omp-threads-huge", rc=2, names="OMP_NUM_THREADS=40000: at most",
@@ -766,6 +769,25 @@ def test_bench_out_of_host_memory_keeps_every_finished_row(tmp_path):
 
 
 @needs(BENCH)
+def test_a_benchmark_that_never_finishes_ends_the_run_at_its_deadline(tmp_path):
+    """As a stuck GPU's kernel would: a row that makes no progress within
+    --stall-seconds (here one of 1000 passes over 2^27 elements, minutes
+    long) ends the run with exit 3 and one line, keeping the rows before."""
+    out = tmp_path / "out.json"
+    start = time.monotonic()
+    r = subprocess.run([BENCH, "--benchmark_filter=^VectorAdd/cpu_scalar/n:(4096|134217728)/",
+                        "--benchmark_min_time=1000x", "--stall-seconds=3", f"--benchmark_out={out}"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 3 and time.monotonic() - start < 30, r.stderr
+    last = r.stderr.splitlines()[-1]
+    assert last.startswith("bench: no benchmark finished in 3 s since VectorAdd/cpu_scalar/n:4096/real_time"), last
+    assert "nvidia-smi -q" in last
+    names = [b["name"] for b in json.loads(out.read_text())["benchmarks"]]
+    assert names == ["VectorAdd/cpu_scalar/n:4096/real_time"], names
+    assert not temporaries(str(tmp_path))
+
+
+@needs(BENCH)
 def test_a_reader_that_goes_away_leaves_the_results_file_whole(tmp_path):
     """`bench --benchmark_out=r.json | head -1`: SIGPIPE used to kill bench
     (141) before r.json was written. With a file to finish the run goes on;
@@ -855,6 +877,7 @@ def test_google_benchmarks_current_flag_forms_are_honoured(tmp_path):
     doc = json.loads(out.read_text())
     b = doc["benchmarks"][0]
     assert b["iterations"] == 7 and b["time_unit"] == "s", b
+    assert b["name"] == "VectorAdd/cpu_scalar/n:4096/real_time", b  # the name a 1.8 library gives: rows still match
     assert doc["context"]["run"] == "a=b" and doc["context"]["team"] == "gpu"
     r = subprocess.run([BENCH, "--benchmark_filter=VectorAdd/cpu_scalar/n:4096/", "--benchmark_min_time=0.01s",
                         f"--benchmark_out={out}"], capture_output=True, text=True, timeout=120)
@@ -928,6 +951,19 @@ def test_train_stopped_by_a_signal_leaves_no_file(tmp_path):
     p.send_signal(signal.SIGTERM)
     p.wait(timeout=60)
     assert p.returncode == -signal.SIGTERM
+    assert not out.exists() and not temporaries(str(tmp_path))
+
+
+@needs(TRAIN)
+def test_training_that_makes_no_progress_ends_at_its_deadline(tmp_path):
+    """An epoch of 60000 images in batches of 500 (seconds long) against
+    --stall-seconds 1, as a GPU stuck in a step would: exit 3, one line, no file."""
+    d = dataset(str(tmp_path / "d"), train_images=idx_images(60000), train_labels=idx_labels(60000))
+    out = tmp_path / "t.json"
+    r = subprocess.run([TRAIN, "--data-dir", d, "--batch-size", "500", "--stall-seconds", "1", "--json", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 3, r.stderr
+    assert r.stderr.splitlines()[-1].startswith("train: no progress in 1 s (none yet): stopped"), r.stderr
     assert not out.exists() and not temporaries(str(tmp_path))
 
 
