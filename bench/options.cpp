@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -13,6 +14,7 @@
 
 #include "common/atomic_file.h"
 #include "common/cli.h"
+#include "common/utf8.h"
 #include "data/idx_reader.h"
 #include "env/probe.h"
 #include "env/report.h"
@@ -71,8 +73,13 @@ std::vector<int> parse_devices(const std::string& spec, int available) {
 
 namespace {
 
+// Plain decimal only: no blanks, no hexadecimal ("0x10" is not 16 s).
+bool plain_number(const std::string& v) {
+  return !v.empty() && v.find_first_not_of("0123456789+-.eE") == std::string::npos;
+}
+
 bool parse_long(const std::string& v, long long* out) {
-  if (v.empty()) return false;
+  if (!plain_number(v)) return false;
   char* end = nullptr;
   errno = 0;
   *out = std::strtoll(v.c_str(), &end, 10);
@@ -80,7 +87,7 @@ bool parse_long(const std::string& v, long long* out) {
 }
 
 bool parse_finite(const std::string& v, double* out) {
-  if (v.empty()) return false;
+  if (!plain_number(v)) return false;
   char* end = nullptr;
   *out = std::strtod(v.c_str(), &end);
   return *end == '\0' && std::isfinite(*out);
@@ -186,9 +193,9 @@ std::string expected_value(const std::string& flag, bool has_value, const std::s
   if (flag == "--benchmark_repetitions")
     return parse_long(v, &n) && n >= 1 && n <= 100000 ? "" : "a whole number in 1..100000";
   if (flag == "--benchmark_min_time")
-    return parse_min_time(v) ? "" : "seconds > 0 (0.5 or 0.5s) or iterations (100x, 1 to 1000000000)";
+    return parse_min_time(v) ? "" : "seconds in (0, 1e6] (0.5 or 0.5s) or iterations (100x, 1 to 1000000000)";
   if (flag == "--benchmark_context") return context_problem(v);
-  if (flag == "--benchmark_min_warmup_time") return parse_finite(v, &x) && x >= 0 && x <= 1e6 ? "" : "seconds >= 0";
+  if (flag == "--benchmark_min_warmup_time") return parse_finite(v, &x) && x >= 0 && x <= 1e6 ? "" : "seconds in [0, 1e6]";
   if (flag == "--benchmark_format" || flag == "--benchmark_out_format")
     return v == "console" || v == "json" || v == "csv" ? "" : "console, json or csv";
   if (flag == "--benchmark_time_unit") return v == "ns" || v == "us" || v == "ms" || v == "s" ? "" : "ns, us, ms or s";
@@ -242,7 +249,7 @@ std::string parse_benchmark_flags(const std::vector<std::string>& args, Benchmar
       else out->pass_on.pop_back();
     }
     if (flag == "--benchmark_context") {  // bench's own: 1.7 refuses a value holding '='
-      for (auto& [key, value] : context_items(v)) out->context.emplace_back(key, value);
+      for (auto& [key, value] : context_items(v)) out->context.emplace_back(key, valid_utf8(value));
       out->pass_on.pop_back();
     }
     if (flag == "--benchmark_out_format") out->out_format = v;
@@ -345,6 +352,15 @@ int check_combinations(const CLI::App& app, const BenchOptions& o) {
   return 0;
 }
 
+// Whether `path` (through links) lies in the folder `folder`.
+bool inside_folder(const std::string& path, const std::string& folder) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec)) return false;
+  const auto dir = std::filesystem::weakly_canonical(folder, ec).string() + "/";
+  const auto file = std::filesystem::weakly_canonical(path, ec).string();
+  return !ec && file.rfind(dir, 0) == 0;
+}
+
 // The output files, checked now rather than after the run: writable, and
 // none of bench's inputs (the dataset, a --python interpreter).
 int check_writable_outputs(const BenchOptions& o) {
@@ -354,7 +370,8 @@ int check_writable_outputs(const BenchOptions& o) {
     std::string input = data::dataset_file_named(path);
     if (!input.empty()) input = "the dataset's " + input;
     for (const auto& p : o.python)
-      if (input.empty() && same_file(path, p)) input = "the interpreter " + p;
+      if (input.empty() && (same_file(path, p) || inside_folder(path, p)))
+        input = (same_file(path, p) ? "the interpreter " : "in the Python environment ") + p;
     if (std::string why; !input.empty() || !check_writable(path, &why)) {
       std::cerr << "bench: " << flag << "=" << path << ": "
                 << (input.empty() ? "cannot write: " + why : "that is " + input + ", an input: give another file") << "\n";
@@ -385,7 +402,8 @@ std::optional<int> parse_options(int argc, char** argv, BenchOptions* o) {
   }
   if (const int rc = check_writable_outputs(*o)) return rc;
   if (o->stall_seconds < 0) o->stall_seconds = default_stall_seconds(o->benchmark);
-  for (const std::string& bad : {env::probe_root_problem(), omp_threads_problem()})
+  // Google Benchmark reads /sys for the CPU's caches and fails (exit 1) without files to open.
+  for (const std::string& bad : {env::probe_root_problem(), omp_threads_problem(), open_files_problem(64, "bench")})
     if (!bad.empty()) {
       std::cerr << "bench: " << bad << "\n";
       return kExitBadInput;

@@ -1,8 +1,10 @@
 // Output files are written whole or not at all: a temporary file beside the
 // target, written and fsync'd, then rename(2), which replaces the target in
 // one step. The temporary file is removed on every failure (a full disk, a
-// rename that fails) and, through a handler for SIGINT, SIGTERM, SIGHUP and
-// SIGQUIT, when the process is stopped while writing it; the handler then
+// rename that fails) and, through a handler for every catchable signal that
+// ends a process (SIGINT, SIGTERM, SIGHUP, SIGQUIT; SIGUSR1, which Slurm's
+// --signal sends; SIGALRM, SIGXCPU of `ulimit -t`...), when the process is
+// stopped while writing it; the handler then
 // ends the process by the same signal, so the caller sees the usual status.
 #pragma once
 
@@ -48,7 +50,7 @@ extern "C" inline void remove_temps_and_reraise(int sig) {
 
 inline void install_handlers_once() {
   static const bool installed = [] {
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGVTALRM, SIGPROF}) {
       struct sigaction old {};
       ::sigaction(sig, nullptr, &old);
       if (old.sa_handler != SIG_DFL) continue;  // someone else handles it (or ignores it)
@@ -107,14 +109,16 @@ inline std::string resolve_links(const std::string& path) {
   return p;
 }
 
-// A stream, written in place: a device or a pipe, or a path under /dev or a
-// process's /proc/.../fd (/dev/stdout is a link to /proc/self/fd/1, whose
+// A stream, written in place: a device or a pipe, or a file descriptor's
+// path, /dev/std*, /dev/fd/N or /proc/.../fd/N (/dev/stdout is a link to /proc/self/fd/1, whose
 // own "target" is pipe:[N]: never resolved, never replaced; a regular file
 // behind it is appended to, after what the shell or the console table wrote).
+// A regular file elsewhere under /dev (/dev/shm) is a file, replaced whole.
 inline bool is_stream(const std::string& path) {
   struct stat st {};
-  const bool fd_link = path.rfind("/proc/", 0) == 0 && path.find("/fd/") != std::string::npos;
-  if (path.rfind("/dev/", 0) == 0 || fd_link) return ::stat(path.c_str(), &st) == 0;
+  const bool fd_link = (path.rfind("/proc/", 0) == 0 && path.find("/fd/") != std::string::npos) ||
+                       path.rfind("/dev/fd/", 0) == 0 || path.rfind("/dev/std", 0) == 0;
+  if (fd_link) return ::stat(path.c_str(), &st) == 0;
   return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 

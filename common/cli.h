@@ -4,6 +4,8 @@
 // then exit 2; --help is exit 0.
 #pragma once
 
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
@@ -154,6 +156,20 @@ inline std::string omp_threads_problem() {
     if (comma == std::string::npos) return "";
     at = comma + 1;
   }
+}
+
+// The open-files limit raised to `need` where the hard limit allows; else
+// one line naming it and what needs more ("" when there are enough).
+inline std::string open_files_problem(rlim_t need, const std::string& what) {
+  rlimit l{};
+  if (::getrlimit(RLIMIT_NOFILE, &l) != 0 || l.rlim_cur >= need) return "";
+  if (l.rlim_max >= need) {
+    l.rlim_cur = need;
+    if (::setrlimit(RLIMIT_NOFILE, &l) == 0) return "";
+  }
+  return "the limit on open files is " + std::to_string(l.rlim_cur) + " (ulimit -n; hard limit " +
+         std::to_string(l.rlim_max) + "): " + what + " needs " + std::to_string(need) + " (ulimit -n " +
+         std::to_string(need) + ")";
 }
 
 }  // namespace cudabench

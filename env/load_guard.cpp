@@ -5,7 +5,8 @@
 // GPUs), so no later check in the process could keep it away. This runs
 // first (the executable's preinit array: before every shared library's
 // constructor) and has cudabench-driver-check make the probe's calls
-// within CUDABENCH_PROBE_SECONDS (15 s). If it hung or crashed, the
+// within CUDABENCH_PROBE_SECONDS (15 s). If it hung, crashed or ended the
+// process (exit() in the driver), the
 // program starts again with the withheld libcuda.so.1 (libcuda_withheld.cpp)
 // preloaded, which every later load of the driver gets, and
 // CUDABENCH_LIBCUDA_WITHHELD naming the call ("libcuda hung in cuInit for
@@ -100,6 +101,8 @@ void run_check(const char* check, char** envp, int seconds, char* why, size_t si
     used += static_cast<size_t>(n);  // its last words, written before it ended
   close(fds[0]);
   out[used] = '\0';
+  const bool finished = strstr(out, "calling nothing: ") != nullptr;  // the check's last line
+  const bool never_ran = used == 0 && ended && WIFEXITED(status) && WEXITSTATUS(status) == 127;  // execve failed
   const char* call = last_call(out);
   const char* library = strstr(call, "nvml") || strstr(call, "nvidia-ml") ? "NVML" : "libcuda";
   if (!ended) {
@@ -108,6 +111,22 @@ void run_check(const char* check, char** envp, int seconds, char* why, size_t si
   } else if (WIFSIGNALED(status)) {
     const char* name = sigabbrev_np(WTERMSIG(status));
     snprintf(why, size, "%s crashed in %s (SIG%s)", library, call, name ? name : "?");
+  } else if (!finished && !never_ran) {  // exit() in the driver: it would end bench or train as silently
+    snprintf(why, size, "%s ended the process in %s (exit %d)", library, call, WEXITSTATUS(status));
+  }
+}
+
+// The user's LD_PRELOAD without any libcuda or NVML in it (one that hung or
+// crashed would be loaded again), after the stub: "LD_PRELOAD=stub:rest".
+void withheld_preload(const char* stub, const char* old, char* out, size_t size) {
+  size_t used = static_cast<size_t>(snprintf(out, size, "LD_PRELOAD=%s", stub));
+  for (const char* p = old; p && *p && used < size;) {
+    const size_t len = strcspn(p, ": ");
+    const char* base = p + len;
+    while (base > p && base[-1] != '/') --base;
+    const bool driver = strncmp(base, "libcuda.so", 10) == 0 || strncmp(base, "libnvidia-ml.so", 15) == 0;
+    if (len > 0 && !driver) used += static_cast<size_t>(snprintf(out + used, size - used, ":%.*s", int(len), p));
+    p += len + (p[len] ? 1 : 0);
   }
 }
 
@@ -131,8 +150,7 @@ void guard(int, char** argv, char** envp) {
   // Again, with the stub preloaded and the reason said.
   static char preload[PATH_MAX + 4200], withheld[600];
   static char* env[4096];
-  const char* old = env_value(envp, "LD_PRELOAD");
-  snprintf(preload, sizeof preload, "LD_PRELOAD=%s%s%s", stub, old ? ":" : "", old ? old : "");
+  withheld_preload(stub, env_value(envp, "LD_PRELOAD"), preload, sizeof preload);
   snprintf(withheld, sizeof withheld, "CUDABENCH_LIBCUDA_WITHHELD=%s", why);
   size_t k = 0;
   for (char** e = envp; e && *e && k < 4093; ++e)

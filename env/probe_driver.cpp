@@ -52,6 +52,9 @@ struct DriverApi {
   int (*total_mem)(std::size_t*, int) = nullptr;
   int (*attribute)(int*, int, int) = nullptr;
   int (*pci_bus_id)(char*, int, int) = nullptr;
+  // The CUDA runtime finds every entry point through this, before cuInit.
+  int (*proc_address_v2)(const char*, void**, int, unsigned long long, int*) = nullptr;
+  int (*proc_address)(const char*, void**, int, unsigned long long) = nullptr;
 
   explicit DriverApi(void* h) {
     auto get = [h](auto& f, const char* name) { f = reinterpret_cast<std::decay_t<decltype(f)>>(dlsym(h, name)); };
@@ -65,6 +68,8 @@ struct DriverApi {
     get(total_mem, "cuDeviceTotalMem_v2");
     get(attribute, "cuDeviceGetAttribute");
     get(pci_bus_id, "cuDeviceGetPCIBusId");
+    get(proc_address_v2, "cuGetProcAddress_v2");
+    get(proc_address, "cuGetProcAddress");
   }
 };
 
@@ -117,6 +122,12 @@ DriverInfo probe_driver(const std::string& root) {
     const DriverApi cu(h);
     probe_calling("cuDriverGetVersion");
     if (cu.version) cu.version(&d.cuda_version);
+    if (void* entry = nullptr; cu.proc_address_v2 || cu.proc_address) {  // as the runtime starts
+      probe_calling("cuGetProcAddress");
+      int found = 0;
+      if (cu.proc_address_v2) cu.proc_address_v2("cuInit", &entry, d.cuda_version, 0, &found);
+      else cu.proc_address("cuInit", &entry, d.cuda_version, 0);
+    }
     if (cu.init) {
       probe_calling("cuInit");
       d.init_result = cu.init(0);

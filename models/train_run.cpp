@@ -102,16 +102,10 @@ int parse_device(const std::string& device, torch::Device* out) {
 // 127.0.0.1 to a (local) address". The soft limit is raised where the hard
 // one allows; else the limit is named.
 int enough_open_files(const Plan& p) {
-  const rlim_t need = 256 + 16 * static_cast<rlim_t>(p.world);
-  rlimit l{};
-  if (::getrlimit(RLIMIT_NOFILE, &l) != 0 || l.rlim_cur >= need) return kExitOk;
-  if (l.rlim_max >= need) {
-    l.rlim_cur = need;
-    if (::setrlimit(RLIMIT_NOFILE, &l) == 0) return kExitOk;
-  }
-  std::cerr << p.who << "the limit on open files is " << l.rlim_cur << " (ulimit -n; hard limit " << l.rlim_max
-            << "): data-parallel training over " << p.world << " ranks needs " << need << " (ulimit -n " << need << ")\n";
-  return kExitBadInput;
+  const std::string bad = open_files_problem(256 + 16 * static_cast<rlim_t>(p.world),
+                                             "data-parallel training over " + std::to_string(p.world) + " ranks");
+  if (!bad.empty()) std::cerr << p.who << bad << "\n";
+  return bad.empty() ? kExitOk : kExitBadInput;
 }
 
 int plan_data_parallel(const TrainOptions& o, Plan* p) {

@@ -27,7 +27,8 @@ trials: N runs in a row; a table of how many gave each verdict, per benchmark
 
 Options: --processes K per side (default 15; 2 to 1000), --filter REGEX,
 --reps R repetitions per process (default 3; 1 to 1000), --min-time S
-(--benchmark_min_time, up to 3600 s),
+(--benchmark_min_time, up to 3600 s), --process-seconds S (a bench process
+still running after this long is stopped and the run fails: default 3600),
 --a-env/--b-env KEY=VALUE (repeatable), --a-wrap/--b-wrap "CMD ARGS" (a
 command prefix, e.g. "scripts/cpu-quota.sh 0.9"), --labels A,B, --threshold,
 --alpha, --floors FILE, --report-only, --confirm (run what came out slower
@@ -91,7 +92,7 @@ def parse_env(pairs, opt):
 
 def run_ab(args, a, b, extra, workdir, progress=True):
     """The interleaved processes (samples.run_schedule); returns the merged (a_doc, b_doc)."""
-    s = samples.Sampling(args.filter, args.reps, args.min_time, args.max_interference, extra)
+    s = samples.Sampling(args.filter, args.reps, args.min_time, args.max_interference, extra, args.process_seconds)
     docs, loads, meta = samples.run_schedule({"A": a, "B": b}, schedule(args.processes), s, workdir, progress,
                                              tool="ab")
     meta["tool"] = "ab"
@@ -126,6 +127,8 @@ def check_args(args):
     if getattr(args, "floors_out", None):
         compare.check_writable(args.floors_out, "--floors-out")
     compare.refuse_inputs_as_outputs(outputs(args), [args.a, args.b, getattr(args, "floors", None)])
+    if getattr(args, "history", None):
+        compare.make_folder(args.history, "--history")
     compare.make_folder(args.out, "--out")
     compare.hold_lock(os.path.join(args.out, ".lock"), args.out)
 
@@ -237,7 +240,8 @@ def confirm(args, extra, floors, verdicts):
         return compare.EXIT_REGRESSION  # missing from B, or a failed check there: nothing to run again
     print(f"ab: confirming {len(slower)} slower benchmark(s) in a second run of their own", file=sys.stderr)
     again = argparse.Namespace(**vars(args))
-    again.filter = "|".join(name_prefix(v.name) for v in slower)
+    named = "|".join(name_prefix(v.name) for v in slower)
+    again.filter = named if len(named) <= compare.MAX_FILTER else args.filter  # too many to name: all of them again
     out = os.path.join(args.out, "confirm")
     files, names, results, _, _ = one_run(again, extra, out, floors)
     rc = compare.finish(files, names, results, "time", args.threshold, args.alpha,
@@ -352,6 +356,8 @@ def main(argv=None):
         p.add_argument("--reps", action=compare.bounded(1, samples.MAX_COUNT), default=3,
                        help="repetitions per process (default 3)")
         p.add_argument("--min-time", action=samples.MIN_TIME, help="--benchmark_min_time for each process, seconds")
+        p.add_argument("--process-seconds", action=samples.PROCESS_SECONDS, default=3600,
+                       help="stop a bench process still running after this long, and fail (default 3600)")
         p.add_argument("--threshold", action=compare.bounded(0, 10, float, "(]"), default=0.05)
         p.add_argument("--alpha", action=compare.bounded(0, 1, float, "()"), default=0.05)
         p.add_argument("--out", default="build/ab", type=compare.output_folder, help="output folder (default build/ab)")

@@ -199,10 +199,11 @@ def refuse_stdout(path, flag):
 
 
 def is_stream(path):
-    """Written in place, never replaced: a device or a pipe, or a path under
-    /dev or a process's /proc/.../fd (/dev/stdout leads to pipe:[N], which
-    no path resolution can follow)."""
-    if path.startswith("/dev/") or (path.startswith("/proc/") and "/fd/" in path):
+    """Written in place, never replaced: a device or a pipe, or a file
+    descriptor's path (/dev/stdout, /dev/fd/N, /proc/.../fd/N: it may lead
+    to pipe:[N], which no path resolution can follow). A regular file under
+    /dev (/dev/shm) is a file."""
+    if path.startswith(("/dev/fd/", "/dev/std")) or (path.startswith("/proc/") and "/fd/" in path):
         return os.path.exists(path)
     return os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path)
 
@@ -446,13 +447,19 @@ def floors_from_doc(doc, path):
     return out
 
 
+MAX_SIMULATED = 1000
+
+
 def noise_floor(pool, n_a, n_b, quantile=FLOOR_QUANTILE, draws=FLOOR_DRAWS):
     """The |relative change of medians| that n_a vs n_b samples drawn from
     `pool` (process medians of identical builds) exceed with probability
     1 - quantile: two disjoint random subsets per draw when the pool is big
-    enough, else draws with replacement. Deterministic (fixed seed)."""
+    enough, else draws with replacement. Deterministic (fixed seed). At
+    most MAX_SIMULATED samples a side are drawn: beyond, the floor is that
+    of MAX_SIMULATED (larger, so conservative), and the time stays bounded."""
     if len(pool) < 4 or n_a < 1 or n_b < 1:
         return float("nan")
+    n_a, n_b = min(n_a, MAX_SIMULATED), min(n_b, MAX_SIMULATED)
     rng = random.Random(20261130)
     changes = []
     for _ in range(draws):
@@ -663,11 +670,25 @@ def table(headers, rows, markdown):
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 
-def compile_filter(rx):
+MAX_FILTER = 10000  # characters, as bench takes
+
+
+def compile_filter(rx, what="--filter"):
+    """A benchmark-name filter, matched in linear time by RE2 as bench
+    matches it (Python's re backtracks: '(.*)*z' would never end)."""
     try:
-        return re.compile(rx)
-    except re.error as e:
-        raise BadInput(f"--filter {rx}: not a valid regular expression ({e})")
+        import re2
+    except ImportError:
+        raise ToolError("the google-re2 module is missing: run scripts/setup.sh")
+    if len(rx) > MAX_FILTER:
+        raise BadInput(f"{what}: a regular expression of at most {MAX_FILTER} characters, not {len(rx)}")
+    options = re2.Options()
+    options.log_errors = False  # the error is our one line
+    try:
+        return re2.compile(rx, options)
+    except re2.error as e:
+        why = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise BadInput(f"{what} {rx}: not a valid regular expression ({why})")
 
 
 def compare(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None, floors=None):
@@ -879,7 +900,9 @@ def compare_files(a, files, against=None):
         report = functools.partial(machines.render, against=against)
     if a.plot:
         import report as plots
-        plots.main([f.path for f in files] + ["--out", a.plot, "--labels", ",".join(f.label for f in files)])
+        rc = plots.main([f.path for f in files] + ["--out", a.plot, "--labels", ",".join(f.label for f in files)])
+        if rc:
+            return rc  # it said why (a full disk: 3)
     return finish(files, names, results, a.metric, a.threshold, a.alpha, a.markdown, a.format, a.report_only,
                   report=report)
 
@@ -959,16 +982,79 @@ def one_line(text):
     return str(text).strip().splitlines()[0] if str(text).strip() else ""
 
 
+class StdoutError(Exception):
+    """Standard output could not be written (a full disk, closed, a reader gone)."""
+
+
+class _CheckedStdout:
+    """sys.stdout whose failures are StdoutError, also when it is closed
+    (Python's print() then writes nothing and says nothing)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def _do(self, what, *args):
+        if self.inner is None:
+            raise StdoutError(OSError(errno.EBADF, "it is closed"))
+        try:
+            return getattr(self.inner, what)(*args)
+        except OSError as e:
+            raise StdoutError(e) from None
+
+    def write(self, text):
+        return self._do("write", text)
+
+    def flush(self):
+        return self._do("flush") if self.inner is not None else None
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def stdout_failed(tool, e):
+    """The exit for standard output that failed: a reader that went away
+    ends the tool quietly, as SIGPIPE would (141); anything else is exit 3
+    in one line. The descriptor then points at /dev/null, so Python's own
+    flush at exit says nothing more."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    except OSError:
+        pass
+    err = e.args[0] if e.args else e
+    if getattr(err, "errno", None) == errno.EPIPE:
+        return 128 + signal.SIGPIPE
+    print(f"{tool}: standard output: cannot write: {getattr(err, 'strerror', None) or err}", file=sys.stderr)
+    return EXIT_TOOL
+
+
+def print_usage(tool, text):
+    """A tool's --help text on standard output: 0, or 3 when it cannot be written."""
+    try:
+        if sys.stdout is None:
+            raise OSError(errno.EBADF, "it is closed")
+        sys.stdout.write(text.strip() + "\n")
+        sys.stdout.flush()
+    except (OSError, StdoutError) as e:
+        return stdout_failed(tool, e if isinstance(e, StdoutError) else StdoutError(e))
+    return EXIT_OK
+
+
 def guarded(tool, body):
     """Run body() and map every failure to its own exit code, in one line:
     2 bad input, 3 the tool could not run (never 1, which means slower),
-    128 + the signal when stopped. No traceback reaches the terminal;
-    CUDABENCH_DEBUG=1 prints it after the line."""
+    128 + the signal when stopped. Standard output is checked (stdout_failed).
+    No traceback reaches the terminal; CUDABENCH_DEBUG=1 prints it after the line."""
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) == signal.SIG_DFL:
             signal.signal(sig, _raise_terminated)
+    if not isinstance(sys.stdout, _CheckedStdout):
+        sys.stdout = _CheckedStdout(sys.stdout)
     try:
-        return body()
+        rc = body()
+        sys.stdout.flush()
+        return rc
+    except StdoutError as e:
+        return stdout_failed(tool, e)
     except BadInput as e:
         print(f"{tool}: {one_line(e)}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -1024,6 +1110,11 @@ class ArgParser(argparse.ArgumentParser):
         print(f"{self.prog}: {one_line(message)} (see --help)", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
 
+    def print_help(self, file=None):
+        """--help on standard output, checked: exit 3 when it cannot be written."""
+        if print_usage(self.prog, self.format_help()):
+            sys.exit(EXIT_TOOL)
+
 
 def main(argv=None):
     ap = ArgParser(prog="compare", description=__doc__.split("\n\n")[0],
@@ -1060,6 +1151,8 @@ def main(argv=None):
         wanted = compile_filter(a.filter) if a.filter is not None else None
         if a.markdown:
             check_writable(a.markdown, "--markdown")
+        if a.plot:
+            make_folder(a.plot, "--plot")
         check_outputs(a, a.files + [a.floors])
         if a.reference is not None:
             return against_reference(a, wanted)

@@ -138,6 +138,10 @@ def run_once(a, n, rep, train_args, runs_dir):
 def plan(a, extra):
     """(world sizes, train's arguments, threads per rank), from checked arguments."""
     ranks = parse_ranks(a.ranks)
+    local_max = 4 * (os.cpu_count() or 1)  # as bench bounds OMP_NUM_THREADS: more would only thrash
+    if a.launcher == "local" and ranks[-1] > local_max:
+        raise BadInput(f"--ranks {a.ranks}: at most {local_max} local ranks on {os.cpu_count() or 1} CPUs "
+                       "(4 per CPU; --launcher srun spreads them over nodes)")
     if not os.access(a.train, os.X_OK):
         raise BadInput(f"--train {a.train}: not an executable (build it: scripts/run-bench.sh, or cmake)")
     threads = a.threads_per_rank or max(1, (os.cpu_count() or 1) // ranks[-1])

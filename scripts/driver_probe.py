@@ -178,11 +178,12 @@ def probe_in_child(seconds):
     stderr's last "calling" line says where."""
     rc, out, stderr = run_bounded([sys.executable, os.path.abspath(__file__), "--json"], seconds)
     last = last_call(stderr)
+    library = "NVML" if "nvml" in last.lower() or "nvidia-ml" in last else "libcuda"
     if rc is None:
-        return {"hung_in": last, "seconds": seconds, "why": f"libcuda hung in {last} for {seconds} s: {STUCK}"}
+        return {"hung_in": last, "seconds": seconds, "why": f"{library} hung in {last} for {seconds} s: {STUCK}"}
     if rc < 0:
         sig = next((x.name for x in signal.Signals if x == -rc), f"signal {-rc}")
-        return {"crashed_in": last, "signal": sig, "why": f"libcuda crashed in {last} ({sig}): {STUCK}"}
+        return {"crashed_in": last, "signal": sig, "why": f"{library} crashed in {last} ({sig}): {STUCK}"}
     try:
         return json.loads(out)
     except ValueError:
@@ -259,7 +260,8 @@ def verdicts(found, toolkit=None, smi_csv=None):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    import compare  # its ArgParser checks that --help was written
+    ap = compare.ArgParser(prog="driver_probe", description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true", help="print what the probe found, as JSON")
     ap.add_argument("--toolkit", help="the toolkit's CUDA (nvcc's release, X.Y)")
     ap.add_argument("--nvidia-smi-csv", help="nvidia-smi's CSV with a mig.mode.current column")
@@ -275,8 +277,14 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except (OSError, ValueError, KeyError, StopIteration) as e:
-        print(f"MISSING  a working driver: the driver probe failed: {e}")
-        sys.exit(3)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import compare  # the standard library only
+
+    def body():
+        try:
+            return main(sys.argv[1:])
+        except (OSError, ValueError, KeyError, StopIteration) as e:
+            print(f"MISSING  a working driver: the driver probe failed: {e}")
+            return 3
+
+    sys.exit(compare.guarded("driver_probe", body))

@@ -33,6 +33,8 @@ def problems(doc, patterns):
 
 
 def main(argv):
+    if argv[1:2] in (["-h"], ["--help"]):
+        return compare.print_usage("expect_rows", __doc__)
     if len(argv) < 3:
         print("usage: expect_rows.py FILE.json PATTERN...", file=sys.stderr)
         return 2

@@ -5,7 +5,8 @@
 # later steps use goes to preflight.env (NVCC, TOOLKIT, SANITIZER,
 # GENERATOR, TORCH_DIR, GPU_CC, GPU_COUNT) and have.env.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-  echo "usage: gpu-check-preflight.sh is sourced by scripts/gpu-check-steps.sh, not run (bash scripts/gpu-check.sh runs the check)"
+  echo "usage: gpu-check-preflight.sh is sourced by scripts/gpu-check-steps.sh, not run (bash scripts/gpu-check.sh runs the check)" 2>/dev/null \
+    || { echo "gpu-check-preflight.sh: standard output: cannot write" >&2; exit 3; }
   exit 0
 fi
 

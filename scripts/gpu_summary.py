@@ -223,12 +223,17 @@ STATUS_TEXT = {0: "every step ran and passed", 1: "a wrong result", 3: "a step f
                4: "a step was skipped"}
 
 
-def read_lines(path):
+def read_text(path):
+    """A text file's content ("" when missing or unreadable), through
+    compare.read_bytes: never a FIFO, never past its size bound."""
     try:
-        with open(path) as f:
-            return [l.rstrip("\n") for l in f if l.strip()]
-    except OSError:
-        return []
+        return compare.read_bytes(path, "a log").decode("utf-8", "replace")
+    except compare.BadInput:
+        return ""
+
+
+def read_lines(path):
+    return [l for l in read_text(path).splitlines() if l.strip()]
 
 
 def steps_lines(d):
@@ -257,22 +262,14 @@ def steps_lines(d):
 
 def log_tail(path, n=6):
     """The last n lines of a step's log (the MISSING lines of a preflight)."""
-    try:
-        with open(path, errors="replace") as f:
-            text = f.read()[-20000:].splitlines()
-    except OSError:
-        return []
+    text = read_text(path)[-20000:].splitlines()
     missing = [l for l in text if l.startswith("MISSING")]
     return missing or text[-n:]
 
 
 def tests_lines(d):
     """CTest's count of passed, failed and skipped tests, from ctest.log."""
-    try:
-        with open(os.path.join(d, "ctest.log")) as f:
-            log = f.read()
-    except OSError:
-        return []
+    log = read_text(os.path.join(d, "ctest.log"))
     m = re.search(r"(\d+)% tests passed, (\d+) tests failed out of (\d+)", log)
     if not m:
         return []
@@ -283,10 +280,8 @@ def tests_lines(d):
 
 def sanitizer_lines(d):
     """Each compute-sanitizer tool's error count, from sanitizer.txt."""
-    try:
-        with open(os.path.join(d, "sanitizer.txt")) as f:
-            san = f.read()
-    except OSError:
+    san = read_text(os.path.join(d, "sanitizer.txt"))
+    if not san:
         return []
     res = []
     for p in re.split(r"^== ", san, flags=re.M)[1:]:
@@ -388,9 +383,8 @@ def ddp_lines(d):
         out.append(f"  check (--check-sync, its speed not a measurement): replicas identical after "
                    f"{c['distributed']['replicas_checked_after_steps']} checked steps")
     md = os.path.join(d, "ddp-scaling", "scaling.md")
-    if os.path.isfile(md):
-        with open(md) as f:
-            out.append("\n" + f.read().rstrip())
+    if read_text(md):
+        out.append("\n" + read_text(md).rstrip())
     return out
 
 
@@ -406,4 +400,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(compare.guarded("gpu_summary", lambda: main(sys.argv)))

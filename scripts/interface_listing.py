@@ -12,12 +12,14 @@ one benchmark's entry, the keys of `bench --env=json`, and the keys of
 The fakes (libcuda, NVML) come from a build with tests (build/fakes).
 Exit codes: 0 listed; 2 bad arguments; 3 a program failed.
 """
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402  (its ArgParser checks that --help was written)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "gpus", "h200x4.json")
@@ -54,7 +56,7 @@ def section(title, lines):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = compare.ArgParser(prog="interface_listing", description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", required=True, help="the build folder with bench and train")
     ap.add_argument("--fakes", help="folder with cuda/ and nvml/ fakes (default: BUILD/fakes)")
     a = ap.parse_args()

@@ -1,6 +1,6 @@
 # Shared helpers for the scripts (sourced, not run).
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-  echo "usage: . scripts/lib.sh (the scripts' shared helpers: they source it; there is nothing to run)"
+  echo "usage: . scripts/lib.sh (the scripts' shared helpers: they source it; there is nothing to run)" 2>/dev/null || { echo "lib.sh: standard output: cannot write" >&2; exit 3; }
   exit 0
 fi
 
@@ -24,8 +24,11 @@ cache_dir() {
 # The running script's leading comment block without its "# ": its usage.
 # (Found by its full path: the scripts change folder.)
 SCRIPT_FILE="$(readlink -f -- "$0" || echo "$0")"
+# Standard output that cannot take it (a full disk, closed) is exit 3.
 usage_from_header() {
-  sed -n '1{/^#!/d}; /^#/!q; /^# shellcheck/d; s/^# \{0,1\}//p' "$SCRIPT_FILE"
+  local text
+  text="$(sed -n '1{/^#!/d}; /^#/!q; /^# shellcheck/d; s/^# \{0,1\}//p' "$SCRIPT_FILE")"
+  printf '%s\n' "$text" 2>/dev/null || { echo "${0##*/}: standard output: cannot write" >&2; exit 3; }
 }
 
 # Every script's first step: -h or --help as the first argument prints its

@@ -89,17 +89,31 @@ def shown(v):
     return f"{v:.0f}" if isinstance(v, float) else str(v)
 
 
+MAX_PAIRED = 1000  # samples a side in the interval: 1e6 pairs at most
+
+
+def quantiles(xs):
+    """xs, or MAX_PAIRED of its evenly spaced order statistics when it has
+    more (the interval's pairs grow with the product of the two counts)."""
+    if len(xs) <= MAX_PAIRED:
+        return xs
+    xs = sorted(xs)
+    return [xs[round(i * (len(xs) - 1) / (MAX_PAIRED - 1))] for i in range(MAX_PAIRED)]
+
+
 def speed(a, b, metric):
     """(speed, low, high) of b against a: baseline time / b's time (for a
     throughput metric, b / baseline), 1 being the same; the interval is the
     Hodges-Lehmann one of the log ratio over all pairs (distribution-free,
-    the large-sample rank bound of Hollander and Wolfe), nan when there are
-    too few samples for it."""
+    the large-sample rank bound of Hollander and Wolfe; over MAX_PAIRED
+    quantiles a side beyond that many samples), nan when there are too few
+    samples for it."""
     if not a.samples or not b.samples:
         return (math.nan,) * 3
     sign = -1 if metric in compare.HIGHER_IS_BETTER else 1
-    d = sorted(sign * (math.log(x) - math.log(y)) for x in a.samples for y in b.samples)
-    n, m = len(a.samples), len(b.samples)
+    la, lb = (quantiles([math.log(x) for x in side.samples]) for side in (a, b))
+    d = sorted(sign * (x - y) for x in la for y in lb)
+    n, m = len(la), len(lb)
     point = math.exp(sign * (math.log(median(a.samples)) - math.log(median(b.samples))))
     z = NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
     k = math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12))
@@ -121,7 +135,7 @@ def absence(f, name):
         if usable.startswith("no"):
             return f"{f.label}: no GPU ({usable[3:].strip() or 'not usable'})"
     filt = f.meta.get("filter")
-    if filt and not re.search(filt, name):
+    if filt and not compare.compile_filter(str(filt), f"{f.label}: cudabench_samples.filter").search(name):
         return f"{f.label}: not in its filter"
     return f"{f.label}: not run"
 
@@ -278,3 +292,11 @@ def make_reference(paths, folder=None):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     compare.write_whole(path, json.dumps(ref, indent=1) + "\n")
     return path
+
+
+if __name__ == "__main__":  # a module of compare.py: --help says so
+    import sys
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        sys.exit(compare.print_usage("machines", __doc__ + "\nUsage: compare.py A.json B.json ... (see compare.py --help)"))
+    print("machines: a module of compare.py: run compare.py A.json B.json", file=sys.stderr)
+    sys.exit(compare.EXIT_BAD_INPUT)

@@ -101,6 +101,8 @@ def summary_lines(docs):
 
 
 def main(argv):
+    if argv[:1] in (["-h"], ["--help"]):
+        return compare.print_usage("matrix.py", __doc__)
     if len(argv) >= 3 and argv[0] == "merge":
         compare.check_writable(argv[1], "merge OUT")
         compare.refuse_inputs_as_outputs([("merge OUT", argv[1])], argv[2:])

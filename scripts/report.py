@@ -278,10 +278,12 @@ def file_report(a):
 
 
 def prepare_out(out, names, inputs):
-    """The output folder, made if missing; BadInput naming --out when it
-    cannot be written, or when a file it would write there is an input."""
+    """The output folder, made if missing and held (one run at a time writes
+    into it: its .lock); BadInput naming --out when it cannot be written,
+    another run holds it, or a file it would write there is an input."""
     compare.refuse_inputs_as_outputs([("--out", os.path.join(out, n)) for n in names], inputs)
     compare.make_folder(out, "--out")
+    compare.hold_lock(os.path.join(out, ".lock"), out)
 
 
 def main(argv=None):

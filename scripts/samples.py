@@ -5,7 +5,8 @@ the A/B runner (ab.py), the fleet (fleet.py merge) and the stack matrix.
 
     samples.py run --bench BENCH --out FILE [--processes K] [--reps R]
                    [--min-time S] [--filter RX] [--label NAME]
-                   [--max-interference SHARE] [-- extra bench flags]
+                   [--max-interference SHARE] [--process-seconds S]
+                   [-- extra bench flags]
 
 run: K bench processes (default 4, up to 1000), one after another; each runs
 the chosen benchmarks with R repetitions (default 1) and gives one sample per
@@ -39,6 +40,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -60,6 +62,13 @@ FULL_BYTES = 1 << 20  # less free space than this where results go: the disk is 
 META = compare.SAMPLES_META
 MAX_COUNT = 1000  # the most processes (per side), repetitions per process or trials a run takes
 MIN_TIME = compare.bounded(0, 3600, float, "(]")  # --min-time: seconds per benchmark and process
+# --process-seconds: a bench process still running after this long is
+# stopped and the run fails (exit 3), as a stuck GPU would otherwise hold it.
+PROCESS_SECONDS = compare.bounded(1, 86400, float)
+# bench flags that the samples set themselves, or that make bench measure nothing.
+OWN_FLAGS = {"--benchmark_out": "--out", "--benchmark_out_format": "--out", "--benchmark_filter": "--filter",
+             "--benchmark_repetitions": "--reps", "--benchmark_list_tests": None, "--help": None, "-h": None,
+             "--env": None, "--explain": None}
 # Google Benchmark's own fields; every other number in an entry is a counter.
 GB_FIELDS = {"family_index", "per_family_instance_index", "repetition_index", "repetitions", "threads",
              "iterations"}
@@ -124,6 +133,14 @@ class Sampling:
     min_time: float = None
     max_interference: float = MAX_INTERFERENCE
     extra: list = field(default_factory=list)  # more bench flags (after ours: they win)
+    process_seconds: float = 3600
+
+    def __post_init__(self):
+        for x in self.extra:
+            flag = x.split("=", 1)[0]
+            if flag in OWN_FLAGS:
+                instead = OWN_FLAGS[flag]
+                raise BadInput(f"{x}: " + (f"give {instead} instead" if instead else "not for a measured run"))
 
 
 def bench_command(arm, s, out):
@@ -146,13 +163,16 @@ def run_process(arm, i, s, workdir):
     env = dict(os.environ, **arm.env)
     try:
         with open(log, "w") as err:
-            rc = wait_in_own_group(bench_command(arm, s, out), err, env)
+            rc = wait_in_own_group(bench_command(arm, s, out), err, env, s.process_seconds)
     except OSError as e:
         raise ToolError(f"{log}: cannot write: {e.strerror or e}")
     with open(log, errors="replace") as f:
         lines = [x.strip() for x in f if x.strip()]
     last = lines[-1] if lines else ""
     who = f"process {i} of {arm.name} ({arm.bench})"
+    if rc is None:
+        raise ToolError(f"{who} was still running after {s.process_seconds:g} s (--process-seconds) and was "
+                        f"stopped: a stuck GPU or a hung program; log: {log}")
     if rc == 2 and not arm.good:
         raise BadInput(f"{arm.bench} refused its arguments: {last}")
     if rc == 2:  # it ran with these arguments before: not a refusal
@@ -194,13 +214,17 @@ def require_space(folder):
         raise ToolError(full_disk(folder))
 
 
-def wait_in_own_group(cmd, err, env):
-    """Run cmd in a process group of its own and wait; if this process is
-    interrupted, end the whole group (a wrapper such as cpu-quota.sh and the
-    bench under it) with SIGTERM, so wrappers can clean up, then re-raise."""
+def wait_in_own_group(cmd, err, env, seconds):
+    """Run cmd in a process group of its own and wait up to `seconds`; its
+    exit code, or None when it ran past them. Then, or if this process is
+    interrupted, the whole group (a wrapper such as cpu-quota.sh and the
+    bench under it) is ended with SIGTERM, so wrappers can clean up."""
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True)
     try:
-        return p.wait()
+        return p.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        compare.stop_groups([p], 10)
+        return None
     except BaseException:
         compare.stop_groups([p], 10)
         raise
@@ -343,18 +367,17 @@ def cmd_run(a):
     arm = Arm("p", a.bench).check("--bench")
     if a.label is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", a.label):
         raise BadInput(f"--label {a.label}: expected one name of letters, digits, '.', '_' and '-'")
-    if any(x.startswith("--benchmark_out") for x in a.extra):
-        raise BadInput(f"{next(x for x in a.extra if x.startswith('--benchmark_out'))}: the result goes to --out")
+    s = Sampling(a.filter, a.reps, a.min_time, a.max_interference, a.extra, a.process_seconds)
     compare.check_writable(a.out, "--out")
     compare.refuse_inputs_as_outputs([("--out", a.out)], [a.bench])
     if not compare.is_stream(a.out):  # one run at a time writes FILE (run-bench.sh's latest.json)
         compare.hold_lock(a.out + ".lock", a.out)
         require_space(os.path.dirname(os.path.abspath(a.out)))
-    s = Sampling(a.filter, a.reps, a.min_time, a.max_interference, a.extra)
-    with tempfile.TemporaryDirectory(prefix="cudabench-samples.") as work:
-        docs, loads, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, tool="samples")
-        with open(os.path.join(work, "p00.stderr"), errors="replace") as err:
-            notes = sorted({x.strip() for x in err if x.startswith("cudabench:")})
+    work = tempfile.mkdtemp(prefix="cudabench-samples.")  # kept when a run fails: its message names a log there
+    docs, loads, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, tool="samples")
+    with open(os.path.join(work, "p00.stderr"), errors="replace") as err:
+        notes = sorted({x.strip() for x in err if x.startswith("cudabench:")})
+    shutil.rmtree(work, ignore_errors=True)
     doc = merge(docs["p"], "run", dict(meta, tool="run-bench", bench=a.bench), loads["p"])
     doc["context"]["machine_label"] = a.label or compare.hardware_of(doc["context"]) or "unknown"
     write_json(a.out, doc)
@@ -387,6 +410,8 @@ def main(argv=None):
     p.add_argument("--filter", default=".", help="benchmark regex")
     p.add_argument("--label", help="the machine's name in the result (default: its hardware)")
     p.add_argument("--max-interference", action=compare.bounded(0, 1, float), default=MAX_INTERFERENCE)
+    p.add_argument("--process-seconds", action=PROCESS_SECONDS, default=3600,
+                   help="stop a bench process still running after this long, and fail (default 3600)")
     a = ap.parse_args(argv)
     a.extra = extra
     return compare.guarded("samples", lambda: cmd_run(a))

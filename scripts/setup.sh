@@ -150,7 +150,7 @@ install_pypi_toolkit() {
   work=""
 }
 VENV="${STACK[venv]}"
-check='import scipy, matplotlib, numpy'
+check='import scipy, matplotlib, numpy, re2'
 [ "$tests" = 0 ] || check="$check, pytest, atheris, lizard"
 [ -z "${STACK[torch]}" ] || check="$check; import torch; assert torch.__version__.startswith('${STACK[torch]}') and torch.version.cuda == '${STACK[torch_cuda]}', torch.__version__"
 said=0

@@ -306,4 +306,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    import compare  # the standard library only
+    sys.exit(compare.guarded("stacks", lambda: main(sys.argv[1:])))

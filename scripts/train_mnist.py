@@ -9,7 +9,6 @@ Like build/train, the whole dataset sits in tensors on the device and batches
 are cut there, so the two time the same work. Run it with the project's venv:
     ~/.cache/cudabench/venv/bin/python scripts/train_mnist.py --epochs 1
 """
-import argparse
 import gzip
 import json
 import os
@@ -96,7 +95,7 @@ def load(dirname, prefix, device, limit):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = compare.ArgParser(prog="train_mnist", description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--batch-size", type=int, default=64)

@@ -325,6 +325,7 @@ CASES = [
     # ddp_scaling.py
     py("ddp_scaling.py", "--ranks", "0,2", id="ddp-scaling-ranks-zero", rc=2, names="--ranks 0,2"),
     py("ddp_scaling.py", "--ranks", "a", id="ddp-scaling-ranks-junk", rc=2, names="--ranks a"),
+    py("ddp_scaling.py", "--ranks", "4096", id="ddp-scaling-ranks-beyond-the-cpus", rc=2, names="local ranks on"),
     py("ddp_scaling.py", "--ranks", "2,2", id="ddp-scaling-ranks-repeated", rc=2, names="--ranks 2,2"),
     py("ddp_scaling.py", "--train", "{tmp}/nope", id="ddp-scaling-train-missing", rc=2, names="--train {tmp}/nope"),
     py("ddp_scaling.py", "--repetitions", "0", id="ddp-scaling-repetitions-zero", rc=2, names="--repetitions 0"),
@@ -335,6 +336,22 @@ CASES = [
        names="--threads-per-rank -1"),
     # compare.py
     py("compare.py", BASE, id="compare-one-file", rc=2, names="need at least two files"),
+    # filters are matched by RE2, as bench matches them: linear time, no backtracking
+    py("compare.py", BASE, BASE, "--filter", "(.*)*z", id="compare-filter-backtracking", rc=2,
+       names="no benchmarks in common matching '(.*)*z'"),
+    py("compare.py", BASE, BASE, "--filter", "(a", id="compare-filter-invalid", rc=2,
+       names="--filter (a: not a valid regular expression"),
+    py("compare.py", BASE, BASE, "--plot", lambda t: write(t, "plotfile", b"x") + "/p", id="compare-plot-under-a-file",
+       rc=2, names="--plot"),
+    py("samples.py", "run", "--bench", BENCH, "--out", "{tmp}/s.json", "--", "--benchmark_list_tests",
+       id="samples-list-tests", rc=2, names="--benchmark_list_tests: not for a measured run", outputs=["{tmp}/s.json"]),
+    py("samples.py", "run", "--bench", BENCH, "--out", "{tmp}/s.json", "--", "--benchmark_filter=x",
+       id="samples-own-filter", rc=2, names="give --filter instead", outputs=["{tmp}/s.json"]),
+    py("ab.py", "run", "--a", BENCH, "--b", BENCH, "--out", "{tmp}/ab", "--process-seconds", "0",
+       id="ab-process-seconds-zero", rc=2, names="--process-seconds", outputs=["{tmp}/ab"]),
+    py("ab.py", "run", "--a", BENCH, "--b", BENCH, "--out", "{tmp}/ab", "--history",
+       lambda t: write(t, "histfile", b"x") + "/h", "--rev-a", "HEAD", "--rev-b", "HEAD", id="ab-history-under-a-file",
+       rc=2, names="--history", outputs=["{tmp}/ab"]),
     py("compare.py", BASE, "{tmp}/missing.json", id="compare-missing-file", rc=2,
        names="{tmp}/missing.json: cannot read"),
     py("compare.py", BASE, lambda t: write(t, "latin1.json", b'{"benchmarks": [], "context": {"h": "\xe9"}}'),
@@ -619,6 +636,14 @@ CASES = [
     bench("--benchmark_filter=(.+)+z", "--benchmark_list_tests", id="bench-filter-nested-plus", rc=2,
           names="--benchmark_filter=(.+)+z matches no benchmark"),
     bench("--stall-seconds=-1", id="bench-stall-seconds-negative", rc=2, names="--stall-seconds"),
+    bench("--benchmark_context=json_schema_version=7", id="bench-context-schema-version", rc=2,
+          names="json_schema_version is one cudabench writes"),
+    bench("--benchmark_min_time=0x10", id="bench-min-time-hexadecimal", rc=2, names="--benchmark_min_time=0x10"),
+    bench("--benchmark_min_time= 0.1", id="bench-min-time-blank", rc=2, names="--benchmark_min_time= 0.1"),
+    bench("--env", "--python", lambda t: (os.makedirs(t + "/venv/bin"), shutil.copy("/bin/true", t + "/venv/bin/python3"),
+                                          t + "/venv")[2],
+          "--env-out={tmp}/venv/pyvenv.cfg", id="bench-env-out-in-the-python-environment", rc=2,
+          names="in the Python environment", outputs=["{tmp}/venv/pyvenv.cfg"]),
     bench("--stall-seconds=soon", id="bench-stall-seconds-word", rc=2, names="--stall-seconds"),
     bench("--benchmark_filter=(a", id="bench-filter-re2-error", rc=2, names="--benchmark_filter=(a: expected a regular"),
     bench("--explain", "-", id="bench-explain-stdin-unknown", rc=2, names="not a CUDA set-up error I know",
@@ -732,7 +757,7 @@ def test_the_table_covers_every_program():
 # ---- what a table cannot hold ----
 
 @needs(BENCH)
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGALRM])
 def test_bench_stopped_by_a_signal_keeps_every_finished_row(tmp_path, sig):
     """The results file is written whole after each finished benchmark: a
     stop keeps what finished, in a valid file, and no temporary."""
@@ -785,6 +810,47 @@ def test_a_benchmark_that_never_finishes_ends_the_run_at_its_deadline(tmp_path):
     names = [b["name"] for b in json.loads(out.read_text())["benchmarks"]]
     assert names == ["VectorAdd/cpu_scalar/n:4096/real_time"], names
     assert not temporaries(str(tmp_path))
+
+
+@needs(BENCH)
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm")
+def test_a_regular_file_under_dev_is_replaced_whole_not_appended_to(tmp_path):
+    """/dev/shm holds files: only devices, pipes and descriptors' paths are streams."""
+    out = f"/dev/shm/cudabench-test-{os.getpid()}.json"
+    try:
+        with open(out, "w") as f:
+            f.write('{"old": 1}\n')
+        r = subprocess.run([BENCH, "--benchmark_filter=VectorAdd/cpu_scalar/n:(4096|16384)/",
+                            "--benchmark_min_time=0.01", f"--benchmark_out={out}"], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        with open(out) as f:
+            assert len(json.load(f)["benchmarks"]) == 2  # one document, not one per row after the old one
+        r = subprocess.run([PY, os.path.join(SCRIPTS, "compare.py"), BASE, BASE, "--markdown", out],
+                           capture_output=True, text=True, timeout=120)
+        with open(out) as f:
+            assert r.returncode == 0 and f.read().startswith("#"), r.stderr
+    finally:
+        os.unlink(out)
+
+
+@needs(BENCH)
+def test_a_context_value_that_is_not_utf8_reaches_stdout_replaced(tmp_path):
+    r = subprocess.run([os.fsencode(BENCH), b"--benchmark_filter=VectorAdd/cpu_scalar/n:4096/",
+                        b"--benchmark_min_time=0.01", b"--benchmark_format=json", b"--benchmark_context=k=v\xff\xfe"],
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.decode("utf-8"))["context"]["k"] == "v\ufffd\ufffd"
+
+
+@needs(BENCH)
+def test_too_few_open_files_is_one_line_not_a_wrong_result():
+    """Google Benchmark exits 1 (a wrong result's code) when it cannot read
+    /sys for the CPU's caches: bench raises the soft limit or names it."""
+    r = subprocess.run(["bash", "-c", f'ulimit -n 8 && exec "{BENCH}" --benchmark_filter=VectorAdd/cpu_scalar/n:4096/ '
+                        "--benchmark_min_time=1x"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines()[-1].startswith("bench: the limit on open files is 8 (ulimit -n; hard limit 8)")
 
 
 @needs(BENCH)
@@ -965,6 +1031,37 @@ def test_training_that_makes_no_progress_ends_at_its_deadline(tmp_path):
     assert r.returncode == 3, r.stderr
     assert r.stderr.splitlines()[-1].startswith("train: no progress in 1 s (none yet): stopped"), r.stderr
     assert not out.exists() and not temporaries(str(tmp_path))
+
+
+def test_a_bench_process_that_never_ends_fails_the_samples_at_its_deadline(tmp_path):
+    """As a bench stuck on a GPU would: samples.py (and so ab.py and
+    run-bench.sh) stops it at --process-seconds, exit 3, its log named and kept."""
+    hang = tmp_path / "bench"
+    hang.write_text("#!/bin/sh\necho started >&2\nexec sleep 100\n")
+    hang.chmod(0o755)
+    start = time.monotonic()
+    r = subprocess.run([PY, os.path.join(SCRIPTS, "samples.py"), "run", "--bench", str(hang), "--out",
+                        str(tmp_path / "s.json"), "--process-seconds", "1"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3 and time.monotonic() - start < 20, r.stderr
+    line = r.stderr.splitlines()[-1]
+    assert "was still running after 1 s (--process-seconds)" in line, line
+    assert os.path.isfile(line.rsplit("log: ", 1)[1]), "the log it names is gone"
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_fleet_merge_reads_only_the_end_of_a_regular_stderr_file(tmp_path):
+    """A process list naming /dev/zero or a FIFO as a process's stderr must
+    not hold the merge or fill the memory: that process has no message."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    plist = tmp_path / "processes.tsv"
+    plist.write_text(f"1\tnone.json\t/dev/zero\n1\tnone.json\t{fifo}\n")
+    r = subprocess.run([PY, os.path.join(SCRIPTS, "fleet", "fleet.py"), "merge", "--host", "h", "--unit", "cpu",
+                        "--status-out", str(tmp_path / "st.json"), "--processes", str(plist)],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    errors = [p["error"] for p in json.loads((tmp_path / "st.json").read_text())["processes"]]
+    assert errors == ["exit 1, no message"] * 2, errors
 
 
 def test_compare_markdown_on_a_full_disk_exits_3():

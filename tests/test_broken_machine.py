@@ -1,9 +1,9 @@
 """A broken machine never hangs or kills bench and train.
 
-The fake libcuda (tests/fakes/fake_libcuda.cpp) and fake NVML hang or crash
-where a stuck GPU or a broken driver does: in cuInit, in
-cuDriverGetVersion, in the library's constructor (while it loads), in
-nvmlInit. Each must leave `bench --env` answering within its deadline with
+The fake libcuda (tests/fakes/fake_libcuda.cpp) and fake NVML hang, crash
+or end the process where a stuck GPU or a broken driver does: in cuInit, in
+cuDriverGetVersion, in cuGetProcAddress (the runtime's first call), in the
+library's constructor (while it loads, also when preloaded), in nvmlInit. Each must leave `bench --env` answering within its deadline with
 a finding that names the call, `--explain` naming the scenario, the CPU
 benchmarks running, and `train --device cpu` training.
 
@@ -34,14 +34,23 @@ FAULTS = [
     ({"driver": {"load_fault": "crash"}}, "libcuda crashed in dlopen libcuda.so.1 (SIGSEGV)"),
     ({"driver": {"load_fault": "hang"}}, f"libcuda hung in dlopen libcuda.so.1 for {DEADLINE} s"),
     ({"nvml": {"init_fault": "hang"}}, f"NVML hung in nvmlInit_v2 for {DEADLINE} s"),
+    ({"driver": {"init_fault": "exit"}}, "libcuda ended the process in cuInit (exit 0)"),
+    ({"driver": {"load_fault": "exit"}}, "libcuda ended the process in dlopen libcuda.so.1 (exit 0)"),
+    ({"driver": {"proc_fault": "hang"}, "getproc": True}, f"libcuda hung in cuGetProcAddress for {DEADLINE} s"),
+    ({"driver": {"proc_fault": "crash"}, "getproc": True}, "libcuda crashed in cuGetProcAddress (SIGSEGV)"),
 ]
-IDS = ["cuInit-hang", "version-hang", "cuInit-crash", "version-crash", "load-crash", "load-hang", "nvml-hang"]
+IDS = ["cuInit-hang", "version-hang", "cuInit-crash", "version-crash", "load-crash", "load-hang", "nvml-hang",
+       "cuInit-exit", "load-exit", "getproc-hang", "getproc-crash"]
 
 
-def run(tmp_path, machine, *args, program=BENCH, timeout=120):
+def run(tmp_path, machine, *args, program=BENCH, timeout=120, env_more=None):
+    """The program on the fake machine; `"getproc": True` takes the fake with cuGetProcAddress_v2."""
+    machine = dict(machine)
+    cuda = f"{FAKES}/cuda-getproc" if machine.pop("getproc", False) else f"{FAKES}/cuda"
     (tmp_path / "machine.json").write_text(json.dumps({"gpus": [{"name": "NVIDIA H200"}], **machine}))
     env = dict(os.environ, CUDABENCH_FAKE_GPU=str(tmp_path / "machine.json"), CUDABENCH_PROBE_SECONDS=str(DEADLINE),
-               LD_LIBRARY_PATH=f"{FAKES}/cuda:{FAKES}/nvml", HOME=str(tmp_path), CUDABENCH_CACHE=str(tmp_path / "c"))
+               LD_LIBRARY_PATH=f"{cuda}:{FAKES}/nvml", HOME=str(tmp_path), CUDABENCH_CACHE=str(tmp_path / "c"),
+               **(env_more or {}))
     t0 = time.monotonic()
     r = subprocess.run([program, *args], capture_output=True, text=True, env=env, timeout=timeout, cwd=tmp_path)
     return r, time.monotonic() - t0
@@ -72,6 +81,22 @@ def test_cpu_benchmarks_run_beside_a_broken_driver(tmp_path, machine, finding):
     assert finding in r.stderr  # the note: why the GPU rows are absent
     doc = json.loads(out.read_text())
     assert [b["name"] for b in doc["benchmarks"]] == ["VectorAdd/cpu_scalar/n:4096/real_time"]
+
+
+@pytest.mark.parametrize("fault", ["crash", "hang"])
+def test_a_preloaded_libcuda_that_breaks_in_its_constructor_is_withheld_too(tmp_path, fault):
+    """LD_PRELOAD loads it into every process, the check's too; on the
+    second start it is left out of LD_PRELOAD, or it would break bench again."""
+    machine = {"driver": {"load_fault": fault}}
+    preload = {"LD_PRELOAD": f"{FAKES}/cuda/libcuda.so.1"}
+    r, took = run(tmp_path, machine, "--env=json", env_more=preload)
+    assert r.returncode == 0 and took < DEADLINE + 20, (r.returncode, took, r.stderr)
+    reason = json.loads(r.stdout)["gpu_unusable_reason"]
+    assert ("crashed in" if fault == "crash" else "hung in") in reason, reason
+    out = tmp_path / "r.json"
+    r, _ = run(tmp_path, machine, "--benchmark_filter=VectorAdd/cpu_scalar/n:4096/", "--benchmark_min_time=0.01",
+               f"--benchmark_out={out}", env_more=preload)
+    assert r.returncode == 0 and json.loads(out.read_text())["benchmarks"], r.stderr
 
 
 def test_explain_names_a_stuck_gpu_and_finds_it_here(tmp_path):

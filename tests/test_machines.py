@@ -117,3 +117,21 @@ def test_every_fact_of_the_families_is_a_context_key_or_a_measured_clock():
     assert machines.family_of("Transfer/h2d_pinned/bytes:1024").name == "transfer"
     assert machines.family_of("VectorAdd/cuda_v4/n:10000000/real_time").name == "dram"
     assert machines.family_of("VectorAdd/cpu_omp_simd/n:4096/real_time").name == "cpu"
+
+
+def test_the_interval_and_the_floor_stay_bounded_with_many_samples():
+    """30000 samples a side would be 9e8 pairs, 600000 process medians 4000
+    draws of 600000: both are bounded (quantiles, MAX_SIMULATED) and agree
+    with the small-sample answer."""
+    import random
+    import time
+    rng = random.Random(1)
+    big_a = compare.Run("a", samples=[rng.uniform(1.0, 1.1) for _ in range(30000)])
+    big_b = compare.Run("b", samples=[rng.uniform(2.0, 2.2) for _ in range(30000)])
+    start = time.monotonic()
+    point, low, high = machines.speed(big_a, big_b, "time")
+    floor = compare.noise_floor([rng.uniform(0.9, 1.1) for _ in range(600000)], 300000, 300000)
+    assert time.monotonic() - start < 60
+    assert 0.45 < low <= point <= high < 0.55, (low, point, high)
+    assert 0 < floor < 0.05
+

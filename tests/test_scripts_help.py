@@ -14,6 +14,7 @@
     tests/fakes): the plan goes on without the GPU and says why in its one
     line.
 """
+import contextlib
 import glob
 import json
 import os
@@ -38,10 +39,11 @@ FORBIDDEN = ("apt-get", "apt", "dpkg-query", "sudo", "pip", "pip3", "cmake", "ct
 
 
 def scripts():
+    """Every shell script, and every Python file that can be run (it has a main)."""
     found = sorted(glob.glob(os.path.join(SCRIPTS, "*.sh")) + glob.glob(os.path.join(SCRIPTS, "fleet", "*.sh")))
     found += sorted(p for p in glob.glob(os.path.join(SCRIPTS, "*.py")) + glob.glob(os.path.join(SCRIPTS, "fleet", "*.py"))
-                    if os.access(p, os.X_OK))
-    assert len(found) > 20
+                    if '__name__ == "__main__"' in open(p).read())
+    assert len(found) > 25
     return found
 
 
@@ -107,6 +109,20 @@ def test_help_prints_the_usage_and_does_nothing_else(sandbox, tmp_path, path, fl
     for d in ("home", "cache", "tmp"):
         assert not os.listdir(tmp_path / d), f"--help wrote into {d}: {os.listdir(tmp_path / d)}"
     assert not changes(before, repo_state()), "--help wrote into the checkout"
+
+
+@pytest.mark.parametrize("stdout", ["/dev/full", "closed"])
+@pytest.mark.parametrize("path", scripts(), ids=lambda p: os.path.relpath(p, SCRIPTS))
+def test_help_that_cannot_be_written_is_exit_3(sandbox, path, stdout):
+    env, _ = sandbox
+    cmd = ["bash", path, "--help"] if path.endswith(".sh") else [sys.executable, path, "--help"]
+    out = subprocess.DEVNULL if stdout == "closed" else open(stdout, "w")
+    with out if stdout != "closed" else contextlib.nullcontext():
+        r = subprocess.run(cmd, stdout=out, stderr=subprocess.PIPE, text=True, env=env, timeout=60, cwd=ROOT,
+                           preexec_fn=(lambda: os.close(1)) if stdout == "closed" else None)
+    assert r.returncode == 3, f"exit {r.returncode}; stderr:\n{r.stderr}"
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and "standard output: cannot write" in lines[0], r.stderr
 
 
 # ---- probes within their deadline ----

@@ -4,7 +4,7 @@
 # its spool folder, so the job scripts find these through $CUDABENCH_ROOT,
 # which the driver exports.
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
-  echo "usage: common.sh is sourced by scripts/fleet/fleet.sh, task.sh and collect.sh, not run"
+  echo "usage: common.sh is sourced by scripts/fleet/fleet.sh, task.sh and collect.sh, not run" 2>/dev/null || { echo "common.sh: standard output: cannot write" >&2; exit 3; }
   exit 0
 fi
 

@@ -61,6 +61,7 @@ import math
 import os
 import re
 import socket
+import stat
 import sys
 import time
 from collections import Counter
@@ -82,12 +83,21 @@ NO_STATUS = "missing, though the node's results are there"
 
 # ---------------------------------------------------------------- merge
 
+ERROR_TAIL = 64 << 10  # bytes of a stderr file read for its last words
+
+
 def error_line(path):
     """The line that says why a bench process failed: its last 'bench:'
-    line, else its last line."""
+    line, else its last line; read from the end of a regular file only (a
+    FIFO or /dev/zero in the list must not hold the merge)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = [ln.strip() for ln in f if ln.strip()]
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return ""
+            f.seek(max(0, st.st_size - ERROR_TAIL))
+            lines = [ln.strip() for ln in f.read(ERROR_TAIL).decode("utf-8", "replace").splitlines() if ln.strip()]
     except OSError:
         return ""
     said = [ln for ln in lines if ln.startswith("bench:")]
@@ -124,6 +134,9 @@ def cmd_merge(a):
     procs = read_process_list(a.processes) if a.processes else []
     compare.refuse_inputs_as_outputs([("--out", a.out), ("--status-out", a.status_out)],
                                      [a.processes, a.env] + [js for _, js, _ in procs])
+    for flag, path in (("--out", a.out), ("--status-out", a.status_out)):
+        if path:
+            compare.check_writable(path, flag)  # before any work: exit 2
     docs, processes = [], []
     for rc, js, err in procs:
         entry = {"exit_code": rc, "error": "" if rc == 0 else error_line(err) or f"exit {rc}, no message"}

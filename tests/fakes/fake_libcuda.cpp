@@ -26,18 +26,31 @@ const nlohmann::json* device(int d) { return d < cuda_count() ? fake::Machine::g
 }  // namespace
 
 // A driver in a bad state: "driver/<call>_fault" "hang" blocks the call (a
-// stuck GPU), "crash" dies in it with SIGSEGV: "init_fault" for cuInit,
-// "version_fault" for cuDriverGetVersion, "load_fault" for the library's
-// constructor (the loader runs it inside dlopen, or at start-up).
+// stuck GPU), "crash" dies in it with SIGSEGV, "exit" ends the process
+// (status 0): "init_fault" for cuInit, "version_fault" for
+// cuDriverGetVersion, "load_fault" for the library's constructor (the
+// loader runs it inside dlopen, or at start-up), "proc_fault" for
+// cuGetProcAddress (only in the build with FAKE_GET_PROC_ADDRESS).
 namespace {
 void fault(const char* key) {
   const std::string f = fake::Machine::get().json().value(nlohmann::json::json_pointer(std::string("/driver/") + key), "");
   if (f == "hang")
     for (;;) pause();
   if (f == "crash") raise(SIGSEGV);
+  if (f == "exit") _exit(0);
 }
 __attribute__((constructor)) void on_load() { fault("load_fault"); }
 }  // namespace
+
+#ifdef FAKE_GET_PROC_ADDRESS
+// The CUDA runtime's first call: every entry point is looked up through it.
+FAKE_API int cuGetProcAddress_v2(const char*, void** fn, int, unsigned long long, int* status) {
+  fault("proc_fault");
+  if (fn) *fn = nullptr;
+  if (status) *status = 1;  // CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+  return 500;               // CUDA_ERROR_NOT_FOUND
+}
+#endif
 
 FAKE_API int cuInit(unsigned) {
   fault("init_fault");
