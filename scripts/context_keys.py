@@ -27,7 +27,7 @@ def table():
     """The table's lines: the header, then a row per key in the schema's order."""
     rows = ["| key | what it holds | from |", "|---|---|---|"]
     for e in compare.context_schema():
-        about = e["about"].replace("|", r"\|")
+        about = e["about"].replace("|", r"\|") + (f" (Google Benchmark {e['since']} and later)" if "since" in e else "")
         rows.append(f"| `{e['key']}` | {about} | {e['from']} |")
     return rows
 

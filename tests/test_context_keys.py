@@ -29,6 +29,7 @@ def test_each_key_once_with_its_writer_and_meaning():
         assert e["from"] in ("google-benchmark", "bench", "env", "samples"), e
         assert isinstance(e["about"], str) and e["about"].strip(), e
         assert isinstance(e["compare"], bool), e
+        assert "since" not in e or (e["from"] == "google-benchmark" and isinstance(e["since"], str)), e
         if "fleet" in e:
             assert e["fleet"]["scope"] in fleet.SCOPES, e
             assert isinstance(e["fleet"]["label"], str) and e["fleet"]["label"], e
