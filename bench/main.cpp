@@ -36,6 +36,13 @@ using namespace cudabench;
 using bench::BenchOptions;
 using bench::RunOptions;
 
+// --require-gpu: exit 3, saying why, when no GPU is usable.
+int require_gpu(const BenchOptions& o, const env::Report& report) {
+  if (!o.require_gpu || report.status.usable) return kExitOk;
+  std::cerr << "bench: --require-gpu: " << report.status.reason << "\n";
+  return kExitFailed;
+}
+
 // bench --env: the report as text or JSON, to stdout or --env-out.
 int print_env(const BenchOptions& o, const env::Report& report) {
   const std::string text = *o.env_format == "json"
@@ -48,11 +55,7 @@ int print_env(const BenchOptions& o, const env::Report& report) {
     return kExitFailed;
   }
   if (o.check && env::has_errors(report)) return kExitWrongResult;
-  if (o.require_gpu && !report.status.usable) {
-    std::cerr << "bench: --require-gpu: " << report.status.reason << "\n";
-    return kExitFailed;
-  }
-  return kExitOk;
+  return require_gpu(o, report);
 }
 
 // The GPUs the GPU families run on. A GPU in compute mode Prohibited can run
@@ -140,14 +143,6 @@ void say_notes() {
   for (const auto& n : bench::notes()) std::cerr << n << "\n";
 }
 
-std::optional<benchmark::TimeUnit> time_unit(const std::string& name) {
-  if (name == "ns") return benchmark::kNanosecond;
-  if (name == "us") return benchmark::kMicrosecond;
-  if (name == "ms") return benchmark::kMillisecond;
-  if (name == "s") return benchmark::kSecond;
-  return std::nullopt;
-}
-
 // Runs (or lists) what the filter selects (matched by RE2: filter.h). The
 // console table goes to stdout; with --benchmark_out, `results` takes the
 // file's text after each benchmark. Returns how many benchmarks matched.
@@ -166,7 +161,7 @@ std::size_t run_selected(const bench::BenchmarkFlags& flags, double stall_second
     file->pin_output(results->sink());
     file->after_runs([results](const std::string&) { results->update(); });
   }
-  if (const auto unit = time_unit(flags.time_unit)) {
+  if (const auto unit = bench::time_unit_named(flags.time_unit)) {
     display->time_unit(*unit);
     if (file) file->time_unit(*unit);
   }
@@ -228,10 +223,7 @@ int run(int argc, char** argv, StandardOutput* out) {
     return o.explain ? doctor::explain_command(*o.explain, with_python) : print_env(o, with_python);
   }
   const env::Report& report = doctor::examine();
-  if (o.require_gpu && !report.status.usable) {
-    std::cerr << "bench: --require-gpu: " << report.status.reason << "\n";
-    return kExitFailed;
-  }
+  if (const int rc = require_gpu(o, report)) return rc;
   return run_benchmarks(o, report, argv[0]);
 }
 

@@ -19,6 +19,7 @@
 #include "env/probe.h"
 #include "env/report.h"
 #include "filter.h"
+#include "stable_names.h"
 
 namespace cudabench::bench {
 
@@ -198,7 +199,7 @@ std::string expected_value(const std::string& flag, bool has_value, const std::s
   if (flag == "--benchmark_min_warmup_time") return parse_finite(v, &x) && x >= 0 && x <= 1e6 ? "" : "seconds in [0, 1e6]";
   if (flag == "--benchmark_format" || flag == "--benchmark_out_format")
     return v == "console" || v == "json" || v == "csv" ? "" : "console, json or csv";
-  if (flag == "--benchmark_time_unit") return v == "ns" || v == "us" || v == "ms" || v == "s" ? "" : "ns, us, ms or s";
+  if (flag == "--benchmark_time_unit") return time_unit_named(v) ? "" : "ns, us, ms or s";
   if (flag == "--benchmark_out") return v.empty() ? "a file name" : "";
   if (flag == "--benchmark_filter") {
     // Short, shallow and with small repetitions: no real filter needs more,

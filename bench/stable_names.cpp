@@ -57,4 +57,12 @@ std::string stable_name(const std::string& name) {
   return std::regex_replace(name, per_run, "");
 }
 
+std::optional<benchmark::TimeUnit> time_unit_named(const std::string& name) {
+  if (name == "ns") return benchmark::kNanosecond;
+  if (name == "us") return benchmark::kMicrosecond;
+  if (name == "ms") return benchmark::kMillisecond;
+  if (name == "s") return benchmark::kSecond;
+  return std::nullopt;
+}
+
 }  // namespace cudabench::bench

@@ -53,5 +53,7 @@ std::unique_ptr<StableNames> stable_display_reporter();
 std::unique_ptr<StableNames> stable_file_reporter(const std::string& format);
 // A benchmark name without its "/min_time:..." and "/iterations:..." parts.
 std::string stable_name(const std::string& name);
+// --benchmark_time_unit's unit: "ns", "us", "ms" or "s"; nullopt for anything else.
+std::optional<benchmark::TimeUnit> time_unit_named(const std::string& name);
 
 }  // namespace cudabench::bench

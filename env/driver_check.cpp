@@ -23,12 +23,7 @@ void probe_calling(const char* call) {
   [[maybe_unused]] const ssize_t n = ::write(g_trace_fd, line.data(), line.size());
 }
 
-int probe_seconds() {
-  const char* v = std::getenv("CUDABENCH_PROBE_SECONDS");
-  char* end = nullptr;
-  const long s = v ? std::strtol(v, &end, 10) : 0;
-  return v && *v && *end == '\0' && s >= 1 && s <= 9999 ? static_cast<int>(s) : 15;
-}
+int probe_seconds() { return probe_seconds_of(std::getenv("CUDABENCH_PROBE_SECONDS")); }
 
 DriverProbeFailure withheld_driver() {
   DriverProbeFailure f;

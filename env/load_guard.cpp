@@ -25,6 +25,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "probe.h"
+
 namespace {
 
 const char* env_value(char** envp, const char* key) {
@@ -32,13 +34,6 @@ const char* env_value(char** envp, const char* key) {
   for (char** e = envp; e && *e; ++e)
     if (strncmp(*e, key, n) == 0 && (*e)[n] == '=') return *e + n + 1;
   return nullptr;
-}
-
-int deadline_seconds(char** envp) {
-  const char* v = env_value(envp, "CUDABENCH_PROBE_SECONDS");
-  char* end = nullptr;
-  const long s = v ? strtol(v, &end, 10) : 0;
-  return v && *v && *end == '\0' && s >= 1 && s <= 9999 ? static_cast<int>(s) : 15;
 }
 
 long now_ms() {
@@ -145,7 +140,7 @@ void guard(int, char** argv, char** envp) {
   snprintf(stub, sizeof stub, "%s/withheld/libcuda.so.1", exe);
   *slash = '/';
   if (access(check, X_OK) != 0 || access(stub, R_OK) != 0) return;
-  run_check(check, envp, deadline_seconds(envp), why, sizeof why);
+  run_check(check, envp, cudabench::env::probe_seconds_of(env_value(envp, "CUDABENCH_PROBE_SECONDS")), why, sizeof why);
   if (!why[0]) return;
   // Again, with the stub preloaded and the reason said.
   static char preload[PATH_MAX + 4200], withheld[600];

@@ -4,6 +4,7 @@
 // they found.
 #pragma once
 
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <string>
@@ -33,6 +34,13 @@ struct DriverProbeFailure {
 DriverProbeFailure withheld_driver();
 // The deadline of a driver probe: $CUDABENCH_PROBE_SECONDS (1 to 9999), else 15.
 int probe_seconds();
+// The same from the variable's value (nullptr: unset); load_guard.cpp calls
+// it before the C library is set up, so it uses strtol alone.
+inline int probe_seconds_of(const char* value) {
+  char* end = nullptr;
+  const long s = value ? std::strtol(value, &end, 10) : 0;
+  return value && *value && *end == '\0' && s >= 1 && s <= 9999 ? static_cast<int>(s) : 15;
+}
 // Called before each call into libcuda or NVML: in cudabench-driver-check
 // it says "calling NAME" on `fd` (trace_probe_calls); elsewhere nothing.
 void probe_calling(const char* call);

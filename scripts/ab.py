@@ -356,8 +356,7 @@ def main(argv=None):
         p.add_argument("--reps", action=compare.bounded(1, samples.MAX_COUNT), default=3,
                        help="repetitions per process (default 3)")
         p.add_argument("--min-time", action=samples.MIN_TIME, help="--benchmark_min_time for each process, seconds")
-        p.add_argument("--process-seconds", action=samples.PROCESS_SECONDS, default=3600,
-                       help="stop a bench process still running after this long, and fail (default 3600)")
+        samples.add_process_seconds(p)
         p.add_argument("--threshold", action=compare.bounded(0, 10, float, "(]"), default=0.05)
         p.add_argument("--alpha", action=compare.bounded(0, 1, float, "()"), default=0.05)
         p.add_argument("--out", default="build/ab", type=compare.output_folder, help="output folder (default build/ab)")

@@ -130,6 +130,11 @@ class Run:
     loads: list = field(default_factory=list)  # the share of the CPUs others took, per sample that says
     loaded: list = field(default_factory=list)  # the samples taken beside more load than allowed (samples.py)
 
+    @property
+    def only_skipped(self):
+        """It skipped itself and measured nothing."""
+        return bool(self.skipped) and not self.samples
+
 
 @dataclass
 class ResultFile:
@@ -146,10 +151,11 @@ def read_json(path):
     return decode_json(read_bytes(path), path)
 
 
-def read_bytes(path, what="a JSON file"):
+def read_bytes(path, what="a JSON file", tail=None):
     """A file's bytes; BadInput naming it when it cannot be read, is not a
     regular file (a FIFO, /dev/zero: never waited on, never read without
-    end) or is over MAX_JSON_BYTES. Every input file is read through here."""
+    end) or is over MAX_JSON_BYTES. Every input file is read through here.
+    tail: only its last `tail` bytes (a log's last words), whatever its size."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens without waiting for a writer
     except OSError as e:
@@ -159,13 +165,15 @@ def read_bytes(path, what="a JSON file"):
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise BadInput(f"{path}: not a regular file: expected {what}")
-        if st.st_size > MAX_JSON_BYTES:
+        if tail:
+            f.seek(max(0, st.st_size - tail))
+        elif st.st_size > MAX_JSON_BYTES:
             raise too_big
         try:
-            raw = f.read(MAX_JSON_BYTES + 1)  # it may have grown since
+            raw = f.read(tail or MAX_JSON_BYTES + 1)  # it may have grown since
         except OSError as e:
             raise BadInput(f"{path}: cannot read ({e.strerror})")
-    if len(raw) > MAX_JSON_BYTES:
+    if not tail and len(raw) > MAX_JSON_BYTES:
         raise too_big
     return raw
 
@@ -506,10 +514,10 @@ def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05, pool=
     if a.error or b.error:
         return Verdict(name, "error", note=("new: " + b.error) if b.error else ("baseline: " + a.error),
                        **new_error(b))
-    if b.skipped and not b.samples and a.samples:  # it measured before and skips itself now
+    if b.only_skipped and a.samples:  # it measured before and skips itself now
         return Verdict(name, "missing", median(a.samples), float("nan"), n_base=len(a.samples),
                        note=f"measured in the baseline, skipped in the new file: {b.skipped}")
-    skips = [f"{w}: {r.skipped}" for w, r in (("baseline", a), ("new", b)) if r.skipped and not r.samples]
+    skips = [f"{w}: {r.skipped}" for w, r in (("baseline", a), ("new", b)) if r.only_skipped]
     if skips:
         return Verdict(name, "skipped", *(median(r.samples) if r.samples else float("nan") for r in (a, b)),
                        n_base=len(a.samples), n_new=len(b.samples), note="skipped in " + "; ".join(skips)
@@ -673,6 +681,7 @@ def table(headers, rows, markdown):
 MAX_FILTER = 10000  # characters, as bench takes
 
 
+@functools.lru_cache(maxsize=64)  # machines.absence asks once per absent row
 def compile_filter(rx, what="--filter"):
     """A benchmark-name filter, matched in linear time by RE2 as bench
     matches it (Python's re backtracks: '(.*)*z' would never end)."""
@@ -711,14 +720,14 @@ def compare(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None, 
         a, b = base.runs.get(n), f.runs.get(n)
         if a and b:
             return judge(n, a, b, metric, threshold, alpha, floors.get(n))
-        if a and a.skipped and not a.samples:  # nothing measured on either side: nothing went missing
+        if a and a.only_skipped:  # nothing measured on either side: nothing went missing
             return Verdict(n, "skipped", note=f"skipped in the baseline: {a.skipped}; not in {f.label}")
         if a:
             return Verdict(n, "missing", n_base=len(a.samples), note=f"not in {f.label}: did it stop running?")
         if b:
             return Verdict(n, "new", new=median(b.samples) if b.samples else float("nan"), n_new=len(b.samples),
                            note="not in the baseline" + (f"; new: {b.error}" if b.error else "")
-                           + (f"; skipped: {b.skipped}" if b.skipped and not b.samples else ""), **new_error(b))
+                           + (f"; skipped: {b.skipped}" if b.only_skipped else ""), **new_error(b))
         return Verdict(n, "absent")
     return names, {f.label: [verdict(n, f) for n in names] for f in files[1:]}
 

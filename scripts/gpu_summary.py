@@ -382,9 +382,9 @@ def ddp_lines(d):
     if c and "distributed" in c:
         out.append(f"  check (--check-sync, its speed not a measurement): replicas identical after "
                    f"{c['distributed']['replicas_checked_after_steps']} checked steps")
-    md = os.path.join(d, "ddp-scaling", "scaling.md")
-    if read_text(md):
-        out.append("\n" + read_text(md).rstrip())
+    scaling = read_text(os.path.join(d, "ddp-scaling", "scaling.md"))
+    if scaling:
+        out.append("\n" + scaling.rstrip())
     return out
 
 

@@ -151,7 +151,7 @@ def relabel(results, files):
                 lacking = f if v.verdict == "missing" else base
                 having = base if v.verdict == "missing" else f
                 r = having.runs[v.name]
-                err = r.error or (f"skipped: {r.skipped}" if r.skipped and not r.samples else "")
+                err = r.error or (f"skipped: {r.skipped}" if r.only_skipped else "")
                 v.verdict = "only"
                 v.note = f"only in {having.label}" + (f" ({err})" if err else "") + f"; {absence(lacking, v.name)}"
 

@@ -62,9 +62,6 @@ FULL_BYTES = 1 << 20  # less free space than this where results go: the disk is 
 META = compare.SAMPLES_META
 MAX_COUNT = 1000  # the most processes (per side), repetitions per process or trials a run takes
 MIN_TIME = compare.bounded(0, 3600, float, "(]")  # --min-time: seconds per benchmark and process
-# --process-seconds: a bench process still running after this long is
-# stopped and the run fails (exit 3), as a stuck GPU would otherwise hold it.
-PROCESS_SECONDS = compare.bounded(1, 86400, float)
 # bench flags that the samples set themselves, or that make bench measure nothing.
 OWN_FLAGS = {"--benchmark_out": "--out", "--benchmark_out_format": "--out", "--benchmark_filter": "--filter",
              "--benchmark_repetitions": "--reps", "--benchmark_list_tests": None, "--help": None, "-h": None,
@@ -210,8 +207,9 @@ def full_disk(folder):
 
 def require_space(folder):
     """ToolError (exit 3) when `folder`'s disk is full: found before the first process, not after the last."""
-    if full_disk(folder):
-        raise ToolError(full_disk(folder))
+    why = full_disk(folder)
+    if why:
+        raise ToolError(why)
 
 
 def wait_in_own_group(cmd, err, env, seconds):
@@ -395,6 +393,15 @@ def cmd_run(a):
     return 0
 
 
+def add_process_seconds(p):
+    """--process-seconds (samples run, ab.py): a bench process still running
+    after this long is stopped and the run fails (exit 3), as a stuck GPU
+    would otherwise hold it."""
+    p.add_argument("--process-seconds", action=compare.bounded(1, 86400, float), default=Sampling.process_seconds,
+                   help=f"stop a bench process still running after this long, and fail "
+                        f"(default {Sampling.process_seconds:g})")
+
+
 def main(argv=None):
     argv, extra = compare.split_passthrough(sys.argv[1:] if argv is None else argv)
     ap = compare.ArgParser(prog="samples", description=__doc__.split("\n\n")[0],
@@ -410,8 +417,7 @@ def main(argv=None):
     p.add_argument("--filter", default=".", help="benchmark regex")
     p.add_argument("--label", help="the machine's name in the result (default: its hardware)")
     p.add_argument("--max-interference", action=compare.bounded(0, 1, float), default=MAX_INTERFERENCE)
-    p.add_argument("--process-seconds", action=PROCESS_SECONDS, default=3600,
-                   help="stop a bench process still running after this long, and fail (default 3600)")
+    add_process_seconds(p)
     a = ap.parse_args(argv)
     a.extra = extra
     return compare.guarded("samples", lambda: cmd_run(a))

@@ -60,7 +60,6 @@ say() { echo "setup: $*" >&2; }
 # The stack for this machine (scripts/stacks.py: the table and the rule),
 # read into STACK by lib.sh's stack_plan, as every build reads it.
 read_plan() {
-  command -v python3 >/dev/null || { say "choosing the stack needs python3"; exit 3; }
   stack_plan || { [ $? -ne 2 ] || exit_as=2; exit 3; }
 }
 if [ "$tests" = plan ]; then

@@ -15,22 +15,24 @@ script_start "$@"
 deps="$root/.deps"
 mkdir -p "$deps"
 bash "$root/scripts/setup.sh" --tests
-if [ ! -f "$deps/benchmark/CMakeLists.txt" ]; then
+# Debian's source package NAME as .deps/NAME, once; then `STEP` run in it.
+vendor_source() {
+  local name="$1" step="${2:-true}" work src
+  [ ! -f "$deps/$name/CMakeLists.txt" ] || return 0
   work="$(mktemp -d)"
-  (cd "$work" && apt-get source -qq benchmark >/dev/null 2>&1) || { echo "vendor-deps: apt-get source benchmark failed" >&2; exit 3; }
-  src="$(find "$work" -maxdepth 1 -type d -name 'benchmark-*' | head -n1)"
-  rm -rf "$deps/benchmark" && mv "$src" "$deps/benchmark" && rm -rf "$work"
-fi
-if [ ! -f "$deps/re2/CMakeLists.txt" ]; then
-  work="$(mktemp -d)"
-  (cd "$work" && apt-get source -qq re2 >/dev/null 2>&1) || { echo "vendor-deps: apt-get source re2 failed" >&2; exit 3; }
-  src="$(find "$work" -maxdepth 1 -type d -name 're2-*' | head -n1)"
-  # Debian's source leaves out the generated tables: made here, from Debian's unicode-data.
+  (cd "$work" && apt-get source -qq "$name" >/dev/null 2>&1) || { echo "vendor-deps: apt-get source $name failed" >&2; exit 3; }
+  src="$(find "$work" -maxdepth 1 -type d -name "$name-*" | head -n1)"
+  (cd "$src" && "$step")
+  rm -rf "$deps/$name" && mv "$src" "$deps/$name" && rm -rf "$work"
+}
+# Debian's RE2 source leaves out the generated tables: made from Debian's unicode-data.
+re2_tables() {
   apt-get install -y -qq unicode-data >/dev/null 2>&1 || { echo "vendor-deps: apt-get install unicode-data failed" >&2; exit 3; }
-  (cd "$src" && perl re2/make_perl_groups.pl > re2/perl_groups.cc && python3 re2/make_unicode_casefold.py > re2/unicode_casefold.cc \
-     && python3 re2/make_unicode_groups.py > re2/unicode_groups.cc) || { echo "vendor-deps: RE2's tables could not be made" >&2; exit 3; }
-  rm -rf "$deps/re2" && mv "$src" "$deps/re2" && rm -rf "$work"
-fi
+  { perl re2/make_perl_groups.pl > re2/perl_groups.cc && python3 re2/make_unicode_casefold.py > re2/unicode_casefold.cc \
+      && python3 re2/make_unicode_groups.py > re2/unicode_groups.cc; } || { echo "vendor-deps: RE2's tables could not be made" >&2; exit 3; }
+}
+vendor_source benchmark
+vendor_source re2 re2_tables
 [ -d "$deps/googletest" ] || cp -r /usr/src/googletest "$deps/googletest"
 [ -d "$deps/nlohmann" ] || cp -r /usr/include/nlohmann "$deps/nlohmann"
 [ -d "$deps/CLI" ] || cp -r /usr/include/CLI "$deps/CLI"

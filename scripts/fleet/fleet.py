@@ -61,7 +61,6 @@ import math
 import os
 import re
 import socket
-import stat
 import sys
 import time
 from collections import Counter
@@ -91,15 +90,10 @@ def error_line(path):
     line, else its last line; read from the end of a regular file only (a
     FIFO or /dev/zero in the list must not hold the merge)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                return ""
-            f.seek(max(0, st.st_size - ERROR_TAIL))
-            lines = [ln.strip() for ln in f.read(ERROR_TAIL).decode("utf-8", "replace").splitlines() if ln.strip()]
-    except OSError:
+        text = compare.read_bytes(path, "a log", tail=ERROR_TAIL).decode("utf-8", "replace")
+    except BadInput:
         return ""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     said = [ln for ln in lines if ln.startswith("bench:")]
     return (said or lines or [""])[-1][:300]
 
@@ -1050,7 +1044,7 @@ def verdict_items(verdicts, machines):
 
 
 def plot_name(group):
-    return "fleet-" + re.sub(r"[^a-z0-9]+", "-", group.lower()).strip("-") + ".png"
+    return "fleet-" + compare.slug(group) + ".png"
 
 
 def plot_groups(findings, out_dir, threshold):
