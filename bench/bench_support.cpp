@@ -66,10 +66,15 @@ std::string flush_label(L2Flush f) {
   return f == L2Flush::None ? "L2 not flushed" : std::string("L2 flushed (") + l2_flush_name(f) + ")";
 }
 
-std::string latency_label(double bytes, double peak) {
-  if (!(peak > 0) || bytes / peak >= kLatencyBound) return "";
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%s: %.2g us of traffic at peak", kLatencyBoundLabel, bytes / peak * 1e6);
+std::string latency_label(double bytes, double peak, double overhead_s) {
+  const double bound = overhead_s > 0 ? kOverheadsPerLatencyBound * overhead_s : kLatencyBound;
+  if (!(peak > 0) || bytes / peak >= bound) return "";
+  char buf[160];
+  if (overhead_s > 0)
+    std::snprintf(buf, sizeof buf, "%s: %.2g us of traffic at peak, under %gx the %.2g us launch overhead measured here",
+                  kLatencyBoundLabel, bytes / peak * 1e6, kOverheadsPerLatencyBound, overhead_s * 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%s: %.2g us of traffic at peak", kLatencyBoundLabel, bytes / peak * 1e6);
   return buf;
 }
 
@@ -100,6 +105,25 @@ std::optional<Rotation> rotation_of_label(const std::string& label) {
   if (std::sscanf(label.c_str(), format.c_str(), &r.sets, &r.launches, &consumed) != 2 || consumed == 0)
     return std::nullopt;
   return r;
+}
+
+std::vector<int> cpu_list(const std::string& text) {
+  std::vector<int> cpus;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string part = text.substr(start, end - start);
+    int lo = 0, hi = 0, used = 0;
+    const auto whole = [&] { return used == static_cast<int>(part.size()); };
+    if (!(std::sscanf(part.c_str(), "%d-%d%n", &lo, &hi, &used) == 2 && whole()) &&
+        !(std::sscanf(part.c_str(), "%d%n", &lo, &used) == 1 && whole() && (hi = lo, true)))
+      return {};
+    if (lo < 0 || hi < lo || hi >= 1 << 16 || part[0] == ' ') return {};
+    for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+    start = end + 1;
+    if (end + 1 == text.size()) return {};  // a trailing comma
+  }
+  return cpus;
 }
 
 double per_launch_seconds(double pair_seconds, int launches) { return pair_seconds / std::max(1, launches); }
@@ -235,10 +259,14 @@ bool check_copy(benchmark::State& state, const std::string& what, const float* a
   return false;
 }
 
+void set_rates(benchmark::State& state, double bytes, double items) {
+  using benchmark::Counter;
+  if (bytes > 0) state.counters["bytes_per_second"] = Counter(bytes, Counter::kIsIterationInvariantRate, Counter::kIs1000);
+  if (items > 0) state.counters["items_per_second"] = Counter(items, Counter::kIsIterationInvariantRate, Counter::kIs1000);
+}
+
 void set_stream_counters(benchmark::State& state, std::size_t n, std::size_t bytes_per_element) {
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
-                          static_cast<std::int64_t>(n * bytes_per_element));
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(n));
+  set_rates(state, static_cast<double>(n * bytes_per_element), static_cast<double>(n));
 }
 
 void set_vector_add_counters(benchmark::State& state, std::size_t n) {

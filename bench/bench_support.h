@@ -69,14 +69,23 @@ std::string joined_label(const std::string& a, const std::string& b);
 // "L2 flushed (read)", "L2 flushed (memset)", "L2 not flushed".
 std::string flush_label(L2Flush flush);
 
-// Work whose bytes would move in under kLatencyBound at the peak rate (DRAM
-// or PCIe) is timed by the GPU's turnaround from one launch or copy to the
-// next (2-4 us), not by its bandwidth: such a row gets this label
-// ("latency-bound: 0.01 us of traffic at peak") and no frac_of_peak; "" for
-// any other row or an unknown peak.
-constexpr double kLatencyBound = 5e-6;  // s
+// A row's time includes an overhead besides its traffic: one launch's
+// turnaround (a single launch between two events) or the gap from one
+// launch to the next (back to back), both measured in the process
+// (gpu_support.h launch_overhead). Work whose bytes would move at the peak
+// rate (DRAM or PCIe) in under kOverheadsPerLatencyBound such overheads is
+// timed by the overhead as much as by its bandwidth: such a row gets this
+// label ("latency-bound: 2.6 us of traffic at peak, under 10x the 2.1 us
+// launch overhead measured here") and no frac_of_peak; "" for any other row
+// or an unknown peak. Where the overhead is unknown (0), kLatencyBound
+// stands in for ten of them.
+// What a GPU row's label says its time includes.
+constexpr const char* kIncludesTurnaround = "one launch: its turnaround included";
+constexpr const char* kIncludesGap = "per launch: the gap to the next included";
+constexpr double kOverheadsPerLatencyBound = 10;  // the overhead at most ~10% of the time
+constexpr double kLatencyBound = 5e-6;            // s
 constexpr const char* kLatencyBoundLabel = "latency-bound";
-std::string latency_label(double bytes, double peak_bytes_per_s);
+std::string latency_label(double bytes, double peak_bytes_per_s, double overhead_s = 0);
 
 // Below kDramBoundL2s x L2 a single launch after a flush would still find
 // part of its data in L2 (above), and a small one would be timed by its
@@ -119,6 +128,10 @@ constexpr double kGateTimeout = 1.0;  // s
 // The delay before work that cannot be gated (it blocks the host while it
 // is enqueued: pageable copies) or where launches block (a profiler).
 constexpr double kEnqueueCover = 30e-6;  // s
+
+// The CPUs of a Linux CPU list ("0-15,32-47", sysfs's local_cpulist), in
+// order; empty when the text is not one.
+std::vector<int> cpu_list(const std::string& text);
 
 // Google Benchmark calls a benchmark once per growth step and repetition;
 // its result is checked on the first call. Runs `check` unless `key`
@@ -219,8 +232,12 @@ bool check_vector_add(benchmark::State& state, const std::string& what,
 // The same for a copy: c == a bit for bit.
 bool check_copy(benchmark::State& state, const std::string& what, const float* a, const float* c, std::size_t n);
 
-// bytes_per_second (`bytes_per_element` each, 12 for an add) and
-// items_per_second for `n` elements per iteration.
+// bytes_per_second and items_per_second of `bytes` and `items` per
+// iteration, in decimal units (1 GB/s = 1e9 bytes/s), the convention of
+// every table cudabench writes: Google Benchmark's SetBytesProcessed would
+// show binary ones (GiB/s) on its console, about 7% apart at G, 10% at T.
+void set_rates(benchmark::State& state, double bytes, double items);
+// set_rates for `n` elements of `bytes_per_element` each (12 for an add).
 void set_stream_counters(benchmark::State& state, std::size_t n, std::size_t bytes_per_element);
 void set_vector_add_counters(benchmark::State& state, std::size_t n);
 

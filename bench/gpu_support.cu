@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "bench_support.h"
@@ -367,6 +368,46 @@ double time_launches(cudaStream_t s, const std::function<void()>& body, const Ti
     total += *seconds;
   }
   return i ? total / i : 0;
+}
+
+NearGpuCpus::NearGpuCpus(int dev) {
+  const auto* g = gpu(dev);
+  const std::vector<int> cpus = cpu_list(g ? g->local_cpus : "");
+  const std::string node = g && g->numa_node >= 0 ? "NUMA node " + std::to_string(g->numa_node) : "NUMA node unknown";
+  if (cpus.empty()) {
+    label_ = "host side not bound: the GPU's CPUs are unknown";
+    return;
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (const int c : cpus)
+    if (c < CPU_SETSIZE) CPU_SET(c, &set);
+  if (sched_getaffinity(0, sizeof old_, &old_) != 0 || sched_setaffinity(0, sizeof set, &set) != 0) {
+    label_ = "host side not bound: the GPU's CPUs " + g->local_cpus + " are not allowed here";
+    return;
+  }
+  bound_ = true;
+  label_ = "host side on the GPU's CPUs " + g->local_cpus + " (" + node + ")";
+}
+
+NearGpuCpus::~NearGpuCpus() {
+  if (bound_) sched_setaffinity(0, sizeof old_, &old_);
+}
+
+void empty_launches(cudaStream_t s, int launches) {
+  for (int k = 0; k < launches; ++k) stream_cover::empty(s);
+}
+
+double launch_overhead(bool back_to_back) {
+  static std::map<std::pair<int, bool>, double> measured;
+  const auto key = std::make_pair(current_device(), back_to_back);
+  if (const auto it = measured.find(key); it != measured.end()) return it->second;
+  cudaStream_t s = bench_stream();
+  Timing t;
+  t.launches = back_to_back ? kBackToBackLaunches : 1;
+  empty_launches(s, t.launches);  // loaded before it is timed
+  // 2 ms of GPU time: a few hundred pairs, each gated as a row's are.
+  return measured[key] = time_launches(s, [s, &t] { empty_launches(s, t.launches); }, t, 2e-3, 1000);
 }
 
 Rotation stream_rotation(std::size_t n, std::size_t bytes_per_element, L2Flush flush, int dev) {

@@ -11,6 +11,8 @@
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
+#include <sched.h>
+
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -142,6 +144,33 @@ void timed_gpu_loop(benchmark::State& state, int dev, cudaStream_t s, const std:
 // seconds per launch, 0 when a gate timed out.
 double time_launches(cudaStream_t s, const std::function<void()>& body, const Timing& timing, double min_gpu_s,
                      int max_iterations);
+// The overhead a GPU row's time includes besides its work, measured once
+// per device and process with kernels that do nothing (gated, as the rows
+// are): one launch's turnaround between two events, or, back to back, the
+// gap from one launch to the next (per launch of kBackToBackLaunches). 0
+// when the gate timed out.
+constexpr int kBackToBackLaunches = 64;
+double launch_overhead(bool back_to_back);
+// launch_overhead's body: `launches` empty kernels on `s`.
+void empty_launches(cudaStream_t s, int launches);
+// While it lives, the calling thread runs on the CPUs nearest GPU `dev`
+// (sysfs's local_cpulist, which NVML's CPU affinity also reads), so that
+// host buffers made and copied meanwhile sit on the GPU's NUMA node; the
+// thread's CPUs are restored after. label(): "host side on the GPU's CPUs
+// 0-15 (NUMA node 0)", or why it is not bound.
+class NearGpuCpus {
+ public:
+  explicit NearGpuCpus(int dev);
+  ~NearGpuCpus();
+  NearGpuCpus(const NearGpuCpus&) = delete;
+  NearGpuCpus& operator=(const NearGpuCpus&) = delete;
+  const std::string& label() const { return label_; }
+
+ private:
+  std::string label_;
+  bool bound_ = false;
+  cpu_set_t old_{};
+};
 // How a VectorAdd or Copy of n elements (bytes_per_element each) is timed
 // on `dev` (bench_support.h Rotation): with sets == 0, one launch after the
 // flush `flush`.

@@ -95,25 +95,63 @@ Timing timing_of(const Rotation& rot, L2Flush flush, cudaStream_t s, const std::
   return t;
 }
 
-// The copy kernel's bytes/s at n on `dev`, on buffers of its own, timed as
-// a Copy row is (its own rotation, or one launch after `flush`) and checked
-// first (a wrong copy fails the add's row): measured once per device, n
-// and flush in a process. 0 when it failed or timed out.
+// The device copies, one Copy row each: BabelStream's kernel, the
+// vectorised kernel, cudaMemcpyAsync. The last two are the achievable
+// reference (copy_reference).
+struct DeviceCopy {
+  const char* name;
+  MakeGpuAdd make;
+  bool reference;
+};
+template <vector_add::CopyKernel K>
+GpuAdd copy_kernel(const float* a, const float*, float* c, std::size_t n, cudaStream_t s, int) {
+  return [=] { vector_add::copy(K, a, c, n, kBlock, s); };
+}
+GpuAdd copy_memcpy(const float* a, const float*, float* c, std::size_t n, cudaStream_t s, int) {
+  return [=] { CUDA_CHECK(cudaMemcpyAsync(c, a, n * sizeof(float), cudaMemcpyDeviceToDevice, s)); };
+}
+const DeviceCopy kDeviceCopies[] = {
+    {"cuda_kernel", copy_kernel<vector_add::CopyKernel::OnePerElement>, false},
+    {"cuda_float4", copy_kernel<vector_add::CopyKernel::Float4>, true},
+    {"cuda_memcpy", copy_memcpy, true},
+};
+
+// The best copy bandwidth at n on `dev`: each reference copy of
+// kDeviceCopies on buffers of its own, checked first (a wrong copy fails the
+// add's row) and timed as a Copy row is (its own rotation, or one launch
+// after `flush`); measured once per device, n and flush in a process. 0
+// when one failed or timed out.
 double copy_reference(benchmark::State& state, int dev, cudaStream_t s, std::size_t n, L2Flush flush) {
   static std::map<std::string, double> measured;
   const std::string key = std::to_string(dev) + " " + std::to_string(n) + " " + l2_flush_name(flush);
   if (const auto it = measured.find(key); it != measured.end()) return it->second;
   const Rotation rot = stream_rotation(n, vector_add::kCopyBytesPerElement, flush, dev);
   const VectorBuffers d(n, rot.sets, s);  // not the add's, which stay cached for its next call
-  std::vector<GpuAdd> copies;
-  for (int k = 0; k < d.sets; ++k)
-    copies.push_back([a = d.set(d.a, k), c = d.set(d.c, k), n, s] { vector_add::copy(a, c, n, kBlock, s); });
-  if (!run_right(state, "the copy reference (Copy/cuda_kernel)", Op::Copy, d, 0, copies[0], s)) return 0;
-  std::size_t next = 0;
-  const double per_launch = time_launches(s, pair_of(copies, rot.launches, next), timing_of(rot, flush, s, ""),
-                                          20e-3, 200);
-  const double rate = per_launch > 0 ? static_cast<double>(n * vector_add::kCopyBytesPerElement) / per_launch : 0;
-  return measured[key] = rate;
+  double best = 0;
+  for (const DeviceCopy& copy : kDeviceCopies) {
+    if (!copy.reference) continue;
+    std::vector<GpuAdd> copies;
+    for (int k = 0; k < d.sets; ++k) copies.push_back(copy.make(d.set(d.a, k), nullptr, d.set(d.c, k), n, s, dev));
+    if (!run_right(state, std::string("the copy reference (Copy/") + copy.name + ")", Op::Copy, d, 0, copies[0], s))
+      return measured[key] = 0;
+    std::size_t next = 0;
+    const double per_launch =
+        time_launches(s, pair_of(copies, rot.launches, next), timing_of(rot, flush, s, ""), 20e-3, 200);
+    if (!(per_launch > 0)) return measured[key] = 0;
+    best = std::max(best, static_cast<double>(n * vector_add::kCopyBytesPerElement) / per_launch);
+  }
+  return measured[key] = best;
+}
+
+// What a row's time includes besides its traffic, as its label says, and
+// why it has no fraction of the DRAM peak ("" when it has one): warm in L2,
+// or latency-bound against the overhead measured here.
+std::string timing_label(const Rotation& rot, L2Flush flush, double bytes, int dev, std::string* not_dram) {
+  const bool back_to_back = rot.sets > 0;
+  *not_dram = joined_label(back_to_back ? "" : cache_label(bytes, dev),
+                           latency_label(bytes, dram_peak(dev), launch_overhead(back_to_back)));
+  const std::string includes = back_to_back ? kIncludesGap : kIncludesTurnaround;
+  return joined_label(joined_label(back_to_back ? rot.label() : flush_label(flush), includes), *not_dram);
 }
 
 void run_gpu_stream(benchmark::State& state, int dev, L2Flush flush, Op op, const std::string& what,
@@ -134,12 +172,10 @@ void run_gpu_stream(benchmark::State& state, int dev, L2Flush flush, Op op, cons
     // output is poisoned, so the check after the timing reads this call's.
     d.poison_outputs(s);
     CUDA_CHECK(cudaStreamSynchronize(s));
-    // Why the row has no fraction of the DRAM peak ("" when it has one).
-    const std::string not_dram =
-        joined_label(rot.sets > 0 ? "" : cache_label(bytes, dev), latency_label(bytes, dram_peak(dev)));
+    std::string not_dram;
+    const std::string label = timing_label(rot, flush, bytes, dev, &not_dram);
     std::size_t next = 0;
-    timed_gpu_loop(state, dev, s, pair_of(works, rot.launches, next),
-                   timing_of(rot, flush, s, joined_label(rot.sets > 0 ? rot.label() : flush_label(flush), not_dram)));
+    timed_gpu_loop(state, dev, s, pair_of(works, rot.launches, next), timing_of(rot, flush, s, label));
     if (state.error_occurred()) return;
     const int last = static_cast<int>((next - 1) % works.size());
     if (!output_right(state, what + " (the last buffer set launched)", op, d, last, s)) return;
@@ -180,8 +216,8 @@ void register_gpu_vector_add(const RunOptions& run, const std::string& name, con
   register_stream(run, "VectorAdd", name, Op::Add, make, enqueue_s);
 }
 
-void register_gpu_copy(const RunOptions& run, const std::string& name, const MakeGpuAdd& make, double enqueue_s) {
-  register_stream(run, "Copy", name, Op::Copy, make, enqueue_s);
+void register_gpu_copies(const RunOptions& run) {
+  for (const DeviceCopy& copy : kDeviceCopies) register_stream(run, "Copy", copy.name, Op::Copy, copy.make, kKernelEnqueue);
 }
 
 }  // namespace cudabench::bench

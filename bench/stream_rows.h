@@ -32,14 +32,15 @@ using MakeGpuAdd =
 // last buffer set launched again. Wall time is bounded as bound_wall_time
 // says, with `enqueue_s` the host's time to enqueue one launch. A row that
 // is DRAM-bound (neither warm in L2 nor latency-bound) gets frac_of_peak,
-// and copy_GBps and frac_of_copy: the copy kernel's bandwidth
-// (Copy/cuda_kernel) at this n, measured in the same process as that row
-// is timed, as the CPU
-// rows are held against Copy/cpu_nt.
+// and copy_GBps and frac_of_copy: the best device copy's bandwidth at this
+// n (the faster of Copy/cuda_float4 and Copy/cuda_memcpy), measured in the
+// same process as that row is timed, as the CPU rows are held against
+// Copy/cpu_nt.
 void register_gpu_vector_add(const RunOptions& run, const std::string& name, const MakeGpuAdd& make,
                              double enqueue_s);
-// Copy/<name>/n:N[/dev:D]: c = a, 8 bytes per element, timed and checked as
+// Copy/<name>/n:N[/dev:D] for each device copy (c = a, 8 bytes per
+// element: cuda_kernel, cuda_float4, cuda_memcpy), timed and checked as
 // VectorAdd is (c == a, bit for bit).
-void register_gpu_copy(const RunOptions& run, const std::string& name, const MakeGpuAdd& make, double enqueue_s);
+void register_gpu_copies(const RunOptions& run);
 
 }  // namespace cudabench::bench

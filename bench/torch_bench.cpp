@@ -206,7 +206,7 @@ void BM_train(benchmark::State& state, TrainConfig cfg, std::string what) {
     };
     for (int i = 0; i < 5; ++i) next();  // warm-up
     timed_loop(state, cfg.device, next);
-    state.SetItemsProcessed(state.iterations() * bs);
+    set_rates(state, 0, static_cast<double>(bs));
   } catch (const std::exception& e) {
 #ifdef CUDABENCH_TORCH_GPU
     if (cfg.device.is_cuda()) return fail_gpu(state, e, what + ": ");
@@ -251,7 +251,7 @@ void BM_eval(benchmark::State& state, torch::Device dev) {
     };
     for (int i = 0; i < 3; ++i) next();
     timed_loop(state, dev, next);
-    state.SetItemsProcessed(state.iterations() * bs);
+    set_rates(state, 0, static_cast<double>(bs));
   } catch (const std::exception& e) {
 #ifdef CUDABENCH_TORCH_GPU
     if (dev.is_cuda()) return fail_gpu(state, e, "MnistEval: ");

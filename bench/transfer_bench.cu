@@ -4,7 +4,8 @@
 // beforehand. frac_of_peak is against the PCIe link's theoretical rate
 // (NVML's maximum generation x width with this system, after encoding);
 // a copy too small to be timed by its bandwidth is labelled latency-bound
-// and has none.
+// and has none. The host side runs on the GPU's own CPUs, and its buffers
+// sit on the GPU's NUMA node (NearGpuCpus); the label says which.
 #include <cstring>
 #include <memory>
 
@@ -27,6 +28,7 @@ void BM_transfer(benchmark::State& state, int dev, bool h2d, bool pinned) {
     const auto bytes = static_cast<std::size_t>(state.range(0));
     const std::size_t n = bytes / sizeof(float);
     use_device(dev);
+    const NearGpuCpus near(dev);
     cudaStream_t s = bench_stream();
     static LastOne<TransferBuffers> cache;
     const std::string key = std::string(h2d ? "h2d " : "d2h ") + (pinned ? "pinned " : "pageable ") +
@@ -61,10 +63,11 @@ void BM_transfer(benchmark::State& state, int dev, bool h2d, bool pinned) {
     // A pageable copy blocks the host while it stages the data: no gate.
     Timing timing;
     timing.cover = pinned ? Cover::Gate : Cover::Delay;
-    timing.label = latency_label(static_cast<double>(bytes), pcie_peak(dev));
+    const std::string latency = latency_label(static_cast<double>(bytes), pcie_peak(dev));
+    timing.label = joined_label(latency, near.label());
     timed_gpu_loop(state, dev, s, copy, timing);
-    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(bytes));
-    if (timing.label.empty()) set_peak_counters(state, static_cast<double>(bytes), pcie_peak(dev));
+    set_rates(state, static_cast<double>(bytes), 0);
+    if (latency.empty()) set_peak_counters(state, static_cast<double>(bytes), pcie_peak(dev));
   } catch (const std::exception& e) {
     fail_gpu(state, e);
   }

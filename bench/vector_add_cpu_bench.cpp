@@ -113,10 +113,9 @@ void BM_cpu_copy(benchmark::State& state) {
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
-  const auto bytes = static_cast<std::int64_t>(n * kCopyBytesPerElement);
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * bytes);
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(n));
-  if (fits_in_llc(static_cast<std::size_t>(bytes))) state.SetLabel("warm: fits in last-level cache");
+  const std::size_t bytes = n * kCopyBytesPerElement;
+  set_stream_counters(state, n, kCopyBytesPerElement);
+  if (fits_in_llc(bytes)) state.SetLabel("warm: fits in last-level cache");
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // device copies Copy/cuda_kernel (BabelStream's Copy) and Copy/cuda_memcpy
 // (cudaMemcpyAsync device to device), and the seed's whole flow
 // VectorAddFlow/<pageable|pinned> (copy a and b in, add with the seed's
-// <<<512,512>>> launch made correct, copy c out).
+// <<<512,512>>> launch made correct, copy c out; its host side on the GPU's
+// CPUs), and the launch overhead as rows, Launch/empty_kernel.
 #include <cublas_v2.h>
 #include <thrust/execution_policy.h>
 #include <thrust/functional.h>
@@ -78,6 +79,7 @@ void BM_flow(benchmark::State& state, int dev, bool pinned) {
   try {
     const auto n = static_cast<std::size_t>(state.range(0));
     use_device(dev);
+    const NearGpuCpus near(dev);
     const std::size_t bytes = n * sizeof(float);
     static LastOne<FlowBuffers> cache;
     const std::string key = std::to_string(n) + (pinned ? " pinned" : " pageable") + " dev=" + std::to_string(dev);
@@ -103,12 +105,43 @@ void BM_flow(benchmark::State& state, int dev, bool pinned) {
     // A pageable copy blocks the host while it stages the data: no gate.
     Timing timing;
     timing.cover = pinned ? Cover::Gate : Cover::Delay;
+    timing.label = near.label();
     timed_gpu_loop(state, dev, s, flow, timing);
     // 12 bytes per element cross the bus: a and b in, c out.
     set_vector_add_counters(state, n);
   } catch (const std::exception& e) {
     fail_gpu(state, e);
   }
+}
+
+// Launch/empty_kernel/launches:L: L kernels that do nothing between two
+// events (gated), the time per launch: one launch's turnaround (L = 1),
+// or the gap from one launch to the next (back to back), which the
+// VectorAdd and Copy rows' times include (launch_overhead). Nothing is
+// computed, so there is nothing to check.
+void register_launch_rows(const RunOptions& run) {
+  register_per_device(
+      run, "Launch/empty_kernel", "launches", {1, kBackToBackLaunches},
+      [](benchmark::State& state, int dev) {
+        try {
+          const int launches = static_cast<int>(state.range(0));
+          use_device(dev);
+          cudaStream_t s = bench_stream();
+          Timing timing;
+          timing.launches = launches;
+          timing.label = launches > 1 ? kIncludesGap : kIncludesTurnaround;
+          empty_launches(s, launches);  // loaded before it is timed
+          timed_gpu_loop(state, dev, s, [s, launches] { empty_launches(s, launches); }, timing);
+          set_rates(state, 0, launches);
+        } catch (const std::exception& e) {
+          fail_gpu(state, e);
+        }
+      },
+      [run](Registered* b, std::int64_t launches, int dev) {
+        b->UseManualTime()->Unit(benchmark::kMicrosecond);
+        bound_wall_time(run, b, 2e-6, static_cast<double>(launches) * kKernelEnqueue + kLaunchSyncOverhead,
+                        static_cast<int>(launches));
+      });
 }
 
 }  // namespace
@@ -125,18 +158,8 @@ void register_gpu_vector_add(const RunOptions& run) {
   }
   register_gpu_vector_add(run, "cublas_geam", cublas_add, kLibraryEnqueue);
   register_gpu_vector_add(run, "thrust", thrust_add, kLibraryEnqueue);
-  register_gpu_copy(
-      run, "cuda_kernel",
-      [](const float* a, const float*, float* c, std::size_t n, cudaStream_t s, int) -> GpuAdd {
-        return [=] { vector_add::copy(a, c, n, kBlock, s); };
-      },
-      kKernelEnqueue);
-  register_gpu_copy(
-      run, "cuda_memcpy",
-      [](const float* a, const float*, float* c, std::size_t n, cudaStream_t s, int) -> GpuAdd {
-        return [=] { CUDA_CHECK(cudaMemcpyAsync(c, a, n * sizeof(float), cudaMemcpyDeviceToDevice, s)); };
-      },
-      kKernelEnqueue);
+  register_gpu_copies(run);
+  register_launch_rows(run);
   for (bool pinned : {false, true}) {
     register_per_device(
         run, pinned ? "VectorAddFlow/pinned" : "VectorAddFlow/pageable", "n", vector_sizes(),

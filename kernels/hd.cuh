@@ -8,8 +8,10 @@
 
 #if defined(__CUDACC__)
 #define CUDABENCH_HD __host__ __device__ __forceinline__
+#define CUDABENCH_UNROLL _Pragma("unroll")
 #else
 #define CUDABENCH_HD inline
+#define CUDABENCH_UNROLL
 #endif
 
 #ifdef CUDABENCH_HAVE_CUDA

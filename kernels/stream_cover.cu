@@ -23,6 +23,8 @@ __global__ void delay_kernel(std::uint64_t ns) {
   while (global_ns() - t0 < ns) __nanosleep(256);
 }
 
+__global__ void empty_kernel() {}
+
 __global__ void gate_kernel(GateFlags* flags, std::uint64_t timeout_ns) {
   const volatile GateFlags* f = flags;
   const bool opened = wait_open(&f->open, global_ns() + timeout_ns, GlobalTimer{}, Nap{});
@@ -34,6 +36,11 @@ __global__ void gate_kernel(GateFlags* flags, std::uint64_t timeout_ns) {
 
 void delay(std::uint64_t ns, cudaStream_t stream) {
   delay_kernel<<<1, 1, 0, stream>>>(ns);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+void empty(cudaStream_t stream) {
+  empty_kernel<<<1, 1, 0, stream>>>();
   CUDA_CHECK(cudaGetLastError());
 }
 

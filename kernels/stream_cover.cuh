@@ -47,6 +47,8 @@ CUDABENCH_HD bool wait_open(const volatile std::uint32_t* open, std::uint64_t de
 #ifdef CUDABENCH_HAVE_CUDA
 // Occupies `stream` for at least `ns` nanoseconds.
 void delay(std::uint64_t ns, cudaStream_t stream);
+// A kernel that does nothing: what a launch costs (launch_overhead).
+void empty(cudaStream_t stream);
 // Holds `stream` until flags->open is set, at most `timeout_ns`; `flags` is
 // the device's view of mapped host memory.
 void gate(GateFlags* flags, std::uint64_t timeout_ns, cudaStream_t stream);

@@ -30,14 +30,18 @@ void launch(Grid grid, const float* a, const float* b, float* c, std::size_t n, 
   CUDA_CHECK(cudaGetLastError());
 }
 
+template <class Body>
 __global__ void copy_kernel(const float* __restrict__ a, float* __restrict__ c, std::size_t n) {
-  CopyOnePerElement::run(a, c, n, static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x);
+  Body::run(a, c, n, static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+            static_cast<std::size_t>(gridDim.x) * blockDim.x);
 }
 
-void copy(const float* a, float* c, std::size_t n, unsigned block_size, cudaStream_t stream) {
-  const LaunchShape s = launch_shape(Grid::PerElement, n, block_size, 0, 0);
+void copy(CopyKernel kernel, const float* a, float* c, std::size_t n, unsigned block_size, cudaStream_t stream) {
+  const bool vec = kernel == CopyKernel::Float4;
+  const LaunchShape s = launch_shape(vec ? Grid::Float4Tiles : Grid::PerElement, n, block_size, 0, 0);
   if (s.grid == 0) return;
-  copy_kernel<<<s.grid, s.block, 0, stream>>>(a, c, n);
+  if (vec) copy_kernel<CopyFloat4><<<s.grid, s.block, 0, stream>>>(a, c, n);
+  else copy_kernel<CopyOnePerElement><<<s.grid, s.block, 0, stream>>>(a, c, n);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -14,7 +14,8 @@
 //   copy_nt   : STREAM Copy (c = a) the same way, the CPU's measured
 //               bandwidth the add is held against (8 bytes per element)
 // GPU (kernels/vector_add.cu): the variants are the table below,
-// CUDABENCH_GPU_VARIANTS, one row each; and the copy kernel, the GPU's
+// CUDABENCH_GPU_VARIANTS, one row each; and the copy kernels (BabelStream's
+// and a vectorised one), whose best, beside cudaMemcpyAsync, is the
 // measured bandwidth the add is held against.
 //
 // The per-thread bodies are __host__ __device__ so that host tests can drive
@@ -68,38 +69,68 @@ struct GridStride {
   }
 };
 
-// float4 grid-stride over the first (n / 4) * 4 elements; the last n % 4
-// are done one each by threads 0 .. n % 4 - 1. Unaligned pointers take the
-// GridStride body; the branch is the same for every thread, so it costs no
-// divergence.
+// The float4s an aligned body works on: the first n / 4 elements of each
+// array, as 16-byte words; the last n % 4 are done one each by threads
+// 0 .. n % 4 - 1 (tail).
+struct AddFloat4s {
+  const Vec4* a;
+  const Vec4* b;
+  Vec4* c;
+  CUDABENCH_HD Vec4 load(std::size_t i) const {
+    const Vec4 x = a[i], y = b[i];
+    Vec4 r;
+    r.x = x.x + y.x;
+    r.y = x.y + y.y;
+    r.z = x.z + y.z;
+    r.w = x.w + y.w;
+    return r;
+  }
+  CUDABENCH_HD void store(std::size_t i, const Vec4& r) const { c[i] = r; }
+  static CUDABENCH_HD void tail(const float* a, const float* b, float* c, std::size_t n, std::size_t tid) {
+    const std::size_t i = n / 4 * 4 + tid;
+    if (i < n) c[i] = a[i] + b[i];
+  }
+};
+
+// float4 grid-stride over the float4s, then the tail. Unaligned pointers
+// take the GridStride body; the branch is the same for every thread, so it
+// costs no divergence.
 struct Float4 {
   static CUDABENCH_HD void run(const float* a, const float* b, float* c, std::size_t n, std::size_t tid,
                                std::size_t nthreads) {
     if (!(aligned16(a) && aligned16(b) && aligned16(c))) return GridStride::run(a, b, c, n, tid, nthreads);
-    const std::size_t nvec = n / 4;
-    const Vec4* a4 = reinterpret_cast<const Vec4*>(a);
-    const Vec4* b4 = reinterpret_cast<const Vec4*>(b);
-    Vec4* c4 = reinterpret_cast<Vec4*>(c);
-    for (std::size_t i = tid; i < nvec; i += nthreads) {
-      const Vec4 x = a4[i];
-      const Vec4 y = b4[i];
-      Vec4 r;
-      r.x = x.x + y.x;
-      r.y = x.y + y.y;
-      r.z = x.z + y.z;
-      r.w = x.w + y.w;
-      c4[i] = r;
-    }
-    const std::size_t tail = nvec * 4 + tid;
-    if (tail < n) c[tail] = a[tail] + b[tail];
+    const AddFloat4s v{reinterpret_cast<const Vec4*>(a), reinterpret_cast<const Vec4*>(b), reinterpret_cast<Vec4*>(c)};
+    for (std::size_t i = tid; i < n / 4; i += nthreads) v.store(i, v.load(i));
+    AddFloat4s::tail(a, b, c, n, tid);
   }
 };
 
-// The device copy, BabelStream's Copy kernel: c = a, thread `tid` owns
-// element `tid`, grid = ceil(n / block) (Grid::PerElement).
-struct CopyOnePerElement {
-  static CUDABENCH_HD void run(const float* a, float* c, std::size_t n, std::size_t tid) {
-    if (tid < n) c[tid] = a[tid];
+// More bytes in flight per thread: kUnroll float4 loads of each input are
+// issued before the first store. Thread tid takes the float4s base + k x
+// nthreads (k < kUnroll: a warp's loads stay coalesced), for base = tid,
+// tid + kUnroll x nthreads, ... (one pass with Grid::Float4Tiles).
+constexpr int kUnroll = 4;
+template <class Op>
+CUDABENCH_HD void float4_unrolled(const Op& op, std::size_t nvec, std::size_t tid, std::size_t nthreads) {
+  for (std::size_t base = tid; base < nvec; base += kUnroll * nthreads) {
+    Vec4 r[kUnroll] = {};
+    CUDABENCH_UNROLL
+    for (int k = 0; k < kUnroll; ++k)
+      if (base + k * nthreads < nvec) r[k] = op.load(base + k * nthreads);
+    CUDABENCH_UNROLL
+    for (int k = 0; k < kUnroll; ++k)
+      if (base + k * nthreads < nvec) op.store(base + k * nthreads, r[k]);
+  }
+}
+
+struct Float4Unrolled {
+  static CUDABENCH_HD void run(const float* a, const float* b, float* c, std::size_t n, std::size_t tid,
+                               std::size_t nthreads) {
+    if (!(aligned16(a) && aligned16(b) && aligned16(c))) return GridStride::run(a, b, c, n, tid, nthreads);
+    float4_unrolled(AddFloat4s{reinterpret_cast<const Vec4*>(a), reinterpret_cast<const Vec4*>(b),
+                               reinterpret_cast<Vec4*>(c)},
+                    n / 4, tid, nthreads);
+    AddFloat4s::tail(a, b, c, n, tid);
   }
 };
 
@@ -109,6 +140,37 @@ enum class Grid {
   Seed,            // the seed's fixed <<<512, 512>>>, whatever the block size asked
   Resident,        // min(ceil(n / block), SMs x resident blocks per SM)
   ResidentFloat4,  // the same over the n / 4 float4s
+  Float4Tiles,     // ceil(n / 4 / (block x kUnroll)): one pass of float4_unrolled
+};
+
+// The device copies (c = a), the bandwidth the add is held against.
+// BabelStream's Copy kernel: thread `tid` owns element `tid`, grid =
+// ceil(n / block) (Grid::PerElement). It keeps one 4-byte load in flight per
+// thread, too few to reach an H200's DRAM bandwidth (2.7 of 4.8 TB/s).
+struct CopyOnePerElement {
+  static CUDABENCH_HD void run(const float* a, float* c, std::size_t n, std::size_t tid, std::size_t /*nthreads*/) {
+    if (tid < n) c[tid] = a[tid];
+  }
+};
+// The vectorised copy: float4_unrolled over the float4s (Grid::Float4Tiles),
+// the tail one element a thread; unaligned pointers copy one element per
+// thread, grid-stride.
+struct CopyFloat4s {
+  const Vec4* a;
+  Vec4* c;
+  CUDABENCH_HD Vec4 load(std::size_t i) const { return a[i]; }
+  CUDABENCH_HD void store(std::size_t i, const Vec4& r) const { c[i] = r; }
+};
+struct CopyFloat4 {
+  static CUDABENCH_HD void run(const float* a, float* c, std::size_t n, std::size_t tid, std::size_t nthreads) {
+    if (!(aligned16(a) && aligned16(c))) {
+      for (std::size_t i = tid; i < n; i += nthreads) c[i] = a[i];
+      return;
+    }
+    float4_unrolled(CopyFloat4s{reinterpret_cast<const Vec4*>(a), reinterpret_cast<Vec4*>(c)}, n / 4, tid, nthreads);
+    const std::size_t i = n / 4 * 4 + tid;
+    if (i < n) c[i] = a[i];
+  }
 };
 
 // The variant table, one row each: number, name, launch shape, per-thread
@@ -120,7 +182,9 @@ enum class Grid {
   X(2, "cuda_v2", Grid::Seed, GridStride, "seed's <<<512,512>>> launch, grid-stride so any n is covered") \
   X(3, "cuda_v3", Grid::Resident, GridStride, "grid-stride, grid = SMs x resident blocks per SM")         \
   X(4, "cuda_v4", Grid::ResidentFloat4, Float4,                                                           \
-    "float4 loads/stores, grid-stride, SMs x resident blocks, scalar tail")
+    "float4 loads/stores, grid-stride, SMs x resident blocks, scalar tail")                               \
+  X(5, "cuda_v5", Grid::Float4Tiles, Float4Unrolled,                                                      \
+    "float4, 4 loads of each input in flight per thread before its stores, one pass, scalar tail")
 
 using Body = void (*)(const float* a, const float* b, float* c, std::size_t n, std::size_t tid,
                       std::size_t nthreads);
@@ -168,8 +232,10 @@ std::size_t first_copy_mismatch(const float* a, const float* c, std::size_t n);
 // throws std::invalid_argument for an unknown one.
 void vector_add(int variant, const float* a, const float* b, float* c,
                 std::size_t n, unsigned block_size, cudaStream_t stream);
-// The copy kernel (CopyOnePerElement) on `stream`.
-void copy(const float* a, float* c, std::size_t n, unsigned block_size, cudaStream_t stream);
+// The copy kernels on `stream`: BabelStream's (CopyOnePerElement) and the
+// vectorised one (CopyFloat4).
+enum class CopyKernel { OnePerElement, Float4 };
+void copy(CopyKernel kernel, const float* a, float* c, std::size_t n, unsigned block_size, cudaStream_t stream);
 #endif
 
 }  // namespace cudabench::vector_add

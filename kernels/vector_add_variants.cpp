@@ -41,6 +41,7 @@ LaunchShape launch_shape(Grid g, std::size_t n, unsigned block_size, int sms, in
     case Grid::Seed: return {kSeedGrid, kSeedBlock};
     case Grid::Resident: grid = std::min(ceil_div(n, block_size), resident); break;
     case Grid::ResidentFloat4: grid = std::min(ceil_div(ceil_div(n, 4), block_size), resident); break;
+    case Grid::Float4Tiles: grid = ceil_div(ceil_div(n, 4), std::size_t{block_size} * kUnroll); break;
   }
   if (grid > static_cast<std::size_t>(std::numeric_limits<int>::max()))
     throw std::invalid_argument("n = " + std::to_string(n) + " needs more blocks than a grid allows");

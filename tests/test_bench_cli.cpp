@@ -130,6 +130,9 @@ TEST(BenchCli, ConsoleStaysReadable) {
   EXPECT_EQ(r.out.find("cudabench_env"), std::string::npos);
   EXPECT_NE(r.out.find("cuda_toolkit:"), std::string::npos);
   EXPECT_EQ(r.out.find("Library was built as DEBUG"), std::string::npos);
+  // Rates in decimal units, as every table of cudabench (G/s, never Gi/s).
+  EXPECT_NE(r.out.find("bytes_per_second="), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("i/s"), std::string::npos) << r.out;
 }
 
 TEST(BenchCli, SaysInOneLineWhyGpuBenchmarksAreAbsent) {
@@ -307,18 +310,19 @@ TEST(BenchCliGpu, EveryGpuFamilyRunsCheckedOnEveryDevice) {
     const std::string mode = l2_flush_name(flush);
     const fs::path out = temp_file("gpu-" + mode + ".json");
     const Result r = run("--devices all --l2-flush " + mode +
-                         " --benchmark_filter='^(VectorAdd/(cuda_v[1-4]|cublas_geam|thrust|torch_cuda)/n:(4096|1048576)/"
-                         "|VectorAdd/cuda_v4/n:(16777216|134217728)/|Copy/cuda_(kernel|memcpy)/n:(4096|1048576)/"
-                         "|Copy/cuda_kernel/n:16777216/"
+                         " --benchmark_filter='^(VectorAdd/(cuda_v[1-5]|cublas_geam|thrust|torch_cuda)/n:(4096|1048576)/"
+                         "|VectorAdd/cuda_v4/n:(16777216|134217728)/|Copy/cuda_(kernel|float4|memcpy)/n:(4096|1048576)/"
+                         "|Copy/cuda_kernel/n:16777216/|Launch/empty_kernel/"
                          "|Transfer/(h2d|d2h)_(pinned|pageable)/bytes:16384/|Transfer/h2d_pinned/bytes:4194304/"
                          "|VectorAddFlow/(pinned|pageable)/n:4096/)' "
                          "--benchmark_min_time=0.01 --benchmark_out=" + out.string());
     ASSERT_EQ(r.code, 0) << r.out;
     const auto j = read_json(out);
     EXPECT_EQ(j["context"]["l2_flush"], mode);
-    // 6 VectorAdd families (7 with LibTorch) x 2 sizes, one at 2^24 and 2^27,
-    // 2 copy families x 2 and one at 2^24, 5 transfers, 2 flows; per device.
-    ASSERT_GE(j["benchmarks"].size(), 26u * e["gpus"].size()) << r.out;
+    // 7 VectorAdd families (8 with LibTorch) x 2 sizes, one at 2^24 and 2^27,
+    // 3 copy families x 2 and one at 2^24, 2 launch rows, 5 transfers, 2
+    // flows; per device.
+    ASSERT_GE(j["benchmarks"].size(), 32u * e["gpus"].size()) << r.out;
     for (const auto& b : j["benchmarks"]) {
       const std::string name = b["name"];
       EXPECT_FALSE(b.value("error_occurred", false)) << name << ": " << b.value("error_message", "");

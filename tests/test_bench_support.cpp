@@ -142,12 +142,27 @@ TEST(Labels, FlushLatencyAndJoin) {
   EXPECT_EQ(latency_label(per * (1 << 20), h200).rfind(kLatencyBoundLabel, 0), 0u);
   EXPECT_EQ(latency_label(per * (1 << 22), h200), "");
   EXPECT_EQ(latency_label(per * 4096, 0), "");  // peak unknown: no claim
+  // Against a measured overhead: ten of them. 2^22 (10.5 us at peak) is
+  // latency-bound beside a 2.1 us launch turnaround, 2^24 (42 us) is not.
+  EXPECT_EQ(latency_label(per * (1 << 22), h200, 2.1e-6),
+            "latency-bound: 10 us of traffic at peak, under 10x the 2.1 us launch overhead measured here");
+  EXPECT_EQ(latency_label(per * (1 << 24), h200, 2.1e-6), "");
+  EXPECT_EQ(latency_label(per * (1 << 22), h200, 0.5e-6), "");  // 5 us is enough beside 0.5 us
   // A 16 KB copy over PCIe gen 5 x16 (63 GB/s): latency-bound; 4 MB is not.
   EXPECT_NE(latency_label(16384, 63e9), "");
   EXPECT_EQ(latency_label(4194304, 63e9), "");
   EXPECT_EQ(joined_label("a", "b"), "a; b");
   EXPECT_EQ(joined_label("", "b"), "b");
   EXPECT_EQ(joined_label("a", ""), "a");
+}
+
+// sysfs's local_cpulist, and anything else refused whole.
+TEST(CpuList, RangesAndSinglesInOrder) {
+  EXPECT_EQ(cpu_list("0-3"), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(cpu_list("0-1,8,10-11"), (std::vector<int>{0, 1, 8, 10, 11}));
+  EXPECT_EQ(cpu_list("5"), (std::vector<int>{5}));
+  for (const char* bad : {"", "3-1", "a", "1,", ",1", "1-", "-1", "1 2", " 1", "0-99999999", "1-2-3", "1,,2"})
+    EXPECT_TRUE(cpu_list(bad).empty()) << "'" << bad << "'";
 }
 
 TEST(CheckOnce, PassesAreRememberedFailuresAreNot) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "kernels/l2_flush.cuh"
@@ -67,18 +68,22 @@ TEST_P(VariantCoverage, EveryElementWrittenOnceAndNothingPastTheEnd) {
 
 INSTANTIATE_TEST_SUITE_P(AllVariants, VariantCoverage, ::testing::ValuesIn(va::gpu_variant_ids()));
 
-// The copy kernel's body over every thread of its launch: each element
-// copied bit for bit, nothing past the end; a poisoned or differing bit is
-// found.
+// The copy kernels' bodies over every thread of their launches, aligned or
+// not: each element copied bit for bit, nothing past the end; a poisoned or
+// differing bit is found.
 TEST(CopyBody, EveryElementCopiedOnceAndNothingPastTheEnd) {
-  for (std::size_t n : {0u, 1u, 255u, 256u, 257u, 4099u}) {
-    Arrays x(n, 1);
-    const va::LaunchShape s = va::launch_shape(va::Grid::PerElement, n, 64, 0, 0);
-    for (std::size_t t = 0; t < static_cast<std::size_t>(s.grid) * s.block; ++t)
-      va::CopyOnePerElement::run(x.a, x.c, n, t);
-    EXPECT_EQ(va::first_copy_mismatch(x.a, x.c, n), n) << n;
-    EXPECT_EQ(x.c[n], -12345.0f) << "wrote past the end: n=" << n;
-  }
+  const std::pair<va::Grid, void (*)(const float*, float*, std::size_t, std::size_t, std::size_t)> kernels[] = {
+      {va::Grid::PerElement, &va::CopyOnePerElement::run}, {va::Grid::Float4Tiles, &va::CopyFloat4::run}};
+  for (const auto& [grid, body] : kernels)
+    for (std::size_t n : {0u, 1u, 3u, 4u, 5u, 255u, 256u, 257u, 4099u, 70001u})
+      for (std::size_t offset : {0u, 1u}) {
+        Arrays x(n, offset);
+        const va::LaunchShape s = va::launch_shape(grid, n, 64, 0, 0);
+        const std::size_t threads = static_cast<std::size_t>(s.grid) * s.block;
+        for (std::size_t t = 0; t < threads; ++t) body(x.a, x.c, n, t, threads);
+        EXPECT_EQ(va::first_copy_mismatch(x.a, x.c, n), n) << n << " offset " << offset;
+        EXPECT_EQ(x.c[n], -12345.0f) << "wrote past the end: n=" << n;
+      }
   Arrays x(8, 0);
   EXPECT_EQ(va::first_copy_mismatch(x.a, x.c, 8), 0u);  // the poison
   for (std::size_t i = 0; i < 8; ++i) x.c[i] = x.a[i];
@@ -101,11 +106,15 @@ TEST(LaunchShape, GridsAreSizedAsDocumented) {
   EXPECT_EQ(va::launch_shape(4, 4096, 256, 132, 8).grid, 4u);
   EXPECT_EQ(va::launch_shape(4, 4097, 256, 132, 8).grid, 5u);
   EXPECT_EQ(va::launch_shape(4, 1u << 27, 256, 132, 8).grid, 132u * 8);
-  for (int v = 1; v <= 4; ++v) EXPECT_EQ(va::launch_shape(v, 0, 256, 132, 8).grid, 0u) << v;
+  // Unrolled float4: one pass, kUnroll float4s a thread, whatever the device.
+  EXPECT_EQ(va::launch_shape(5, 4096, 256, 132, 8).grid, 1u);
+  EXPECT_EQ(va::launch_shape(5, 4097, 256, 132, 8).grid, 2u);
+  EXPECT_EQ(va::launch_shape(5, 1u << 27, 256, 132, 8).grid, (1u << 27) / 4096);
+  for (int v = 1; v <= 5; ++v) EXPECT_EQ(va::launch_shape(v, 0, 256, 132, 8).grid, 0u) << v;
 }
 
 TEST(LaunchShape, RejectsBadArguments) {
-  EXPECT_THROW(va::launch_shape(5, 10, 256, 1, 1), std::invalid_argument);
+  EXPECT_THROW(va::launch_shape(6, 10, 256, 1, 1), std::invalid_argument);
   EXPECT_THROW(va::launch_shape(0, 10, 256, 1, 1), std::invalid_argument);
   EXPECT_THROW(va::launch_shape(1, 10, 0, 1, 1), std::invalid_argument);
   EXPECT_THROW(va::launch_shape(1, 10, 2048, 1, 1), std::invalid_argument);
@@ -120,7 +129,7 @@ TEST(VariantTable, TheSeedsVariantHasTheSeedsLaunch) {
 
 TEST(VariantTable, NumberedAndNamed) {
   const auto& v = va::gpu_variants();
-  ASSERT_EQ(v.size(), 4u);
+  ASSERT_EQ(v.size(), 5u);
   for (std::size_t i = 0; i < v.size(); ++i) {
     EXPECT_EQ(v[i].id, static_cast<int>(i) + 1);
     EXPECT_EQ(v[i].name, "cuda_v" + std::to_string(i + 1));
