@@ -12,7 +12,9 @@
 // CUDABENCH_LIBCUDA_WITHHELD naming the call ("libcuda hung in cuInit for
 // 15 s"); the environment report says it (env/collect.cpp). Raw calls only:
 // the C library is not initialised yet. Without the two files beside the
-// executable nothing is checked.
+// executable nothing is checked, nor with CUDABENCH_DRIVER_CHECKED=ok: the
+// run that started this process (samples.py, gpu-check.sh) checked once for
+// all of its processes.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
@@ -129,6 +131,10 @@ void guard(int, char** argv, char** envp) {
   // An ignored SIGCHLD (inherited) would reap children before waitpid sees them.
   signal(SIGCHLD, SIG_DFL);
   if (env_value(envp, "CUDABENCH_LIBCUDA_WITHHELD")) return;  // started again already
+  // Checked once already by the run that started this process (samples.py,
+  // gpu-check.sh): a GPU initialisation per process saved.
+  const char* checked = env_value(envp, "CUDABENCH_DRIVER_CHECKED");
+  if (checked && strcmp(checked, "ok") == 0) return;
   static char exe[PATH_MAX], check[PATH_MAX + 64], stub[PATH_MAX + 64], why[512];
   const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return;

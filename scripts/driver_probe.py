@@ -148,13 +148,13 @@ def group_stopped_by_signals(pid):
             signal.signal(s, h)
 
 
-def run_bounded(cmd, seconds):
+def run_bounded(cmd, seconds, env=None):
     """(exit code, stdout, stderr) of cmd, the code None when it ran past
     `seconds`. It runs in a session of its own with its output in files, not
     pipes (a pipe stays open while any child of it lives), and its whole
     group is killed once it ends, its time is up or a signal stops us."""
     with tempfile.TemporaryFile("w+", errors="replace") as out, tempfile.TemporaryFile("w+", errors="replace") as err:
-        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True, env=env)
         with group_stopped_by_signals(p.pid):
             try:
                 rc = p.wait(timeout=seconds)
@@ -169,6 +169,25 @@ def run_bounded(cmd, seconds):
         out.seek(0)
         err.seek(0)
         return rc, out.read(), err.read()
+
+
+# What an orchestrator (samples.py's runs, gpu-check.sh) passes down once the
+# driver check passed, so that the bench and train processes it starts skip
+# their own (env/load_guard.cpp).
+DRIVER_CHECKED = "CUDABENCH_DRIVER_CHECKED"
+
+
+def driver_checked(program, env):
+    """{DRIVER_CHECKED: "ok"} when cudabench-driver-check (`program`, beside
+    bench) ran to its last line within the probe's deadline under `env`, else
+    {}: then each process checks the driver itself, and withholds one that
+    hangs or crashes."""
+    if not os.access(program, os.X_OK):
+        return {}
+    env = {k: v for k, v in env.items() if k != DRIVER_CHECKED}
+    rc, out, _ = run_bounded([program], probe_seconds(), env)
+    done = rc == 0 and out.rstrip().endswith("calling nothing: done")
+    return {DRIVER_CHECKED: "ok"} if done else {}
 
 
 def probe_in_child(seconds):

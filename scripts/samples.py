@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402
+import driver_probe  # noqa: E402
 from compare import BadInput, ToolError, median  # noqa: E402
 
 EXIT_WRONG = 1
@@ -138,6 +139,20 @@ class Sampling:
             if flag in OWN_FLAGS:
                 instead = OWN_FLAGS[flag]
                 raise BadInput(f"{x}: " + (f"give {instead} instead" if instead else "not for a measured run"))
+
+
+def check_driver_once(arms):
+    """The driver checked once for every process of the run (each arm's
+    environment gets the verdict), not once per process: with persistence
+    mode off, each check costs a GPU initialisation of 1 to 5 s."""
+    verdicts = {}
+    for arm in arms:
+        env = dict(os.environ, **arm.env)
+        key = tuple(sorted(env.items()))
+        if key not in verdicts:
+            check = os.path.join(os.path.dirname(os.path.abspath(arm.bench)), "cudabench-driver-check")
+            verdicts[key] = driver_probe.driver_checked(check, env)
+        arm.env.update(verdicts[key])
 
 
 def bench_command(arm, s, out):
@@ -243,6 +258,7 @@ def run_schedule(arms, order, s, workdir, progress=True, tool="samples"):
     loads = {n: [] for n in arms}
     reruns, budget, exhausted = 0, max(1, len(order) // max(1, len(arms))), False
     require_space(workdir)
+    check_driver_once(arms.values())
     started = time.monotonic()
     for j, name in enumerate(order):
         for attempt in range(RETRIES + 1):

@@ -12,6 +12,7 @@ CUDABENCH_BUILD_DIR names the build to test (default: build/).
 import json
 import os
 import subprocess
+import sys
 import time
 
 import pytest
@@ -130,3 +131,34 @@ def test_a_probed_program_that_leaves_a_child_holding_its_pipe_does_not_hold_ben
     r = subprocess.run([BENCH, "--env"], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert time.monotonic() - t0 < 30
+
+
+def checks_logged(log):
+    """How many cudabench-driver-check processes called the fake cuInit
+    (lines "PID NAME", the name cut by the kernel at 15 characters)."""
+    lines = log.read_text().splitlines() if log.exists() else []
+    return len({line.split()[0] for line in lines if line.split()[1:2] == ["cudabench-drive"]})
+
+
+@pytest.mark.parametrize("fault", [None, "hang"])
+def test_a_run_of_several_processes_checks_the_driver_once(tmp_path, fault):
+    """The default run's processes (samples.py, as run-bench.sh starts it)
+    share one driver check; a bench started alone checks for itself. A
+    check that fails passes nothing down: each process checks again and
+    withholds the driver, and the run still ends with its CPU rows.
+    --max-interference 1: no process runs again beside other load, so each
+    is counted once."""
+    log = tmp_path / "init.log"
+    machine = {"driver": {"init_log": str(log), **({"init_fault": fault} if fault else {})}}
+    cpu_row = "--benchmark_filter=VectorAdd/cpu_scalar/n:4096/"
+    r, _ = run(tmp_path, machine, cpu_row, "--benchmark_min_time=0.01")
+    assert r.returncode == 0, r.stderr
+    assert checks_logged(log) == 1
+    log.unlink()
+    out = tmp_path / "merged.json"
+    r, _ = run(tmp_path, machine, os.path.join(ROOT, "scripts", "samples.py"), "run", "--bench", BENCH,
+               "--processes", "3", "--filter", "VectorAdd/cpu_scalar/n:4096/", "--min-time", "0.01",
+               "--max-interference", "1", "--out", str(out), program=sys.executable, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert len(json.loads(out.read_text())["benchmarks"]) == 3
+    assert checks_logged(log) == (1 if fault is None else 1 + 3)

@@ -3,6 +3,7 @@
 // strings), answered from the machine in $CUDABENCH_FAKE_GPU. The CUDA
 // runtime finds no cuGetProcAddress here and reports an error, so nothing
 // can run on these GPUs: they exist to be probed, listed and selected.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -40,7 +41,6 @@ void fault(const char* key) {
   if (f == "exit") _exit(0);
 }
 __attribute__((constructor)) void on_load() { fault("load_fault"); }
-}  // namespace
 
 #ifdef FAKE_GET_PROC_ADDRESS
 // The CUDA runtime's first call: every entry point is looked up through it.
@@ -52,7 +52,25 @@ FAKE_API int cuGetProcAddress_v2(const char*, void** fn, int, unsigned long long
 }
 #endif
 
+// "driver/init_log": a file that gets a line "PID NAME" (/proc/self/comm)
+// for each call of cuInit: which processes checked the driver.
+void log_init() {
+  const std::string path = fake::Machine::get().json().value("/driver/init_log"_json_pointer, "");
+  if (path.empty()) return;
+  char comm[64] = {};
+  const int in = open("/proc/self/comm", O_RDONLY);
+  const ssize_t n = in < 0 ? 0 : read(in, comm, sizeof comm - 1);
+  if (in >= 0) close(in);
+  const std::string line = std::to_string(getpid()) + " " + std::string(comm, n > 0 ? static_cast<std::size_t>(n) : 0);
+  const int out = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT, 0644);
+  if (out < 0) return;
+  [[maybe_unused]] const ssize_t w = write(out, line.data(), line.size());
+  close(out);
+}
+}  // namespace
+
 FAKE_API int cuInit(unsigned) {
+  log_init();
   fault("init_fault");
   return init_result();
 }
