@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
-"""The rows a GPU check step exists for are in its results file, and passed.
+"""The rows a GPU check step exists for are in its results file, passed,
+and hold no impossible figure.
 
     expect_rows.py FILE.json PATTERN...
 
 Each PATTERN is a regular expression matched at the start of a benchmark's
-name. Prints one line for each pattern that no row matches, and one for each
-row it matches that failed; exit 0 when every pattern has a row and none of
-them failed, 3 otherwise (a row that is missing could not be measured; a
-wrong result is bench's own exit 1), 2 for an unreadable file or a bad
+name. Prints one line for each pattern that no row matches, one for each row
+it matches that failed, and one for each such row with an impossible figure:
+a time or rate that is not a positive number, a fraction of the theoretical
+peak above 1, an add faster than the best device copy by more than
+MAX_FRAC_OF_COPY - 1, or a time taken without its gate (the fixed delay
+stood in: the host's enqueue may be in it). Exit 0 when every pattern has a
+row and none failed; 1 when a row's figure is impossible (a wrong
+measurement); 3 when a row is missing or failed (it could not be measured; a
+wrong result is bench's own exit 1); 2 for an unreadable file or a bad
 pattern. A CPU control row does not stand in for a GPU row: the patterns name
 the GPU rows. Only the standard library (the GPU machine's python3).
 """
+import math
 import os
 import re
 import sys
@@ -18,18 +25,43 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402  (only the standard library on import)
 
+# An add moves 12 bytes per element, a copy 8, through the same DRAM: the
+# add may match the best copy, not beat it by much.
+MAX_FRAC_OF_COPY = 1.10
+NOT_GATED = "not gated:"  # bench's label where the gate could not be used (gpu_support.cu)
+
+
+def impossible(b):
+    """Why row b's figures cannot be (one line each)."""
+    out = []
+    for key in ("real_time", "bytes_per_second", "items_per_second"):
+        v = b.get(key)
+        if key in b and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            out.append(f"{key} is {v!r}, not a positive number")
+    frac = b.get("frac_of_peak")
+    if isinstance(frac, (int, float)) and frac > 1:
+        out.append(f"{frac:.3f} of its theoretical peak (the peak or the time is wrong)")
+    frac = b.get("frac_of_copy")
+    if isinstance(frac, (int, float)) and frac > MAX_FRAC_OF_COPY:
+        out.append(f"{frac:.3f} of the best device copy (the copy reference is not this GPU's best)")
+    if NOT_GATED in (b.get("label") or ""):
+        out.append("timed without its gate, behind a fixed delay: the host's enqueue may be in its time")
+    return out
+
 
 def problems(doc, patterns):
-    """The lines to print: missing patterns and failed rows, in order."""
+    """(missing or failed lines, impossible-figure lines), in order."""
     rows = [b for b in doc.get("benchmarks", []) if b.get("run_type") != "aggregate"]
-    out = []
+    missing, wrong = [], []
     for p in patterns:
         hits = [b for b in rows if re.match(p, b.get("run_name") or b.get("name", ""))]
         if not hits:
-            out.append(f"missing: no row matches {p}")
+            missing.append(f"missing: no row matches {p}")
         failed = {b["name"]: b.get("error_message", "") for b in hits if b.get("error_occurred")}
-        out += [f"failed: {name}: {why}" for name, why in sorted(failed.items())]
-    return out
+        missing += [f"failed: {name}: {why}" for name, why in sorted(failed.items())]
+        wrong += [f"impossible: {b['name']}: {why}" for b in hits if not b.get("error_occurred")
+                  for why in impossible(b)]
+    return missing, wrong
 
 
 def main(argv):
@@ -45,10 +77,10 @@ def main(argv):
     except (compare.BadInput, re.error) as e:
         print(f"expect_rows: {compare.one_line(e)}", file=sys.stderr)
         return 2
-    lines = problems(doc if isinstance(doc, dict) else {}, argv[2:])
-    for line in lines:
+    missing, wrong = problems(doc if isinstance(doc, dict) else {}, argv[2:])
+    for line in missing + wrong:
         print(line)
-    return 3 if lines else 0
+    return 1 if wrong else 3 if missing else 0
 
 
 if __name__ == "__main__":

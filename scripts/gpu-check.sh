@@ -4,9 +4,10 @@
 # torch are enough). One call must return every number it can, so:
 #
 #   - the steps run in order of value (STEPS below), each under `timeout`
-#     for at most its cap and the time left; a step whose estimate no
-#     longer fits the budget, or whose tools are absent, is skipped and
-#     says why, and the rest go on;
+#     for at most its cap and the time left; a step whose estimate with
+#     its margin no longer fits the time left, or whose tools are absent,
+#     is skipped and says why (never started to be cut off), and the rest
+#     go on;
 #   - the preflight probes the driver (with a deadline) before anything is
 #     built, and stops the run naming the cause in the doctor's words;
 #   - after every step the output folder gets summary.txt and
@@ -42,24 +43,27 @@ script_start "$@"
 # kernel family), the headline numbers, then the rest. A step runs only
 # where what it needs is there: gpu (not in a dry run), torch (python3's
 # CUDA torch, so LibTorch is built), nccl (the build has it), sanitizer
-# (compute-sanitizer). Estimates are seconds on an H200 (how each was made:
-# docs/gpu-check.md); a results folder with an earlier run's steps.txt
-# gives its own times instead (plan_steps below).
+# (compute-sanitizer). Estimates are seconds measured on an H200 (the run
+# of 2026-12-04; docs/gpu-check.md says how each was made), and sum within
+# the budget with a reserve; a results folder with an earlier run's
+# steps.txt gives its own times instead (plan_steps below).
 # name      estimate  cap  needs
 STEPS=(
-  "preflight       10   90  -"
-  "build          200  330  -"
-  "tests           45  150  -"
+  "preflight        5   90  -"
+  "build           65  330  -"
+  "tests           35  150  -"
   "memcheck        50  150  gpu,sanitizer"
-  "env             20   60  gpu"
-  "headline        35   90  gpu"
+  "sanitize        10   60  gpu,sanitizer"
+  "env             10   60  gpu"
+  "headline        70  120  gpu"
   "bench           75  180  gpu"
-  "flush-ab        30   75  gpu"
-  "train           30   90  gpu,torch"
-  "mnist           35   90  gpu,torch"
-  "ddp             30   90  gpu,torch,nccl"
-  "sanitize        30  120  gpu,sanitizer"
+  "train           25   90  gpu,torch"
+  "mnist           30   90  gpu,torch"
+  "ddp             25   90  gpu,torch,nccl"
+  "flush-ab        45   90  gpu"
 )
+# Kept at the end of the budget: a step's 15 s kill grace and the last snapshot.
+KEPT=20
 
 bad_usage() { echo "gpu-check: $1" >&2; exit 2; }
 
@@ -97,9 +101,9 @@ mkdir -p "$(dirname "$res")" || bad_usage "$res: cannot make its folder"
 exec 9>"$res.lock" || bad_usage "$res.lock: cannot write it"
 flock -n 9 || bad_usage "$res: another gpu-check is using it"
 # Each step's estimate and cap: this folder's last run's time where the
-# step passed there (x1.25, + 5 s), its cap where it timed out there, else
-# STEPS'; a run of the other kind (dry or not) does not count. One line a
-# step: name, estimate, cap, needs, where the estimate came from.
+# step passed there, its cap where it timed out there, else STEPS'; a run
+# of the other kind (dry or not) does not count. One line a step: name,
+# estimate, cap, needs, where the estimate came from.
 plan_steps() {
   local last="$1" row name est cap needs t result from same=0
   grep -qx "# dry run $GC_DRY_RUN, quick $GC_QUICK" "$last/plan.txt" 2>/dev/null && same=1
@@ -108,7 +112,7 @@ plan_steps() {
     from=STEPS
     if [ "$same" = 1 ] && read -r _ result t _ < <(grep "^$name " "$last/steps.txt") && [[ "$t" =~ ^[0-9]{1,5}$ ]]; then
       case "$result" in
-        ok) est=$(( t * 5 / 4 + 5 )); from="last run: $t s" ;;
+        ok) est="$t"; from="last run: $t s" ;;
         timed-out) est="$cap"; from="last run: timed out at $t s" ;;
       esac
       [ "$cap" -ge $(( est * 3 / 2 )) ] || cap=$(( est * 3 / 2 ))
@@ -122,7 +126,8 @@ plan="$(plan_steps "$res")"
 if [ -n "$(ls -A "$res" 2>/dev/null)" ]; then rm -rf "$res.previous" && mv "$res" "$res.previous"; fi
 mkdir -p "$res/logs" "$dest" || bad_usage "$dest: cannot make it"
 rm -f "$dest/summary.txt" "$dest/gpu-check.tar.gz"
-printf '# dry run %s, quick %s\n%s\n' "$GC_DRY_RUN" "$GC_QUICK" "$plan" > "$res/plan.txt"
+printf '# dry run %s, quick %s\n# budget %s s, %s s kept for the end\n%s\n' \
+  "$GC_DRY_RUN" "$GC_QUICK" "$budget" "$KEPT" "$plan" > "$res/plan.txt"
 export GC_RES="$res" PYTHONUNBUFFERED=1
 status=0
 
@@ -140,15 +145,16 @@ record() {
   printf '%-10s %-9s %4d s  %s\n' "$1" "$2" "$3" "${4:-}" >> "$GC_RES/steps.txt"
   log "$1: $2${4:+ ($4)}"
 }
-# The two files in $dest, each written whole.
+# The two files in $dest, each written whole, each within 20 s (a
+# stuck disk or interpreter must not hold the run past its 600 s call).
 snapshot() {
-  python3 scripts/gpu_summary.py "$GC_RES" > "$dest/summary.txt.tmp" 2> "$GC_RES/logs/summary.err" \
-    || echo "(summary failed: see logs/summary.err)" >> "$dest/summary.txt.tmp"
+  timeout -k 5 20 python3 scripts/gpu_summary.py "$GC_RES" > "$dest/summary.txt.tmp" 2> "$GC_RES/logs/summary.err" \
+    || echo "(summary failed, exit $?: see logs/summary.err; 124: its 20 s deadline)" >> "$dest/summary.txt.tmp"
   mv -f "$dest/summary.txt.tmp" "$dest/summary.txt"
   # Never the tarball or the summary themselves: the output folder may be
   # the results folder, so the archive is made beside it, then moved in.
   local tmp="$GC_RES.tar.gz.tmp" rc=0
-  tar czf "$tmp" --exclude='gpu-check.tar.gz*' --exclude='summary.txt*' \
+  timeout -k 5 20 tar czf "$tmp" --exclude='gpu-check.tar.gz*' --exclude='summary.txt*' \
       -C "$(dirname "$GC_RES")" "$(basename "$GC_RES")" || rc=$?
   if [ "$rc" -le 1 ]; then mv -f "$tmp" "$dest/gpu-check.tar.gz"; else rm -f "$tmp"; fi
 }
@@ -177,15 +183,17 @@ unmet() {
 }
 
 # run_step NAME ESTIMATE CAP NEEDS: the step in its own process group,
-# under timeout; its output in logs/NAME.log. A step that exits 4 skipped
-# itself, its last "skipped: " line says why.
+# under timeout; its output in logs/NAME.log. A step starts only when its
+# estimate and a margin (25%, and 5 s) fit in the time left, so none
+# is started only to be cut off at the end of the budget; one that still
+# overruns (it hangs) is stopped at its cap or the time left. A step that
+# exits 4 skipped itself, its last "skipped: " line says why.
 run_step() {
-  local name="$1" est="$2" cap="$3" why t0 left rc=0
-  # The reserve: a step's 15 s kill grace and the last snapshot.
-  t0=$(elapsed); left=$(( budget - t0 - 20 ))
+  local name="$1" est="$2" cap="$3" why t0 left need rc=0
+  t0=$(elapsed); left=$(( budget - t0 - KEPT )); need=$(( est * 5 / 4 + 5 ))
   why="$(unmet "$4")"
-  if [ -z "$why" ] && [ "$est" -gt "$left" ]; then
-    why="needs ~${est} s, ${left} s of the ${budget} s budget left (20 s are kept for the end)"
+  if [ -z "$why" ] && [ "$need" -gt "$left" ]; then
+    why="needs ~${need} s (${est} s estimated + 25% + 5 s), ${left} s of the ${budget} s budget left (${KEPT} s kept for the end)"
   fi
   if [ -n "$why" ]; then record "$name" skipped 0 "$why"; worsen 4; return; fi
   [ "$cap" -le "$left" ] || cap="$left"
@@ -207,6 +215,18 @@ run_step() {
   case "$rc" in 0|4) ;; *) { grep '^MISSING' "$GC_RES/logs/$name.log" || tail -n 6 "$GC_RES/logs/$name.log"; } | sed 's/^/    | /' >&2 ;; esac
 }
 
+# Once the build has cudabench-driver-check: the driver is checked once for
+# every bench and train process the steps start (CUDABENCH_DRIVER_CHECKED,
+# env/load_guard.cpp), not once each at a GPU initialisation apiece. A
+# check that does not finish passes nothing down: each process checks.
+check_driver_once() {
+  local out
+  out="$(probe "$(probe_seconds)" "$GC_BUILD/cudabench-driver-check" 2>/dev/null)" || return 0
+  [[ "$out" == *"calling nothing: done" ]] || return 0
+  export CUDABENCH_DRIVER_CHECKED=ok
+  log "the driver checked once for every step"
+}
+
 log "results in $GC_RES, budget ${budget} s$([ "$GC_DRY_RUN" = 1 ] && echo ', dry run: GPU steps skipped')"
 stopped=""
 while read -r -u 3 name est cap needs _; do
@@ -219,6 +239,7 @@ while read -r -u 3 name est cap needs _; do
   case "$name" in
     preflight|build) grep -q "^$name  *ok " "$GC_RES/steps.txt" || stopped="${stopped:-$name did not pass}" ;;
   esac
+  [ "$name" = build ] && [ -z "$stopped" ] && check_driver_once
   snapshot
 done 3<<< "$plan"
 log "done in $(elapsed) s, exit $status"

@@ -2,7 +2,9 @@
 GPU steps are reported skipped) against this build: exit codes, a step that
 fails or overruns its limit, a preflight or a configure that stops the run
 before the build, a step whose tools are absent, the plan and its
-estimates, the snapshot written after each step, old results moved aside.
+estimates against the budget (a step that cannot finish in the time left
+is skipped, not started), the snapshot written after each step, old
+results moved aside.
 Faults come from CUDABENCH_TEST_GPU_CHECK_FAULT=STEP:hang|fail. The real
 (not dry) preflight meets fake drivers: a libcuda whose cuInit fails with
 802, an nvidia-smi that never answers.
@@ -20,10 +22,17 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "gpu-check.sh")
 BUILD = os.environ.get("CUDABENCH_BUILD_DIR") or os.path.join(ROOT, "build")
-STEPS = ["preflight", "build", "tests", "memcheck", "env", "headline", "bench", "flush-ab", "train", "mnist", "ddp",
-         "sanitize"]
+STEPS = ["preflight", "build", "tests", "memcheck", "sanitize", "env", "headline", "bench", "train", "mnist", "ddp",
+         "flush-ab"]
 GPU_STEPS = {"memcheck", "env", "headline", "bench", "flush-ab", "train", "mnist", "ddp", "sanitize"}
 SANITIZER_STEPS = {"memcheck", "sanitize"}
+
+
+def planned():
+    """{step: (estimate, cap)} from STEPS in the script."""
+    table = re.search(r"^STEPS=\(\n(.*?)^\)", open(SCRIPT).read(), flags=re.M | re.S)[1]
+    return {name: (int(est), int(cap)) for name, est, cap, _ in
+            (row.strip().strip('"').split() for row in table.splitlines())}
 
 pytestmark = pytest.mark.skipif(not os.path.isfile(os.path.join(BUILD, "CMakeCache.txt")),
                                 reason=f"{BUILD} is not a configured build")
@@ -89,6 +98,11 @@ def test_a_dry_run_starts_clean_skips_the_gpu_steps_and_says_so_with_exit_4(tmp_
     assert (tmp_path / "res.previous" / "train_cuda.json").exists()
     text = (res / "summary.txt").read_text()
     assert "Status: exit 4 (a step was skipped)" in text
+    # The plan against the budget: the estimates fit, with a reserve.
+    total = sum(est for est, _ in planned().values())
+    assert total + 20 < 540
+    assert (f"  Plan: estimates sum to {total} s of the 540 s budget ({540 - total} s reserve: 20 s kept for the end, "
+            f"{520 - total} s for steps slower than estimated)") in text
     assert "last run's summary" not in text and "train_cuda" not in text
     assert [l for l in text.splitlines() if "epochs, batch 64, eager" in l][0].lstrip().startswith("-")
     # The tarball holds what the summary was made from, and never itself.
@@ -109,13 +123,15 @@ def test_a_failed_step_is_exit_3_with_its_code_and_log_in_the_summary(tmp_path):
 
 
 def test_a_step_past_its_limit_is_stopped_and_the_rest_are_skipped(tmp_path):
-    # 32 s: 20 kept for the end, so the preflight gets 12.
-    r, took = gpu_check(tmp_path, CUDABENCH_GPU_CHECK_BUDGET="32", CUDABENCH_TEST_GPU_CHECK_FAULT="preflight:hang")
+    # A step that fits by its estimate can still hang. 35 s: 20 kept for the
+    # end, so the preflight (estimated 5 s, 11 with its margin) gets 15.
+    assert planned()["preflight"][0] * 5 // 4 + 5 <= 13
+    r, took = gpu_check(tmp_path, CUDABENCH_GPU_CHECK_BUDGET="35", CUDABENCH_TEST_GPU_CHECK_FAULT="preflight:hang")
     assert r.returncode == 3, r.stderr
-    assert took < 40
+    assert took < 43
     s = steps(tmp_path)
     # Whole seconds: the start may fall just before one ticks over.
-    assert s["preflight"] in (("timed-out", "stopped at its 12 s limit"), ("timed-out", "stopped at its 11 s limit"))
+    assert s["preflight"] in (("timed-out", "stopped at its 15 s limit"), ("timed-out", "stopped at its 14 s limit"))
     assert all(s[n] == ("skipped", "not run: preflight did not pass") for n in STEPS[1:])
     # The summary lists them too, each with why.
     text = summary(tmp_path)
@@ -125,10 +141,32 @@ def test_a_step_past_its_limit_is_stopped_and_the_rest_are_skipped(tmp_path):
 
 
 def test_a_step_that_does_not_fit_the_budget_is_skipped(tmp_path):
-    r, _ = gpu_check(tmp_path, CUDABENCH_GPU_CHECK_BUDGET="100")
+    est = planned()["build"][0]
+    r, _ = gpu_check(tmp_path, CUDABENCH_GPU_CHECK_BUDGET="40")
     assert r.returncode == 4, r.stderr
     result, detail = steps(tmp_path)["build"]
-    assert result == "skipped" and detail.startswith("needs ~200 s,") and "of the 100 s budget left" in detail
+    assert result == "skipped" and detail.startswith(f"needs ~{est * 5 // 4 + 5} s ({est} s estimated + 25% + 5 s),")
+    assert "of the 40 s budget left (20 s kept for the end)" in detail
+    assert not (tmp_path / "res" / "logs" / "build.log").exists()
+
+
+def test_a_step_that_fits_by_its_estimate_but_not_its_margin_is_skipped_not_cut_off(tmp_path):
+    # The last run's tests took 100 s, so they need 130 with the margin; a
+    # 150 s budget leaves them 130 s less what the preflight and the build
+    # took: more than 100, less than 130. Started, they would be cut off.
+    res = tmp_path / "res"
+    res.mkdir()
+    (res / "plan.txt").write_text("# dry run 1, quick 0\n")
+    (res / "steps.txt").write_text("tests      ok         100 s\n")
+    r, _ = gpu_check(tmp_path, CUDABENCH_GPU_CHECK_BUDGET="150")
+    assert r.returncode == 4, r.stderr
+    s = steps(tmp_path)
+    assert s["preflight"][0] == "ok" and s["build"][0] == "ok"
+    m = re.fullmatch(r"needs ~130 s \(100 s estimated \+ 25% \+ 5 s\), (\d+) s of the 150 s budget left "
+                     r"\(20 s kept for the end\)", s["tests"][1])
+    assert s["tests"][0] == "skipped" and m, s["tests"]
+    assert 100 <= int(m[1]) < 130, "the preflight and the build took over 30 s: the old rule would skip it too"
+    assert not (res / "logs" / "tests.log").exists()  # never started
 
 
 def test_a_missing_tool_stops_the_run_before_the_build_with_exit_3(tmp_path):
@@ -230,10 +268,11 @@ def test_a_run_plans_with_the_last_runs_times(tmp_path):
     plan = {l.split()[0]: l.split(None, 4) for l in (tmp_path / "res" / "plan.txt").read_text().splitlines()
             if not l.startswith("#")}
     assert list(plan) == STEPS
-    for name in ("preflight", "build"):  # they passed: their time x1.25 + 5 s, and whence
-        assert int(plan[name][1]) == took[name] * 5 // 4 + 5, plan[name]
+    for name in ("preflight", "build"):  # they passed: their time, and whence
+        assert int(plan[name][1]) == took[name], plan[name]
         assert plan[name][4] == f"last run: {took[name]} s"
-    assert plan["headline"][1:3] == ["35", "90"] and plan["headline"][4] == "STEPS"  # skipped last time
+    # Skipped last time: STEPS'.
+    assert tuple(map(int, plan["headline"][1:3])) == planned()["headline"] and plan["headline"][4] == "STEPS"
     assert "[estimate " in summary(tmp_path)
 
 

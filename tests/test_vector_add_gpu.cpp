@@ -95,3 +95,42 @@ TEST(L2FlushGpu, ReadKernelRunsWithoutTouchingItsSink) {
   cudaFree(sink);
   EXPECT_EQ(back, 0.0f);
 }
+
+// Canaries for compute-sanitizer: each plants one error its tool must
+// catch before scripts/gpu-check-steps.sh trusts that tool here. Disabled,
+// so only a run with --gtest_also_run_disabled_tests and this filter does
+// them. Without a sanitizer each passes and harms nothing, and the errors a
+// sanitizer causes (it may stop the kernel) are not checked.
+TEST(SanitizerCanary, DISABLED_OutOfBoundsWrite) {
+  std::string why;
+  if (!usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;
+  // c holds 63 floats, 252 bytes, and the add writes 64: the stray float
+  // lands in the padding of c's own allocation (cudaMalloc rounds to 256
+  // bytes), which memcheck knows is not c's.
+  const std::size_t n = 63;
+  float *a, *b, *c;
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&a), (n + 1) * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&b), (n + 1) * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&c), n * sizeof(float)));
+  CUDA_CHECK(cudaMemset(a, 0, (n + 1) * sizeof(float)));
+  CUDA_CHECK(cudaMemset(b, 0, (n + 1) * sizeof(float)));
+  va::vector_add(va::gpu_variant_ids().front(), a, b, c, n + 1, 256, nullptr);
+  (void)cudaDeviceSynchronize();
+  cudaFree(a); cudaFree(b); cudaFree(c);
+  (void)cudaGetLastError();
+}
+
+// a and b are allocated and never written, then read by the add.
+TEST(SanitizerCanary, DISABLED_UninitialisedRead) {
+  std::string why;
+  if (!usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;
+  const std::size_t n = 64;
+  float *a, *b, *c;
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&a), n * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&b), n * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&c), n * sizeof(float)));
+  va::vector_add(va::gpu_variant_ids().front(), a, b, c, n, 256, nullptr);
+  (void)cudaDeviceSynchronize();
+  cudaFree(a); cudaFree(b); cudaFree(c);
+  (void)cudaGetLastError();
+}
