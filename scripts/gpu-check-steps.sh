@@ -271,7 +271,7 @@ measured() {
   expect "$1" $("$2_rows" | per_gpu) || b=$?
   worst "$a" "$b"
 }
-step_headline() { measured vector_add_headline headline 3; }
+step_headline() { measured vector_add_headline headline 2; }
 step_bench() { measured vector_add bench 2; }
 
 # rows FAMILY IMPLS ARG "(v1|v2)": the name patterns of those rows.

@@ -43,24 +43,24 @@ script_start "$@"
 # kernel family), the headline numbers, then the rest. A step runs only
 # where what it needs is there: gpu (not in a dry run), torch (python3's
 # CUDA torch, so LibTorch is built), nccl (the build has it), sanitizer
-# (compute-sanitizer). Estimates are seconds measured on an H200 (the run
-# of 2026-12-04; docs/gpu-check.md says how each was made), and sum within
+# (compute-sanitizer). Estimates are seconds measured on an H200 (the two
+# runs of 2026-12-04; docs/gpu-check.md says how each was made), and sum within
 # the budget with a reserve; a results folder with an earlier run's
 # steps.txt gives its own times instead (plan_steps below).
 # name      estimate  cap  needs
 STEPS=(
   "preflight        5   90  -"
   "build           65  330  -"
-  "tests           35  150  -"
-  "memcheck        50  150  gpu,sanitizer"
-  "sanitize        10   60  gpu,sanitizer"
+  "tests           45  150  -"
+  "memcheck        15  150  gpu,sanitizer"
+  "sanitize         5   60  gpu,sanitizer"
   "env             10   60  gpu"
-  "headline        70  120  gpu"
-  "bench           75  180  gpu"
+  "headline       100  200  gpu"
+  "bench           80  180  gpu"
   "train           25   90  gpu,torch"
   "mnist           30   90  gpu,torch"
-  "ddp             25   90  gpu,torch,nccl"
-  "flush-ab        45   90  gpu"
+  "ddp             15   90  gpu,torch,nccl"
+  "flush-ab        55   90  gpu"
 )
 # Kept at the end of the budget: a step's 15 s kill grace and the last snapshot.
 KEPT=20
