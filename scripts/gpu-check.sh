@@ -215,18 +215,6 @@ run_step() {
   case "$rc" in 0|4) ;; *) { grep '^MISSING' "$GC_RES/logs/$name.log" || tail -n 6 "$GC_RES/logs/$name.log"; } | sed 's/^/    | /' >&2 ;; esac
 }
 
-# Once the build has cudabench-driver-check: the driver is checked once for
-# every bench and train process the steps start (CUDABENCH_DRIVER_CHECKED,
-# env/load_guard.cpp), not once each at a GPU initialisation apiece. A
-# check that does not finish passes nothing down: each process checks.
-check_driver_once() {
-  local out
-  out="$(probe "$(probe_seconds)" "$GC_BUILD/cudabench-driver-check" 2>/dev/null)" || return 0
-  [[ "$out" == *"calling nothing: done" ]] || return 0
-  export CUDABENCH_DRIVER_CHECKED=ok
-  log "the driver checked once for every step"
-}
-
 log "results in $GC_RES, budget ${budget} s$([ "$GC_DRY_RUN" = 1 ] && echo ', dry run: GPU steps skipped')"
 stopped=""
 while read -r -u 3 name est cap needs _; do
@@ -239,7 +227,8 @@ while read -r -u 3 name est cap needs _; do
   case "$name" in
     preflight|build) grep -q "^$name  *ok " "$GC_RES/steps.txt" || stopped="${stopped:-$name did not pass}" ;;
   esac
-  [ "$name" = build ] && [ -z "$stopped" ] && check_driver_once
+  # Once the build has it, the driver checked for every step's processes.
+  [ "$name" = build ] && [ -z "$stopped" ] && check_driver_once "$GC_BUILD" && log "the driver checked once for every step"
   snapshot
 done 3<<< "$plan"
 log "done in $(elapsed) s, exit $status"

@@ -167,6 +167,18 @@ probe() {
   return "$rc"
 }
 
+# check_driver_once BUILD: cudabench-driver-check of BUILD, within the
+# probe's deadline, once for every bench and train process this script
+# starts after it: CUDABENCH_DRIVER_CHECKED=ok exported (env/load_guard.cpp),
+# not a GPU initialisation apiece. A check that does not finish exports
+# nothing (status 1): each process then checks, and withholds the driver.
+check_driver_once() {
+  local out
+  out="$(probe "$(probe_seconds)" "$1/cudabench-driver-check" 2>/dev/null)" || return 1
+  [[ "$out" == *"calling nothing: done" ]] || return 1
+  export CUDABENCH_DRIVER_CHECKED=ok
+}
+
 # nvidia-smi ARGS... within that deadline (probe).
 nvidia_smi() {
   probe "$(probe_seconds)" nvidia-smi "$@"

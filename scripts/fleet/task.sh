@@ -69,6 +69,8 @@ else
   fi
 fi
 bench="$build/bench"
+# One driver check for every bench process of this task (lib.sh).
+check_driver_once "$build" || true
 
 # The GPUs bench can use here (CUDA ordinals, PCI order; none in compute
 # mode Prohibited), and why not when it can use none.
