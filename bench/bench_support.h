@@ -69,6 +69,10 @@ std::string joined_label(const std::string& a, const std::string& b);
 // "L2 flushed (read)", "L2 flushed (memset)", "L2 not flushed".
 std::string flush_label(L2Flush flush);
 
+// What a GPU row's label says its time includes besides its traffic.
+constexpr const char* kIncludesTurnaround = "one launch: its turnaround included";
+constexpr const char* kIncludesGap = "per launch: the gap to the next included";
+
 // A row's time includes an overhead besides its traffic: one launch's
 // turnaround (a single launch between two events) or the gap from one
 // launch to the next (back to back), both measured in the process
@@ -79,9 +83,6 @@ std::string flush_label(L2Flush flush);
 // launch overhead measured here") and no frac_of_peak; "" for any other row
 // or an unknown peak. Where the overhead is unknown (0), kLatencyBound
 // stands in for ten of them.
-// What a GPU row's label says its time includes.
-constexpr const char* kIncludesTurnaround = "one launch: its turnaround included";
-constexpr const char* kIncludesGap = "per launch: the gap to the next included";
 constexpr double kOverheadsPerLatencyBound = 10;  // the overhead at most ~10% of the time
 constexpr double kLatencyBound = 5e-6;            // s
 constexpr const char* kLatencyBoundLabel = "latency-bound";

@@ -378,16 +378,24 @@ NearGpuCpus::NearGpuCpus(int dev) {
     label_ = "host side not bound: the GPU's CPUs are unknown";
     return;
   }
+  // Within the CPUs this thread may use (taskset, a Slurm cpuset): never more.
   cpu_set_t set;
   CPU_ZERO(&set);
-  for (const int c : cpus)
-    if (c < CPU_SETSIZE) CPU_SET(c, &set);
-  if (sched_getaffinity(0, sizeof old_, &old_) != 0 || sched_setaffinity(0, sizeof set, &set) != 0) {
+  int allowed = 0;
+  if (sched_getaffinity(0, sizeof old_, &old_) == 0)
+    for (const int c : cpus)
+      if (c < CPU_SETSIZE && CPU_ISSET(c, &old_)) {
+        CPU_SET(c, &set);
+        ++allowed;
+      }
+  if (allowed == 0 || sched_setaffinity(0, sizeof set, &set) != 0) {
     label_ = "host side not bound: the GPU's CPUs " + g->local_cpus + " are not allowed here";
     return;
   }
   bound_ = true;
-  label_ = "host side on the GPU's CPUs " + g->local_cpus + " (" + node + ")";
+  const std::string which = allowed == static_cast<int>(cpus.size()) ? "the GPU's CPUs "
+                            : std::to_string(allowed) + " allowed here of the GPU's CPUs ";
+  label_ = "host side on " + which + g->local_cpus + " (" + node + ")";
 }
 
 NearGpuCpus::~NearGpuCpus() {
@@ -403,6 +411,7 @@ double launch_overhead(bool back_to_back) {
   const auto key = std::make_pair(current_device(), back_to_back);
   if (const auto it = measured.find(key); it != measured.end()) return it->second;
   cudaStream_t s = bench_stream();
+  warm_up_once(s);  // at the clocks the rows run at, as the Launch rows are
   Timing t;
   t.launches = back_to_back ? kBackToBackLaunches : 1;
   empty_launches(s, t.launches);  // loaded before it is timed

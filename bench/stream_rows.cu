@@ -119,8 +119,9 @@ const DeviceCopy kDeviceCopies[] = {
 // The best copy bandwidth at n on `dev`: each reference copy of
 // kDeviceCopies on buffers of its own, checked first (a wrong copy fails the
 // add's row) and timed as a Copy row is (its own rotation, or one launch
-// after `flush`); measured once per device, n and flush in a process. 0
-// when one failed or timed out.
+// after `flush`); measured once per device, n and flush in a process (a
+// failure again for each row it is asked for). 0 when one failed or timed
+// out.
 double copy_reference(benchmark::State& state, int dev, cudaStream_t s, std::size_t n, L2Flush flush) {
   static std::map<std::string, double> measured;
   const std::string key = std::to_string(dev) + " " + std::to_string(n) + " " + l2_flush_name(flush);
@@ -133,11 +134,11 @@ double copy_reference(benchmark::State& state, int dev, cudaStream_t s, std::siz
     std::vector<GpuAdd> copies;
     for (int k = 0; k < d.sets; ++k) copies.push_back(copy.make(d.set(d.a, k), nullptr, d.set(d.c, k), n, s, dev));
     if (!run_right(state, std::string("the copy reference (Copy/") + copy.name + ")", Op::Copy, d, 0, copies[0], s))
-      return measured[key] = 0;
+      return 0;
     std::size_t next = 0;
     const double per_launch =
         time_launches(s, pair_of(copies, rot.launches, next), timing_of(rot, flush, s, ""), 20e-3, 200);
-    if (!(per_launch > 0)) return measured[key] = 0;
+    if (!(per_launch > 0)) return 0;
     best = std::max(best, static_cast<double>(n * vector_add::kCopyBytesPerElement) / per_launch);
   }
   return measured[key] = best;

@@ -1,6 +1,6 @@
-// VectorAdd/cuda_v1..v4, VectorAdd/cublas_geam, VectorAdd/thrust, the
-// device copies Copy/cuda_kernel (BabelStream's Copy) and Copy/cuda_memcpy
-// (cudaMemcpyAsync device to device), and the seed's whole flow
+// VectorAdd/cuda_v1..v5 (the variant table), VectorAdd/cublas_geam,
+// VectorAdd/thrust, the device copies (Copy/cuda_kernel, BabelStream's;
+// Copy/cuda_float4; Copy/cuda_memcpy: stream_rows.cu), and the seed's whole flow
 // VectorAddFlow/<pageable|pinned> (copy a and b in, add with the seed's
 // <<<512,512>>> launch made correct, copy c out; its host side on the GPU's
 // CPUs), and the launch overhead as rows, Launch/empty_kernel.

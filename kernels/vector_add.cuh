@@ -14,9 +14,9 @@
 //   copy_nt   : STREAM Copy (c = a) the same way, the CPU's measured
 //               bandwidth the add is held against (8 bytes per element)
 // GPU (kernels/vector_add.cu): the variants are the table below,
-// CUDABENCH_GPU_VARIANTS, one row each; and the copy kernels (BabelStream's
-// and a vectorised one), whose best, beside cudaMemcpyAsync, is the
-// measured bandwidth the add is held against.
+// CUDABENCH_GPU_VARIANTS, one row each; and the copy kernels, BabelStream's
+// and a vectorised one: the faster of the vectorised one and
+// cudaMemcpyAsync is the measured bandwidth the add is held against.
 //
 // The per-thread bodies are __host__ __device__ so that host tests can drive
 // every thread index of a launch and check tails, n = 0 and alignment without
@@ -70,8 +70,8 @@ struct GridStride {
 };
 
 // The float4s an aligned body works on: the first n / 4 elements of each
-// array, as 16-byte words; the last n % 4 are done one each by threads
-// 0 .. n % 4 - 1 (tail).
+// array, as 16-byte words; the last n % 4 are the tail, grid-stride from
+// thread 0 (one each for threads 0 .. n % 4 - 1 in any launch of more).
 struct AddFloat4s {
   const Vec4* a;
   const Vec4* b;
@@ -86,9 +86,9 @@ struct AddFloat4s {
     return r;
   }
   CUDABENCH_HD void store(std::size_t i, const Vec4& r) const { c[i] = r; }
-  static CUDABENCH_HD void tail(const float* a, const float* b, float* c, std::size_t n, std::size_t tid) {
-    const std::size_t i = n / 4 * 4 + tid;
-    if (i < n) c[i] = a[i] + b[i];
+  static CUDABENCH_HD void tail(const float* a, const float* b, float* c, std::size_t n, std::size_t tid,
+                                std::size_t nthreads) {
+    for (std::size_t i = n / 4 * 4 + tid; i < n; i += nthreads) c[i] = a[i] + b[i];
   }
 };
 
@@ -101,7 +101,7 @@ struct Float4 {
     if (!(aligned16(a) && aligned16(b) && aligned16(c))) return GridStride::run(a, b, c, n, tid, nthreads);
     const AddFloat4s v{reinterpret_cast<const Vec4*>(a), reinterpret_cast<const Vec4*>(b), reinterpret_cast<Vec4*>(c)};
     for (std::size_t i = tid; i < n / 4; i += nthreads) v.store(i, v.load(i));
-    AddFloat4s::tail(a, b, c, n, tid);
+    AddFloat4s::tail(a, b, c, n, tid, nthreads);
   }
 };
 
@@ -130,7 +130,7 @@ struct Float4Unrolled {
     float4_unrolled(AddFloat4s{reinterpret_cast<const Vec4*>(a), reinterpret_cast<const Vec4*>(b),
                                reinterpret_cast<Vec4*>(c)},
                     n / 4, tid, nthreads);
-    AddFloat4s::tail(a, b, c, n, tid);
+    AddFloat4s::tail(a, b, c, n, tid, nthreads);
   }
 };
 
@@ -160,16 +160,17 @@ struct CopyFloat4s {
   Vec4* c;
   CUDABENCH_HD Vec4 load(std::size_t i) const { return a[i]; }
   CUDABENCH_HD void store(std::size_t i, const Vec4& r) const { c[i] = r; }
+  // Elements from `first` on, grid-stride: the tail, or all of an unaligned copy.
+  static CUDABENCH_HD void scalar(const float* a, float* c, std::size_t first, std::size_t n, std::size_t tid,
+                                  std::size_t nthreads) {
+    for (std::size_t i = first + tid; i < n; i += nthreads) c[i] = a[i];
+  }
 };
 struct CopyFloat4 {
   static CUDABENCH_HD void run(const float* a, float* c, std::size_t n, std::size_t tid, std::size_t nthreads) {
-    if (!(aligned16(a) && aligned16(c))) {
-      for (std::size_t i = tid; i < n; i += nthreads) c[i] = a[i];
-      return;
-    }
+    if (!(aligned16(a) && aligned16(c))) return CopyFloat4s::scalar(a, c, 0, n, tid, nthreads);
     float4_unrolled(CopyFloat4s{reinterpret_cast<const Vec4*>(a), reinterpret_cast<Vec4*>(c)}, n / 4, tid, nthreads);
-    const std::size_t i = n / 4 * 4 + tid;
-    if (i < n) c[i] = a[i];
+    CopyFloat4s::scalar(a, c, n / 4 * 4, n, tid, nthreads);
   }
 };
 

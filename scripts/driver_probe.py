@@ -180,14 +180,14 @@ DRIVER_CHECKED = "CUDABENCH_DRIVER_CHECKED"
 def driver_checked(program, env):
     """{DRIVER_CHECKED: "ok"} when cudabench-driver-check (`program`, beside
     bench) ran to its last line within the probe's deadline under `env`, else
-    {}: then each process checks the driver itself, and withholds one that
-    hangs or crashes."""
-    if not os.access(program, os.X_OK):
-        return {}
+    {DRIVER_CHECKED: ""}: then each process checks the driver itself, and
+    withholds one that hangs or crashes."""
     env = {k: v for k, v in env.items() if k != DRIVER_CHECKED}
-    rc, out, _ = run_bounded([program], probe_seconds(), env)
-    done = rc == 0 and out.rstrip().endswith("calling nothing: done")
-    return {DRIVER_CHECKED: "ok"} if done else {}
+    done = False
+    if os.access(program, os.X_OK):
+        rc, out, _ = run_bounded([program], probe_seconds(), env)
+        done = rc == 0 and out.rstrip().endswith("calling nothing: done")
+    return {DRIVER_CHECKED: "ok" if done else ""}
 
 
 def probe_in_child(seconds):

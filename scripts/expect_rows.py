@@ -1,21 +1,22 @@
 #!/usr/bin/env python3
 """The rows a GPU check step exists for are in its results file, passed,
-and hold no impossible figure.
+and hold figures that can be.
 
     expect_rows.py FILE.json PATTERN...
 
 Each PATTERN is a regular expression matched at the start of a benchmark's
 name. Prints one line for each pattern that no row matches, one for each row
-it matches that failed, and one for each such row with an impossible figure:
-a time or rate that is not a positive number, a fraction of the theoretical
-peak above 1, an add faster than the best device copy by more than
-MAX_FRAC_OF_COPY - 1, or a time taken without its gate (the fixed delay
-stood in: the host's enqueue may be in it). Exit 0 when every pattern has a
-row and none failed; 1 when a row's figure is impossible (a wrong
-measurement); 3 when a row is missing or failed (it could not be measured; a
-wrong result is bench's own exit 1); 2 for an unreadable file or a bad
-pattern. A CPU control row does not stand in for a GPU row: the patterns name
-the GPU rows. Only the standard library (the GPU machine's python3).
+it matches that failed, one for each such row with an impossible figure (a
+time or rate that is not a positive number, a fraction of the theoretical
+peak above 1), and one for each with a doubtful one (an add faster than the
+best device copy by more than MAX_FRAC_OF_COPY - 1; a time taken without
+its gate, behind the fixed delay, which the host's enqueue may be in). Exit
+0 when every pattern has a row and none failed or holds such a figure; 1
+when a figure is impossible (a wrong measurement); 3 when a row is missing,
+failed or doubtful (it could not be measured as it should; a wrong result
+is bench's own exit 1); 2 for an unreadable file or a bad pattern. A CPU
+control row does not stand in for a GPU row: the patterns name the GPU rows.
+Only the standard library (the GPU machine's python3).
 """
 import math
 import os
@@ -41,6 +42,12 @@ def impossible(b):
     frac = b.get("frac_of_peak")
     if isinstance(frac, (int, float)) and frac > 1:
         out.append(f"{frac:.3f} of its theoretical peak (the peak or the time is wrong)")
+    return out
+
+
+def doubtful(b):
+    """Why row b was not measured as it should be (one line each)."""
+    out = []
     frac = b.get("frac_of_copy")
     if isinstance(frac, (int, float)) and frac > MAX_FRAC_OF_COPY:
         out.append(f"{frac:.3f} of the best device copy (the copy reference is not this GPU's best)")
@@ -50,7 +57,7 @@ def impossible(b):
 
 
 def problems(doc, patterns):
-    """(missing or failed lines, impossible-figure lines), in order."""
+    """(missing, failed or doubtful lines; impossible-figure lines), in order."""
     rows = [b for b in doc.get("benchmarks", []) if b.get("run_type") != "aggregate"]
     missing, wrong = [], []
     for p in patterns:
@@ -59,8 +66,9 @@ def problems(doc, patterns):
             missing.append(f"missing: no row matches {p}")
         failed = {b["name"]: b.get("error_message", "") for b in hits if b.get("error_occurred")}
         missing += [f"failed: {name}: {why}" for name, why in sorted(failed.items())]
-        wrong += [f"impossible: {b['name']}: {why}" for b in hits if not b.get("error_occurred")
-                  for why in impossible(b)]
+        measured = [b for b in hits if not b.get("error_occurred")]
+        missing += [f"doubtful: {b['name']}: {why}" for b in measured for why in doubtful(b)]
+        wrong += [f"impossible: {b['name']}: {why}" for b in measured for why in impossible(b)]
     return missing, wrong
 
 

@@ -184,7 +184,7 @@ step_memcheck() {
   sanitizer_result
 }
 
-# Last: initcheck on the GPU tests. Not racecheck: it judges shared memory
+# Right after memcheck: initcheck on the GPU tests. Not racecheck: it judges shared memory
 # alone, and no kernel of ours uses any (grep __shared__), so it could only
 # pass; the note in sanitizer.txt puts that in the summary.
 step_sanitize() {

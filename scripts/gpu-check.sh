@@ -228,7 +228,10 @@ while read -r -u 3 name est cap needs _; do
     preflight|build) grep -q "^$name  *ok " "$GC_RES/steps.txt" || stopped="${stopped:-$name did not pass}" ;;
   esac
   # Once the build has it, the driver checked for every step's processes.
-  [ "$name" = build ] && [ -z "$stopped" ] && check_driver_once "$GC_BUILD" && log "the driver checked once for every step"
+  if [ "$name" = build ] && [ -z "$stopped" ]; then
+    if check_driver_once "$GC_BUILD"; then log "the driver checked once for every step"
+    else log "the driver check did not finish: each process checks it again"; fi
+  fi
   snapshot
 done 3<<< "$plan"
 log "done in $(elapsed) s, exit $status"

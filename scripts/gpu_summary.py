@@ -137,7 +137,8 @@ def goals(d, va, l2_bytes):
 
 def library_goal(va, l2_bytes):
     """The best raw kernel against each library, at every DRAM-bound size
-    (a working set of 8x L2 and up: below it the L2 and the launch weigh in)."""
+    (a working set of 8x L2 and up, bench's kDramBoundL2s: below it the L2
+    and the launch weigh in; 2^27 and up when the L2 is unknown)."""
     worst = None
     dram = [n for n in {k[1] for k in va if k[0].startswith("VectorAdd/")}
             if (ADD_BYTES * n >= 8 * l2_bytes if l2_bytes else n >= BIG)]

@@ -174,6 +174,7 @@ probe() {
 # nothing (status 1): each process then checks, and withholds the driver.
 check_driver_once() {
   local out
+  unset CUDABENCH_DRIVER_CHECKED
   out="$(probe "$(probe_seconds)" "$1/cudabench-driver-check" 2>/dev/null)" || return 1
   [[ "$out" == *"calling nothing: done" ]] || return 1
   export CUDABENCH_DRIVER_CHECKED=ok

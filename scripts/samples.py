@@ -144,13 +144,18 @@ class Sampling:
 def check_driver_once(arms):
     """The driver checked once for every process of the run (each arm's
     environment gets the verdict), not once per process: with persistence
-    mode off, each check costs a GPU initialisation of 1 to 5 s."""
+    mode off, each check costs a GPU initialisation of 1 to 5 s. A verdict
+    this run inherited (gpu-check.sh checked) stands for an arm that changes
+    no variable; a check that fails sets the variable empty, so that each
+    process checks again whatever was inherited."""
     verdicts = {}
     for arm in arms:
         env = dict(os.environ, **arm.env)
-        key = tuple(sorted(env.items()))
+        if os.environ.get(driver_probe.DRIVER_CHECKED) == "ok" and not set(arm.env) - {driver_probe.DRIVER_CHECKED}:
+            continue
+        check = os.path.join(os.path.dirname(os.path.abspath(arm.bench)), "cudabench-driver-check")
+        key = (check, tuple(sorted(env.items())))
         if key not in verdicts:
-            check = os.path.join(os.path.dirname(os.path.abspath(arm.bench)), "cudabench-driver-check")
             verdicts[key] = driver_probe.driver_checked(check, env)
         arm.env.update(verdicts[key])
 

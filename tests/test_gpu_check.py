@@ -87,6 +87,8 @@ def test_a_dry_run_starts_clean_skips_the_gpu_steps_and_says_so_with_exit_4(tmp_
     assert r.returncode == 4, r.stderr
     s = steps(tmp_path)
     assert list(s) == STEPS
+    # The driver checked once, after the build, for every step (lib.sh).
+    assert r.stderr.count("the driver checked once for every step") == 1, r.stderr
     for name in STEPS:
         want = ("skipped", "dry run: no GPU") if name in GPU_STEPS else ("ok", "")
         if name in SANITIZER_STEPS and s[name][1].startswith("needs sanitizer: "):

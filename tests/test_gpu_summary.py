@@ -274,10 +274,12 @@ def test_a_row_with_an_impossible_figure_fails_its_step_naming_it(tmp_path):
     r = expect_rows(tmp_path, doc, "^VectorAdd/", "^Copy/", "^Launch/")
     assert r.returncode == 1, r.stdout  # a wrong measurement outranks a missing row
     lines = r.stdout.splitlines()
-    assert lines[0] == "missing: no row matches ^Launch/"
-    assert [l.split(": ")[1] for l in lines[1:]] == ["VectorAdd/thrust/n:134217728/manual_time",
-                                                      "VectorAdd/cuda_v1/n:134217728/manual_time",
-                                                      "Copy/cuda_memcpy/n:134217728/manual_time",
-                                                      "Copy/cuda_kernel/n:134217728/manual_time"]
-    assert "1.120 of its theoretical peak" in lines[1] and "1.300 of the best device copy" in lines[2]
-    assert "without its gate" in lines[3] and "real_time is 0.0" in lines[4]
+    assert [l.split(": ")[:2] for l in lines] == [
+        ["doubtful", "VectorAdd/cuda_v1/n:134217728/manual_time"], ["doubtful", "Copy/cuda_memcpy/n:134217728/manual_time"],
+        ["missing", "no row matches ^Launch/"],
+        ["impossible", "VectorAdd/thrust/n:134217728/manual_time"], ["impossible", "Copy/cuda_kernel/n:134217728/manual_time"]]
+    assert "1.300 of the best device copy" in lines[0] and "without its gate" in lines[1]
+    assert "1.120 of its theoretical peak" in lines[3] and "real_time is 0.0" in lines[4]
+    # Without the impossible ones, a doubtful figure could not be measured as it should: 3.
+    r = expect_rows(tmp_path, doc, "^VectorAdd/cuda_v1/")
+    assert r.returncode == 3 and r.stdout.startswith("doubtful: VectorAdd/cuda_v1/")

@@ -55,14 +55,16 @@ TEST_P(VariantCoverage, EveryElementWrittenOnceAndNothingPastTheEnd) {
   const int variant = GetParam();
   for (std::size_t n : {0u, 1u, 2u, 3u, 4u, 5u, 7u, 8u, 9u, 31u, 255u, 256u, 257u, 1000u,
                         4099u, 70001u}) {
-    for (std::size_t offset : {0u, 1u, 2u, 3u}) {
-      Arrays x(n, offset);
-      // Small "devices" so the grid-stride loops really stride.
-      run_on_host(variant, x, n, 64, 2, 3);
-      EXPECT_EQ(va::first_mismatch(x.a, x.b, x.c, n), n)
-          << "variant " << variant << " n=" << n << " offset=" << offset;
-      EXPECT_EQ(x.c[n], -12345.0f) << "wrote past the end: variant " << variant << " n=" << n;
-    }
+    for (std::size_t offset : {0u, 1u, 2u, 3u})
+      // Small "devices" so the grid-stride loops really stride; blocks of
+      // one or two threads leave fewer threads than a tail has elements.
+      for (unsigned block : {1u, 2u, 64u}) {
+        Arrays x(n, offset);
+        run_on_host(variant, x, n, block, 2, 3);
+        EXPECT_EQ(va::first_mismatch(x.a, x.b, x.c, n), n)
+            << "variant " << variant << " n=" << n << " offset=" << offset << " block=" << block;
+        EXPECT_EQ(x.c[n], -12345.0f) << "wrote past the end: variant " << variant << " n=" << n;
+      }
   }
 }
 
@@ -75,10 +77,10 @@ TEST(CopyBody, EveryElementCopiedOnceAndNothingPastTheEnd) {
   const std::pair<va::Grid, void (*)(const float*, float*, std::size_t, std::size_t, std::size_t)> kernels[] = {
       {va::Grid::PerElement, &va::CopyOnePerElement::run}, {va::Grid::Float4Tiles, &va::CopyFloat4::run}};
   for (const auto& [grid, body] : kernels)
-    for (std::size_t n : {0u, 1u, 3u, 4u, 5u, 255u, 256u, 257u, 4099u, 70001u})
-      for (std::size_t offset : {0u, 1u}) {
+    for (std::size_t n : {0u, 1u, 3u, 4u, 5u, 7u, 255u, 256u, 257u, 4099u, 70001u})
+      for (const auto [offset, block] : {std::pair{0u, 64u}, {1u, 64u}, {0u, 1u}, {0u, 2u}}) {
         Arrays x(n, offset);
-        const va::LaunchShape s = va::launch_shape(grid, n, 64, 0, 0);
+        const va::LaunchShape s = va::launch_shape(grid, n, block, 0, 0);
         const std::size_t threads = static_cast<std::size_t>(s.grid) * s.block;
         for (std::size_t t = 0; t < threads; ++t) body(x.a, x.c, n, t, threads);
         EXPECT_EQ(va::first_copy_mismatch(x.a, x.c, n), n) << n << " offset " << offset;
