@@ -113,11 +113,14 @@ std::vector<int> cpu_list(const std::string& text) {
   while (start < text.size()) {
     const std::size_t end = std::min(text.find(',', start), text.size());
     const std::string part = text.substr(start, end - start);
+    // "LO-HI" or "N", the whole part (%n: the characters read).
+    const int size = static_cast<int>(part.size());
     int lo = 0, hi = 0, used = 0;
-    const auto whole = [&] { return used == static_cast<int>(part.size()); };
-    if (!(std::sscanf(part.c_str(), "%d-%d%n", &lo, &hi, &used) == 2 && whole()) &&
-        !(std::sscanf(part.c_str(), "%d%n", &lo, &used) == 1 && whole() && (hi = lo, true)))
-      return {};
+    if (std::sscanf(part.c_str(), "%d-%d%n", &lo, &hi, &used) != 2 || used != size) {
+      used = 0;
+      if (std::sscanf(part.c_str(), "%d%n", &lo, &used) != 1 || used != size) return {};
+      hi = lo;
+    }
     if (lo < 0 || hi < lo || hi >= 1 << 16 || part[0] == ' ') return {};
     for (int c = lo; c <= hi; ++c) cpus.push_back(c);
     start = end + 1;

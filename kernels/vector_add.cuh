@@ -88,7 +88,8 @@ struct AddFloat4s {
   CUDABENCH_HD void store(std::size_t i, const Vec4& r) const { c[i] = r; }
   static CUDABENCH_HD void tail(const float* a, const float* b, float* c, std::size_t n, std::size_t tid,
                                 std::size_t nthreads) {
-    for (std::size_t i = n / 4 * 4 + tid; i < n; i += nthreads) c[i] = a[i] + b[i];
+    const std::size_t f = n / 4 * 4;
+    GridStride::run(a + f, b + f, c + f, n - f, tid, nthreads);
   }
 };
 
