@@ -306,14 +306,17 @@ void DistContext::compare_settings(const Settings& mine, std::chrono::steady_clo
   throw GroupBadInput(differs);
 }
 
-const std::string kDuplicateKey = "cudabench/duplicate-rank";
+const std::string kDuplicateKey = "cudabench/duplicate-rank", kClaimsKey = "cudabench/claims";
+const std::string kRankKey = "cudabench/rank/";
 
 // Each rank claims its number once: a second process with the same RANK
 // is told so (and says so to the others), instead of leaving one rank out
-// for everyone to wait for.
+// for everyone to wait for. Claims are counted once the rank's key is set.
 void DistContext::claim_rank() {
   const std::string r = std::to_string(launch_.rank);
-  if (store_->add("cudabench/rank/" + r, 1) == 1) return;
+  const bool first = store_->add(kRankKey + r, 1) == 1;
+  store_->add(kClaimsKey, 1);
+  if (first) return;
   store_->set(kDuplicateKey, r);
   stop_heartbeat();
   throw GroupBadInput("RANK=" + r + " is given to two processes: each of the WORLD_SIZE=" +
@@ -331,10 +334,14 @@ void DistContext::await_every_rank(const std::string& key, std::chrono::steady_c
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
+    // With a duplicate, the ranks still on their way are waited for: only
+    // the rank nobody was given is named.
+    if (duplicate)
+      wait_for_count(*store_, kClaimsKey, launch_.world, std::chrono::steady_clock::now() + kDiagnoseWindow);
     std::string missing;
     int present = 0;
     for (int r = 0; r < launch_.world; ++r) {
-      if (store_->check({key + std::to_string(r)})) ++present;
+      if (store_->check({(duplicate ? kRankKey : key) + std::to_string(r)})) ++present;
       else missing += (missing.empty() ? "" : ", ") + std::to_string(r);
     }
     // Rank 0 serves the store: it leaves once every rank here has seen why.
