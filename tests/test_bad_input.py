@@ -22,19 +22,16 @@ import signal
 import stat
 import struct
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import BENCH, PY, ROOT, SCRIPTS, TRAIN
+
+
 BUILD = os.environ.get("CUDABENCH_BUILD_DIR") or os.path.join(ROOT, "build")
-BENCH = os.path.join(BUILD, "bench")
-TRAIN = os.path.join(BUILD, "train")
 TRAIN_PERTURBED = os.path.join(BUILD, "train_perturbed")  # train with a test's fault (tests/train_perturbed.cpp)
-PY = sys.executable
-SCRIPTS = os.path.join(ROOT, "scripts")
 FIX = os.path.join(ROOT, "tests", "fixtures", "compare")
 BASE = os.path.join(FIX, "base.json")
 TRACES = ("Traceback", "Exception raised from", "frame #", "terminate called", "Aborted", "what():")

@@ -17,10 +17,10 @@ import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import BENCH, FAKES, ROOT, TRAIN
+
+
 BUILD = os.environ.get("CUDABENCH_BUILD_DIR") or os.path.join(ROOT, "build")
-BENCH, TRAIN = os.path.join(BUILD, "bench"), os.path.join(BUILD, "train")
-FAKES = os.path.join(BUILD, "fakes")
 DEADLINE = 3  # CUDABENCH_PROBE_SECONDS for these runs
 
 pytestmark = pytest.mark.skipif(not (os.access(BENCH, os.X_OK) and os.path.exists(f"{FAKES}/cuda/libcuda.so.1")),

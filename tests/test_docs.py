@@ -8,7 +8,9 @@ import glob
 import os
 import re
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT
+
+
 DOCS = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 SETTING = re.compile(r"\bCUDABENCH_[A-Z0-9_]*[A-Z0-9]\b")

@@ -19,7 +19,9 @@ import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT
+
+
 SCRIPT = os.path.join(ROOT, "scripts", "gpu-check.sh")
 BUILD = os.environ.get("CUDABENCH_BUILD_DIR") or os.path.join(ROOT, "build")
 STEPS = ["preflight", "build", "tests", "memcheck", "sanitize", "env", "headline", "bench", "train", "mnist", "ddp",

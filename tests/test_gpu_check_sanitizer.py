@@ -13,7 +13,9 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT
+
+
 STEPS = os.path.join(ROOT, "scripts", "gpu-check-steps.sh")
 CANARY = {"memcheck": "SanitizerCanary.DISABLED_OutOfBoundsWrite", "sanitize": "SanitizerCanary.DISABLED_UninitialisedRead"}
 TOOL = {"memcheck": "memcheck", "sanitize": "initcheck"}

@@ -11,7 +11,9 @@ import re
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT
+
+
 # Each room's level: a room may include its own files and those of lower levels.
 LEVEL = {"common": 0, "kernels": 1, "data": 1, "env": 2, "doctor": 3, "models": 4, "bench": 5}
 SOURCES = (".h", ".hpp", ".cuh", ".cpp", ".cu")

@@ -1,0 +1,174 @@
+"""The command-line conventions: options parsed once by argparse with
+misuse in one line (exit 2), numbers checked against their range, standard
+output checked, and every failure mapped to its exit code (run_tool)."""
+import argparse
+import errno
+import os
+import signal
+import sys
+
+from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL, BadInput, ToolError, one_line
+from .processes import Terminated, raise_terminated
+
+
+def ensure_venv(tool="compare", modules=("scipy.stats",)):
+    """Make sure `modules` can be imported: re-run this script with the
+    project's venv when the running python lacks one, or raise ToolError
+    with one line saying how to get it."""
+    import importlib
+    try:
+        for m in modules:
+            importlib.import_module(m)
+        return
+    except ImportError as e:
+        missing = e.name or modules[0]
+    cache = os.environ.get("CUDABENCH_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "cudabench")
+    venv = os.environ.get("CUDABENCH_VENV") or os.path.join(cache, "venv")
+    py = os.path.join(venv, "bin", "python")
+    if os.access(py, os.X_OK) and not os.environ.get("CUDABENCH_REEXEC"):
+        os.environ["CUDABENCH_REEXEC"] = "1"
+        sys.stdout.flush()
+        os.execv(py, [py, os.path.abspath(sys.argv[0]), *sys.argv[1:]])
+    raise ToolError(f"needs {missing.split('.')[0]}, which {sys.executable} lacks: run scripts/setup.sh "
+                    f"(it makes the project's venv, {venv}) or run with that venv's python")
+
+
+def output_folder(path):
+    """argparse type of an --out folder: a name, never "" or "-"."""
+    if path in ("", "-"):
+        raise argparse.ArgumentTypeError(f"'{path}': expected a folder name")
+    return path
+
+
+class StdoutError(Exception):
+    """Standard output could not be written (a full disk, closed, a reader gone)."""
+
+
+class _CheckedStdout:
+    """sys.stdout whose failures are StdoutError, also when it is closed
+    (Python's print() then writes nothing and says nothing)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def _do(self, what, *args):
+        if self.inner is None:
+            raise StdoutError(OSError(errno.EBADF, "it is closed"))
+        try:
+            return getattr(self.inner, what)(*args)
+        except OSError as e:
+            raise StdoutError(e) from None
+
+    def write(self, text):
+        return self._do("write", text)
+
+    def flush(self):
+        return self._do("flush") if self.inner is not None else None
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def stdout_failed(tool, e):
+    """The exit for standard output that failed: a reader that went away
+    ends the tool quietly, as SIGPIPE would (141); anything else is exit 3
+    in one line. The descriptor then points at /dev/null, so Python's own
+    flush at exit says nothing more."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    except OSError:
+        pass
+    err = e.args[0] if e.args else e
+    if getattr(err, "errno", None) == errno.EPIPE:
+        return 128 + signal.SIGPIPE
+    print(f"{tool}: standard output: cannot write: {getattr(err, 'strerror', None) or err}", file=sys.stderr)
+    return EXIT_TOOL
+
+
+def print_usage(tool, text):
+    """A tool's --help text on standard output: 0, or 3 when it cannot be written."""
+    try:
+        if sys.stdout is None:
+            raise OSError(errno.EBADF, "it is closed")
+        sys.stdout.write(text.strip() + "\n")
+        sys.stdout.flush()
+    except (OSError, StdoutError) as e:
+        return stdout_failed(tool, e if isinstance(e, StdoutError) else StdoutError(e))
+    return EXIT_OK
+
+
+def run_tool(tool, body):
+    """Run body() and map every failure to its own exit code, in one line:
+    2 bad input, 3 the tool could not run (never 1, which means slower),
+    128 + the signal when stopped. Standard output is checked (stdout_failed).
+    No traceback reaches the terminal; CUDABENCH_DEBUG=1 prints it after the line."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            signal.signal(sig, raise_terminated)
+    if not isinstance(sys.stdout, _CheckedStdout):
+        sys.stdout = _CheckedStdout(sys.stdout)
+    try:
+        rc = body()
+        sys.stdout.flush()
+        return rc
+    except StdoutError as e:
+        return stdout_failed(tool, e)
+    except BadInput as e:
+        print(f"{tool}: {one_line(e)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ToolError as e:
+        print(f"{tool}: {one_line(e)}", file=sys.stderr)
+        return EXIT_TOOL
+    except KeyboardInterrupt:
+        print(f"{tool}: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except Terminated as e:
+        print(f"{tool}: stopped by signal {e.signum}", file=sys.stderr)
+        return 128 + e.signum
+    except Exception as e:  # an internal error must not read as a regression
+        print(f"{tool}: internal error: {type(e).__name__}: {one_line(e)}", file=sys.stderr)
+        if os.environ.get("CUDABENCH_DEBUG") == "1":
+            import traceback
+            traceback.print_exc()
+        return EXIT_TOOL
+
+
+def bounded(lo, hi, kind=int, ends="[]"):
+    """The argparse action of a count or number option: a `kind` (int or
+    float) from lo to hi, each end in or out as `ends` says ("[]", "(]",
+    "()"); anything else is one line naming the option, the value and the
+    range (exit 2). The range is added to the option's --help. Every count
+    and number the scripts take is parsed here."""
+    what = f"{'a whole number' if kind is int else 'a number'} in {ends[0]}{lo:g}, {hi:g}{ends[1]}"
+
+    def fits(x):
+        return (lo < x if ends[0] == "(" else lo <= x) and (x < hi if ends[1] == ")" else x <= hi)
+
+    class Bounded(argparse.Action):
+        def __init__(self, *args, **kw):
+            kw["help"] = f"{kw.get('help') or ''} ({what})".lstrip()
+            super().__init__(*args, **kw)
+
+        def __call__(self, parser, namespace, value, option=None):
+            try:
+                x = kind(value)
+            except ValueError:
+                x = None
+            if x is None or not fits(x):
+                parser.error(f"{option or self.metavar or self.dest} {value if x is None else x}: expected {what}")
+            setattr(namespace, self.dest, x)
+    return Bounded
+
+
+class ArgParser(argparse.ArgumentParser):
+    """argparse with misuse in one line (`tool: error: ... (see --help)`),
+    exit 2, instead of the usage block."""
+
+    def error(self, message):
+        print(f"{self.prog}: {one_line(message)} (see --help)", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+
+    def print_help(self, file=None):
+        """--help on standard output, checked: exit 3 when it cannot be written."""
+        if print_usage(self.prog, self.format_help()):
+            sys.exit(EXIT_TOOL)

@@ -1,0 +1,40 @@
+"""Text for people: aligned or Markdown tables, numbers with their units."""
+import re
+
+
+def slug(text):
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
+
+
+def fmt_value(x, metric):
+    if x != x:  # nan
+        return "-"
+    if metric == "time":
+        for unit, scale in (("s", 1), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+            if x >= scale:
+                return f"{x / scale:.3g} {unit}"
+        return f"{x / 1e-9:.3g} ns"
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= scale:
+            return f"{x / scale:.3g}{unit}/s"
+    return f"{x:.3g}/s"
+
+
+def fmt_change(c):
+    return "-" if c != c else f"{100 * c:+.1f}%"
+
+
+def md_cell(x):
+    """One Markdown table cell's text: a `|` would start a new column and a
+    newline end the row, so `|` is escaped and newlines become spaces. Every
+    Markdown table of the scripts goes through here (table())."""
+    return " ".join(str(x).splitlines()).replace("|", "\\|")
+
+
+def table(headers, rows, markdown):
+    if markdown:
+        line = lambda r: "| " + " | ".join(md_cell(c) for c in r) + " |"
+        return "\n".join([line(headers), "|" + "|".join("---" for _ in headers) + "|"] + [line(r) for r in rows])
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])

@@ -1,0 +1,180 @@
+"""Compare Google Benchmark JSON files: verdicts, tables, and an exit code.
+
+    compare.py BASELINE.json CONTENDER.json [MORE.json ...] [options]
+
+The first file is the baseline. Benchmarks are paired by name (the run name,
+without aggregate suffixes); every repetition is a sample. For each pair:
+
+  relative change of the medians  d = (median_new - median_base) / median_base
+  (for time; for --metric bytes_per_second or items_per_second, higher is
+  better and d is reported so that positive still means slower), and a
+  two-sided Mann-Whitney U test on the samples (scipy.stats.mannwhitneyu).
+
+  same     |d| <= the bar: the threshold, or with --floors the measured
+           noise floor when that is higher
+  faster / slower   |d| > the bar and p < alpha
+  noisy    |d| > the bar but p >= alpha, or too few repetitions to test
+           (a single sample, or fewer than the test needs to reach alpha),
+           or the GPU throttled during a sample of either file (cudabench's
+           label "throttled: <reasons>"): a slowdown then says nothing
+           about the code
+  error    a run failed (error_occurred) in either file
+  skipped  skipped (Google Benchmark 1.8+'s "skipped" with its
+           "skip_message", shown in the row) in the baseline, or in both:
+           nothing to compare, never a failure
+  missing  in the baseline but not in a later file (it stopped running), or
+           measured in the baseline and skipped in a later one: fails the
+           gate like slower
+  new      in a later file but not in the baseline: listed, never a failure
+
+With --filter, only the benchmarks whose name matches count (the others are
+not read at all).
+
+The report starts with what differs between the two runs: the recorded
+context (toolkit, driver, GPU and its settings, host) and the GPU clocks
+measured during the runs (the medians of cudabench's sm_clock_mhz and
+mem_clock_mhz counters), since a different clock explains a difference.
+
+--floors FILE takes the noise floors an A/A run measured (scripts/ab.py
+calibrate): for each benchmark, the process medians of identical builds.
+The floor for n_base vs n_new samples is the change that comparisons of
+n_base vs n_new of those medians exceed only 0.1% of the time (resampled); it is
+shown beside each verdict. Use it with files whose samples are one per
+process (what scripts/ab.py writes); repetitions within one process are not
+independent samples.
+
+Exit codes: 0 no regression; 1 some benchmark is slower beyond the bar
+with significance, missing from a later file, or failed its check there
+(the CI gate; --report-only always exits 0 here); 2 bad input
+(unreadable JSON, not Google Benchmark output, no benchmarks in common,
+mismatched or unknown units, a bad floors file, an output that is one of
+the inputs, even through a link); 3 the tool could not run
+(scipy missing, or an internal error), never read as a regression. Run with a
+python that lacks scipy, it re-runs itself with the project's venv
+(~/.cache/cudabench/venv, made by scripts/setup.sh). Works on any Google
+Benchmark program's JSON.
+
+Why Python: scipy's Mann-Whitney U and matplotlib (scripts/report.py) are the
+well-kept libraries for the statistics and the plots; the C++ side needs none.
+"""
+import argparse
+import functools
+import os
+import sys
+
+from ..base.errors import BadInput, EXIT_OK
+from ..base.files import check_writable, make_folder, refuse_inputs_as_outputs
+from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
+from ..results.gbench import compile_filter, load
+from ..results.stats import load_floors
+from ..results.context import hardware_of, machine_of, set_labels, with_baseline_first
+from ..results.verdicts import judge_all
+from ..models.references import REFERENCES, find_reference, make_reference
+from . import machines
+from . import report as plots
+
+from ..models.comparison import report_verdicts
+
+
+
+
+
+
+def compare_files(a, files, against=None):
+    """Verdicts, the report (for machines when the files name different
+    machines or one is a reference), the plots, the exit code."""
+    floors = load_floors(a.floors) if a.floors else None
+    names, results = judge_all(files, a.metric, a.threshold, a.alpha, a.filter, floors)
+    report = None
+    if against or len({machine_of(f) for f in files}) > 1:
+        machines.relabel(results, files)
+        report = functools.partial(machines.render, against=against)
+    if a.plot:
+        rc = plots.main([f.path for f in files] + ["--out", a.plot, "--labels", ",".join(f.label for f in files)])
+        if rc:
+            return rc  # it said why (a full disk: 3)
+    return report_verdicts(files, names, results, a.metric, a.threshold, a.alpha, a.markdown, a.format, a.report_only,
+                  report=report)
+
+
+def against_reference(a, wanted):
+    """The one file against the reference for its hardware."""
+    if len(a.files) != 1:
+        raise BadInput("--reference takes one result file (the run to hold against its hardware's reference)")
+    f = load(a.files[0], a.metric, wanted)
+    path = find_reference(f, a.reference or None)
+    hw = hardware_of(f.context) or "unknown hardware"
+    if not path:
+        if a.if_any:
+            return EXIT_OK
+        raise BadInput(f"--reference: no reference for {hw} in {a.reference or REFERENCES} "
+                       "(make one: compare.py --make-reference RUN.json; docs/comparing-machines.md)")
+    check_outputs(a, [path])
+    ref = load(path, a.metric, wanted)
+    ref.label, f.label = f"reference {hw}", machine_of(f) or "this machine"
+    if f.label == ref.label:
+        f.label += " (this run)"
+    against = f"the reference for its hardware ({hw}, recorded {str(ref.context.get('date', '?'))[:10]})"
+    return compare_files(a, [ref, f], against=against)
+
+
+def check_outputs(a, inputs):
+    """No output (--markdown, --plot's files) is one of the inputs."""
+    outputs = [("--markdown", a.markdown)] + [("--plot", os.path.join(a.plot, n)) for n in plots.OUTPUTS if a.plot]
+    refuse_inputs_as_outputs(outputs, inputs)
+
+
+def main(argv=None):
+    ap = ArgParser(prog="compare", description=__doc__.split("\n\n")[0],
+                   formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("files", nargs="+", help="Google Benchmark JSON files; the first is the baseline")
+    ap.add_argument("--metric", default="time", choices=["time", "bytes_per_second", "items_per_second"])
+    ap.add_argument("--threshold", action=bounded(0, 10, float, "(]"), default=0.05,
+                    help="relative change that counts (default 0.05)")
+    ap.add_argument("--alpha", action=bounded(0, 1, float, "()"), default=0.05,
+                    help="significance level (default 0.05)")
+    ap.add_argument("--filter", help="only benchmarks whose name matches this regex")
+    ap.add_argument("--labels", help="comma-separated column labels, one per file")
+    ap.add_argument("--floors", metavar="FILE", help="noise floors from an A/A run (scripts/ab.py calibrate)")
+    ap.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown (e.g. $GITHUB_STEP_SUMMARY)")
+    ap.add_argument("--format", choices=["text", "markdown"], default="text", help="what to print")
+    ap.add_argument("--report-only", action="store_true", help="never exit 1 for a regression")
+    ap.add_argument("--baseline", metavar="LABEL", help="the column the others are held against (default the first)")
+    ap.add_argument("--reference", nargs="?", const="", metavar="DIR",
+                    help="hold each file against the reference for its hardware (in DIR, default results/reference)")
+    ap.add_argument("--if-any", action="store_true", help="with --reference: no reference for this hardware is not an error")
+    ap.add_argument("--make-reference", action="store_true",
+                    help="make the reference of the files' hardware from them (into --reference DIR)")
+    ap.add_argument("--plot", metavar="DIR", type=output_folder, help="also plots and report.md through report.py")
+    a = ap.parse_args(argv)
+
+    def body():
+        ensure_venv()
+        if a.make_reference:
+            print(f"compare: reference written: {make_reference(a.files, a.reference or None)}")
+            return EXIT_OK
+        if len(a.files) < 2 and a.reference is None:
+            raise BadInput("need at least two files (baseline first)")
+        wanted = compile_filter(a.filter) if a.filter is not None else None
+        if a.markdown:
+            check_writable(a.markdown, "--markdown")
+        if a.plot:
+            make_folder(a.plot, "--plot")
+        check_outputs(a, a.files + [a.floors])
+        if a.reference is not None:
+            return against_reference(a, wanted)
+        files = [load(p, a.metric, wanted) for p in a.files]
+        set_labels(files, a.labels.split(",") if a.labels is not None else None)
+        files = with_baseline_first(files, a.baseline)
+        return compare_files(a, files)
+
+    return run_tool("compare", body)
+
+
+def entry():
+    """The program, as scripts/compare.py runs it: its exit code."""
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(entry())

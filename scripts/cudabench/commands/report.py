@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""Plots and a Markdown report from Google Benchmark JSON files.
+
+    report.py RUN.json [RUN.json ...] --out DIR [--labels a,b,...] [--title T]
+    report.py --history DIR --out DIR [--title T]
+
+Writes into DIR (each file whole: temp file, then renamed):
+  vector_add.png   GB/s against elements, one panel per implementation,
+                   one line per file (toolkit or machine)
+  transfer.png     GB/s against bytes for each copy kind
+  mnist.png        images/s per training variant and batch size
+  report.md        the context of each run, the plots, a table of the headline
+                   sizes (1e7 and 2^27), and with two or more files the
+                   compare.py verdicts against the first
+Plots that have no data in the files are left out.
+
+--history DIR reads the per-commit results the revision gate keeps
+(scripts/regress.sh; one JSON per commit and machine, each with its
+process samples and its verdicts against its parent) and writes, in the
+manner of github-action-benchmark's charts:
+  trend.png        each benchmark's time over the commits (oldest left): the
+                   median of the process samples, a bar from the lowest to
+                   the highest, and the verdict against the parent marked
+                   (red up: slower, green down: faster, hollow: noisy)
+  history.md       the plot and a table: commit, date, subject, verdicts
+"""
+import argparse
+import os
+import re
+import sys
+import time
+from collections import defaultdict
+
+from ..base.errors import BadInput
+from ..base.files import hold_lock, make_folder, read_json, refuse_inputs_as_outputs, write_whole
+from ..base.cli import ArgParser, ensure_venv, output_folder, run_tool
+from ..base.text import table
+from ..results.gbench import finite_number, load, positive_number
+from ..results.stats import median
+from ..results.context import set_labels
+from ..results.verdicts import judge_all
+
+from ..models.comparison import render
+
+
+plt = None  # matplotlib.pyplot, imported once the venv is known to have it (main)
+
+
+def import_matplotlib():
+    global plt
+    ensure_venv("report", ("scipy.stats", "matplotlib"))
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+    plt = matplotlib.pyplot
+
+OUTPUTS = ("report.md", "vector_add.png", "transfer.png", "mnist.png")  # what it writes into --out
+HISTORY_OUTPUTS = ("history.md", "trend.png")  # what --history writes there
+NAME_RX = re.compile(r"^(?P<family>[^/]+)/(?P<impl>[^/]+)/(?P<arg>[a-z]+):(?P<value>\d+)(?:/dev:(?P<dev>\d+))?")
+
+
+def rows(path):
+    """(family, impl, arg value, GB/s, items/s) per benchmark, medians over repetitions."""
+    doc = load(path, "time")
+    per = defaultdict(lambda: {"bps": [], "ips": []})
+    for b in doc.benchmarks:
+        if b.get("run_type") == "aggregate" or b.get("error_occurred") or b.get("skipped") is True:
+            continue
+        m = NAME_RX.match(b.get("run_name") or b["name"])
+        if not m:
+            continue
+        # Runs on several GPUs (--devices) are plotted as one line per device.
+        impl = m["impl"] if m["dev"] is None else f"{m['impl']} dev:{m['dev']}"
+        key = (m["family"], impl, int(m["value"]))
+        for counter, k in (("bytes_per_second", "bps"), ("items_per_second", "ips")):
+            if counter in b:
+                per[key][k].append(positive_number(b, counter, path))
+    out = {}
+    for k, v in per.items():
+        out[k] = (median(v["bps"]) / 1e9 if v["bps"] else None,
+                  median(v["ips"]) if v["ips"] else None)
+    return doc, out
+
+
+def save(fig, path):
+    try:
+        write_whole(path, lambda tmp: fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png"))
+    finally:
+        plt.close(fig)
+
+
+def plot_lines(datasets, labels, family, title, xlabel, path):
+    impls = sorted({k[1] for d in datasets for k in d if k[0] == family and d[k][0]})
+    if not impls:
+        return False
+    cols = min(3, len(impls))
+    nrows = (len(impls) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 3.4 * nrows), squeeze=False, sharey=True)
+    for ax, impl in zip(axes.flat, impls):
+        for d, label in zip(datasets, labels):
+            pts = sorted((k[2], v[0]) for k, v in d.items() if k[0] == family and k[1] == impl and v[0])
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_title(impl, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.grid(True, alpha=0.3)
+    for ax in axes.flat[len(impls):]:
+        ax.axis("off")
+    axes[0][0].set_ylabel("GB/s")
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle(title)
+    save(fig, path)
+    return True
+
+
+def plot_mnist(datasets, labels, path):
+    keys = sorted({(k[1], k[2]) for d in datasets for k in d if k[0] == "MnistTrain" and d[k][1]})
+    if not keys:
+        return False
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(keys) * len(datasets)), 4))
+    width = 0.8 / len(datasets)
+    for i, (d, label) in enumerate(zip(datasets, labels)):
+        ys = [d.get(("MnistTrain", v, b), (None, 0))[1] or 0 for v, b in keys]
+        ax.bar([j + i * width for j in range(len(keys))], ys, width, label=label)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(keys))])
+    ax.set_xticklabels([f"{v}\nbatch {b}" for v, b in keys], fontsize=8)
+    ax.set_ylabel("images/s")
+    ax.set_yscale("log")
+    ax.set_title("MnistTrain: one training step, images/s")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    save(fig, path)
+    return True
+
+
+def headline_table(datasets, labels):
+    sizes = {10_000_000: "1e7", 1 << 27: "2^27"}
+    rows = []
+    for k in sorted({k for d in datasets for k in d if k[0] in ("VectorAdd", "VectorAddFlow") and k[2] in sizes}):
+        rows.append([f"{k[0]}/{k[1]} n={sizes[k[2]]}"] + [f"{d[k][0]:.1f} GB/s" if d.get(k) and d[k][0] else "-"
+                                                          for d in datasets])
+    for k in sorted({k for d in datasets for k in d if k[0] in ("MnistTrain", "MnistEval")}):
+        rows.append([f"{k[0]}/{k[1]} batch={k[2]}"] + [f"{d[k][1]:.0f} img/s" if k in d and d[k][1] else "-"
+                                                       for d in datasets])
+    return table(["benchmark"] + labels, rows, True) if rows else ""
+
+
+def load_history(folder):
+    """The per-commit files of one machine, oldest first, and their paths:
+    ([(info, {benchmark: [process samples, seconds]})], [path])."""
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+    except OSError as e:
+        raise BadInput(f"{folder}: cannot read ({e.strerror})")
+    out, inputs = [], [os.path.join(folder, n) for n in names]
+    for path in inputs:
+        f = load(path)
+        info = read_json(path).get("cudabench_history")
+        if not isinstance(info, dict) or not isinstance(info.get("commit"), str):
+            raise BadInput(f"{path}: no 'cudabench_history' (written by scripts/ab.py run --history)")
+        t = info.get("time", 0)
+        if not finite_number(t) or t < 0:
+            raise BadInput(f"{path}: cudabench_history.time is {t!r}: expected seconds since 1970")
+        vs = info.get("verdicts", {})
+        if not isinstance(vs, dict) or not all(
+                isinstance(v, dict) and isinstance(v.get("verdict"), str)
+                and isinstance(v.get("change", 0.0), (int, float))
+                and not isinstance(v.get("change"), bool)  # NaN allowed: an error verdict has no change
+                and (v["verdict"] not in ("slower", "faster") or "change" in v) for v in vs.values()):
+            raise BadInput(f"{path}: cudabench_history.verdicts: expected {{name: {{verdict, change}}}}")
+        if not isinstance(info.get("subject", ""), str):
+            raise BadInput(f"{path}: cudabench_history.subject: expected a string")
+        out.append((info, {name: r.samples for name, r in f.runs.items() if r.samples and not r.error}))
+    if not out:
+        raise BadInput(f"{folder}: no per-commit JSON files")
+    if not any(d for _, d in out):
+        raise BadInput(f"{folder}: the per-commit files hold no benchmark results")
+    out.sort(key=lambda e: (e[0].get("time", 0), e[0]["commit"]))
+    return out, inputs
+
+
+MARKS = {"slower": ("^", "tab:red", "tab:red"), "faster": ("v", "tab:green", "tab:green"),
+         "noisy": ("o", "none", "tab:gray")}
+
+
+def plot_history(history, title, path):
+    benches = sorted({b for _, d in history for b in d})
+    cols = min(2, len(benches))
+    nrows = (len(benches) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(7 * cols, 2.8 * nrows), squeeze=False)
+    ticks = [info["commit"][:7] for info, _ in history]
+    for ax, b in zip(axes.flat, benches):
+        xs, med, lo, hi = [], [], [], []
+        for i, (_, d) in enumerate(history):
+            if b in d:
+                xs.append(i)
+                med.append(median(d[b]))
+                lo.append(min(d[b]))
+                hi.append(max(d[b]))
+        scale, unit = next(((s, u) for s, u in ((1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
+                            if max(med) >= s), (1e-9, "ns"))
+        m = [v / scale for v in med]
+        ax.errorbar(xs, m, yerr=[[(v - l) / scale for v, l in zip(med, lo)], [(h - v) / scale for v, h in zip(med, hi)]],
+                    fmt="-", color="tab:blue", ecolor="lightsteelblue", lw=1.2, capsize=2)
+        ax.plot(xs, m, "o", color="tab:blue", ms=3)
+        for i, y in zip(xs, m):
+            v = history[i][0].get("verdicts", {}).get(b, {}).get("verdict")
+            if v in MARKS:
+                marker, face, edge = MARKS[v]
+                ax.plot([i], [y], marker, ms=10, markerfacecolor=face, markeredgecolor=edge, label=v)
+        ax.set_title(b, fontsize=9)
+        ax.set_ylabel(unit)
+        ax.set_xticks(range(len(ticks)))
+        ax.set_xticklabels(ticks, rotation=60, fontsize=7)
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        handles = dict(zip(*ax.get_legend_handles_labels()[::-1]))
+        if handles:
+            ax.legend(handles.values(), handles.keys(), fontsize=7)
+    for ax in axes.flat[len(benches):]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout()
+    save(fig, path)
+
+
+def history_report(folder, out, title):
+    history, inputs = load_history(folder)
+    prepare_out(out, HISTORY_OUTPUTS, inputs)
+    plot_history(history, title, os.path.join(out, "trend.png"))
+    rows = []
+    for info, _ in reversed(history):
+        vs = info.get("verdicts", {})
+        counts = {}
+        for v in vs.values():
+            counts[v.get("verdict")] = counts.get(v.get("verdict"), 0) + 1
+        flagged = [f"{n} {v['verdict']}" + ("" if v["verdict"] == "missing" else f" {100 * v['change']:+.1f}%")
+                   for n, v in sorted(vs.items()) if v.get("verdict") in ("slower", "faster", "missing")]
+        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(info["time"])) if "time" in info else "-"
+        summary = ", ".join(f"{k} {c}" for k, c in sorted(counts.items())) or "(no parent measured)"
+        rows.append([f"`{info['commit'][:10]}`", when, info.get("subject", "")[:60],
+                     summary + ("; " + "; ".join(flagged) if flagged else "")])
+    md = [f"# {title}", "", "![trend](trend.png)", "",
+          table(["commit", "date", "subject", "verdicts against the parent"], rows, True)]
+    write_whole(os.path.join(out, "history.md"), "\n".join(md) + "\n")
+    print(f"report: wrote {os.path.join(out, 'history.md')} ({len(history)} commits)")
+    return 0
+
+
+def file_report(a):
+    """report.md and the plots of result files; every input is read and
+    checked before anything is written."""
+    loaded = [rows(p) for p in a.files]
+    docs = [doc for doc, _ in loaded]
+    set_labels(docs, a.labels.split(",") if a.labels is not None else None)
+    labels = [doc.label for doc in docs]
+    prepare_out(a.out, OUTPUTS, a.files)
+    datasets = [d for _, d in loaded]
+    runs = [[label, f"`{os.path.relpath(doc.path, a.out)}`", doc.context.get("cuda_toolkit", "-"),
+             doc.context.get("gpu_name", "-"), doc.context.get("cuda_driver_version") or "none",
+             doc.context.get("libtorch", "-"), doc.context.get("host_name", "-"), doc.context.get("num_cpus", "-")]
+            for label, doc in zip(labels, docs)]
+    md = [f"# {a.title}", "", table(["run", "file", "toolkit", "GPU", "driver", "LibTorch", "host", "CPUs"],
+                                            runs, True), ""]
+    for fname, ok, caption in (
+            ("vector_add.png", plot_lines(datasets, labels, "VectorAdd", "VectorAdd: c = a + b, GB/s (12 bytes/element)",
+                                          "elements", os.path.join(a.out, "vector_add.png")), "Vector add throughput"),
+            ("transfer.png", plot_lines(datasets, labels, "Transfer", "Host<->device copies, GB/s", "bytes",
+                                        os.path.join(a.out, "transfer.png")), "Copies"),
+            ("mnist.png", plot_mnist(datasets, labels, os.path.join(a.out, "mnist.png")), "Training throughput")):
+        if ok:
+            md += [f"## {caption}", "", f"![{caption}]({fname})", ""]
+    headline = headline_table(datasets, labels)
+    if headline:
+        md += ["## Headline numbers (medians)", "", headline, ""]
+    if len(loaded) >= 2:
+        try:
+            names, results = judge_all(docs)
+            md += ["## Compared with the first run", "",
+                   render(docs, names, results, "time", 0.05, 0.05, True), ""]
+        except BadInput as e:
+            md += ["## Compared with the first run", "", f"not compared: {e}", ""]
+    write_whole(os.path.join(a.out, "report.md"), "\n".join(md) + "\n")
+    print(f"report: wrote {os.path.join(a.out, 'report.md')}")
+    return 0
+
+
+def prepare_out(out, names, inputs):
+    """The output folder, made if missing and held (one run at a time writes
+    into it: its .lock); BadInput naming --out when it cannot be written,
+    another run holds it, or a file it would write there is an input."""
+    refuse_inputs_as_outputs([("--out", os.path.join(out, n)) for n in names], inputs)
+    make_folder(out, "--out")
+    hold_lock(os.path.join(out, ".lock"), out)
+
+
+def main(argv=None):
+    ap = ArgParser(prog="report", description=__doc__.split("\n\n")[0],
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--out", required=True, type=output_folder, help="folder for the PNGs and report.md")
+    ap.add_argument("--labels")
+    ap.add_argument("--title", default="cudabench report")
+    ap.add_argument("--history", metavar="DIR", help="per-commit results (regress.sh) to draw as trends")
+    a = ap.parse_args(argv)
+
+    def body():
+        import_matplotlib()
+        if a.history:
+            if a.files:
+                raise BadInput("give result files or --history DIR, not both")
+            return history_report(a.history, a.out, a.title)
+        if not a.files:
+            raise BadInput("give result files, or --history DIR")
+        return file_report(a)
+
+    return run_tool("report", body)
+
+
+def entry():
+    """The program, as scripts/report.py runs it: its exit code."""
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(entry())

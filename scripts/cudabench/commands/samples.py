@@ -1,0 +1,459 @@
+#!/usr/bin/env python3
+"""Samples from processes: the one code path that runs bench processes and
+merges them into one result, for the default run (scripts/run-bench.sh),
+the A/B runner (ab.py), the fleet (fleet.py merge) and the stack matrix.
+
+    samples.py run --bench BENCH --out FILE [--processes K] [--reps R]
+                   [--min-time S] [--filter RX] [--label NAME]
+                   [--max-interference SHARE] [--process-seconds S]
+                   [-- extra bench flags]
+
+run: K bench processes (default 4, up to 1000), one after another; each runs
+the chosen benchmarks with R repetitions (default 1) and gives one sample per
+benchmark, the median of its repetitions. Repetitions inside one process
+share its state (memory placement, huge pages, clocks, neighbours), so they
+are not independent samples; processes are. A process that ran while the
+rest of the machine took more than SHARE of all CPUs' time (other
+processes, or the hypervisor's steal; default 0.05) runs again, up to 3
+times and at most K times in all; one kept beside such load is flagged:
+its entries say "loaded": true, the console says so, and compare.py calls
+no verdict on it. Writes FILE whole: Google Benchmark JSON with one entry
+per benchmark per process (repetition_index = the process, "load" = the
+share others took meanwhile), the first process's context plus
+machine_label (--label, default the machine's label: the GPU's model, or
+cpu-<CPU model>-<threads>c), and "cudabench_samples": how the samples were
+taken. Prints a table: each benchmark's median, the spread of its process
+samples, its throughput and its load.
+
+One run at a time writes FILE: it holds FILE.lock (flock), and a second
+exits 2 naming the first.
+
+Exit codes: 0 every benchmark checked; 1 a benchmark failed its check (a
+wrong result) in some process; 2 bad input (no such bench, flags it refuses,
+a filter that matches nothing, a number out of its range, FILE another run
+holds or that is the bench); 3 a process failed without a usable result, or
+the disk is full (said so when its log is empty); 128+N stopped by signal N
+(the running bench's process group is stopped, FILE is not written).
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from . import driver_probe
+
+from ..base.errors import BadInput, ToolError, one_line
+from ..base.processes import split_passthrough, stop_groups
+from ..base.files import check_writable, hold_lock, is_stream, read_json, refuse_inputs_as_outputs, write_whole
+from ..base.cli import ArgParser, bounded, output_folder, run_tool
+from ..base.text import fmt_value, table
+from ..results.gbench import SAMPLES_META, THROTTLED, finite_number, load_doc
+from ..results.stats import median
+from ..results.context import hardware_of
+
+EXIT_WRONG = 1
+DEFAULT_PROCESSES = 4  # the default run's: 4 vs 4 reach p < 0.05 (min_p_value), in the time one process took
+# A process that ran while the rest of the machine took more than this share
+# of all CPUs' time is run again, up to RETRIES times; the decision uses the
+# load, never the result, so it treats every arm alike.
+MAX_INTERFERENCE = 0.05
+RETRIES = 3
+FULL_BYTES = 1 << 20  # less free space than this where results go: the disk is full (a result is ~100 KiB)
+META = SAMPLES_META
+MAX_COUNT = 1000  # the most processes (per side), repetitions per process or trials a run takes
+MIN_TIME = bounded(0, 3600, float, "(]")  # --min-time: seconds per benchmark and process
+# bench flags that the samples set themselves, or that make bench measure nothing.
+OWN_FLAGS = {"--benchmark_out": "--out", "--benchmark_out_format": "--out", "--benchmark_filter": "--filter",
+             "--benchmark_repetitions": "--reps", "--benchmark_list_tests": None, "--help": None, "-h": None,
+             "--env": None, "--explain": None}
+# Google Benchmark's own fields; every other number in an entry is a counter.
+GB_FIELDS = {"family_index", "per_family_instance_index", "repetition_index", "repetitions", "threads",
+             "iterations"}
+
+
+def proc_stat():
+    """(busy, stolen, all) seconds of all CPUs since boot, from /proc/stat, or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    user, nice, system, _idle, _iowait, irq, softirq, steal = v
+    return (user + nice + system + irq + softirq) / hz, steal / hz, sum(v) / hz
+
+
+class LoadMeter:
+    """The share of the machine's CPU time that others took while a child ran:
+    busy time not spent by our children or by us, plus steal, out of all the
+    CPU time /proc/stat counted meanwhile. (Not out of wall time x
+    os.cpu_count(): /proc/stat counts in ticks, so a short process saw
+    whole ticks over a few ms, and it may count other CPUs than
+    os.cpu_count() does; either made shares of 241%.) Always in [0, 1]."""
+
+    def __init__(self):
+        self.stat0 = proc_stat()
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.children0, self.self0 = r.ru_utime + r.ru_stime, time.process_time()
+
+    def share(self):
+        stat = proc_stat()
+        if stat is None or self.stat0 is None or stat[2] <= self.stat0[2]:
+            return 0.0
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        ours = (r.ru_utime + r.ru_stime - self.children0) + (time.process_time() - self.self0)
+        foreign = max(0.0, stat[0] - self.stat0[0] - ours)
+        stolen = max(0.0, stat[1] - self.stat0[1])
+        return min(1.0, (foreign + stolen) / (stat[2] - self.stat0[2]))
+
+
+@dataclass
+class Arm:
+    """One kind of process: the ab.py sides A and B, run-bench's one run."""
+    name: str
+    bench: str
+    env: dict = field(default_factory=dict)
+    wrap: list = field(default_factory=list)  # a command prefix (scripts/cpu-quota.sh 0.9)
+    good: int = 0  # processes that gave a result
+
+    def check(self, flag):
+        if not (os.path.isfile(self.bench) and os.access(self.bench, os.X_OK)):
+            raise BadInput(f"{flag} {self.bench}: no such executable (build it first)")
+        return self
+
+
+@dataclass
+class Sampling:
+    """How each process samples: the same for every arm of a run."""
+    filter: str = "."
+    reps: int = 1
+    min_time: float = None
+    max_interference: float = MAX_INTERFERENCE
+    extra: list = field(default_factory=list)  # more bench flags (after ours: they win)
+    process_seconds: float = 3600
+
+    def __post_init__(self):
+        for x in self.extra:
+            flag = x.split("=", 1)[0]
+            if flag in OWN_FLAGS:
+                instead = OWN_FLAGS[flag]
+                raise BadInput(f"{x}: " + (f"give {instead} instead" if instead else "not for a measured run"))
+
+
+def check_driver_once(arms):
+    """The driver checked once for every process of the run (each arm's
+    environment gets the verdict), not once per process: with persistence
+    mode off, each check costs a GPU initialisation of 1 to 5 s. A verdict
+    this run inherited (gpu-check.sh checked) stands for an arm that changes
+    no variable; a check that fails sets the variable empty, so that each
+    process checks again whatever was inherited."""
+    verdicts = {}
+    for arm in arms:
+        env = dict(os.environ, **arm.env)
+        if os.environ.get(driver_probe.DRIVER_CHECKED) == "ok" and not set(arm.env) - {driver_probe.DRIVER_CHECKED}:
+            continue
+        check = os.path.join(os.path.dirname(os.path.abspath(arm.bench)), "cudabench-driver-check")
+        key = (check, tuple(sorted(env.items())))
+        if key not in verdicts:
+            verdicts[key] = driver_probe.driver_checked(check, env)
+        arm.env.update(verdicts[key])
+
+
+def bench_command(arm, s, out):
+    cmd = arm.wrap + [arm.bench, f"--benchmark_filter={s.filter}", f"--benchmark_repetitions={s.reps}",
+                      "--benchmark_report_aggregates_only=false",
+                      f"--benchmark_out={out}", "--benchmark_out_format=json"]
+    if s.reps > 1:
+        cmd.append("--benchmark_enable_random_interleaving=true")
+    if s.min_time:
+        cmd.append(f"--benchmark_min_time={s.min_time}")
+    return cmd + s.extra
+
+
+def run_process(arm, i, s, workdir):
+    """Run one bench process of `arm`; return its JSON document. BadInput
+    when the first one refuses its flags or nothing matches, ToolError when
+    one fails without a usable result (each named with its log)."""
+    out = os.path.join(workdir, f"{arm.name}{i:02d}.json")
+    log = os.path.join(workdir, f"{arm.name}{i:02d}.stderr")
+    env = dict(os.environ, **arm.env)
+    try:
+        with open(log, "w") as err:
+            rc = wait_in_own_group(bench_command(arm, s, out), err, env, s.process_seconds)
+    except OSError as e:
+        raise ToolError(f"{log}: cannot write: {e.strerror or e}")
+    with open(log, errors="replace") as f:
+        lines = [x.strip() for x in f if x.strip()]
+    last = lines[-1] if lines else ""
+    who = f"process {i} of {arm.name} ({arm.bench})"
+    if rc is None:
+        raise ToolError(f"{who} was still running after {s.process_seconds:g} s (--process-seconds) and was "
+                        f"stopped: a stuck GPU or a hung program; log: {log}")
+    if rc == 2 and not arm.good:
+        raise BadInput(f"{arm.bench} refused its arguments: {last}")
+    if rc == 2:  # it ran with these arguments before: not a refusal
+        raise ToolError(f"{who} failed (exit 2) after {arm.good} good one(s): {last or 'no message'}; see {log}")
+    no_match = BadInput(f"--filter '{s.filter}' matches no benchmark of {arm.bench}")
+    if any(x.startswith("Failed to match any benchmarks") for x in lines):
+        raise no_match
+    if rc not in (0, EXIT_WRONG) or not os.path.exists(out):
+        how = f"signal {-rc}" if rc < 0 else f"exit {rc}"
+        full = full_disk(workdir)
+        why = last or (f"{full}, so its log is empty" if full else "no message")
+        raise ToolError(f"{who} failed without a result ({how}): {why}; log: {log}")
+    try:
+        doc = read_json(out)
+        load_doc(doc, out)  # the checks compare makes, here, where the process is known
+    except BadInput as e:
+        raise ToolError(f"{who} wrote a result that cannot be used: {one_line(e)}; log: {log}")
+    if not doc.get("benchmarks"):
+        raise no_match
+    arm.good += 1
+    return doc
+
+
+def full_disk(folder):
+    """'no space left on device in FOLDER' when its file system has less
+    than FULL_BYTES free (os.statvfs), else "": why a process that wrote its
+    result and its log there failed without a word."""
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return ""
+    free = st.f_bavail * st.f_frsize
+    return f"no space left on device in {folder} ({free // 1024} KiB free)" if free < FULL_BYTES else ""
+
+
+def require_space(folder):
+    """ToolError (exit 3) when `folder`'s disk is full: found before the first process, not after the last."""
+    why = full_disk(folder)
+    if why:
+        raise ToolError(why)
+
+
+def wait_in_own_group(cmd, err, env, seconds):
+    """Run cmd in a process group of its own and wait up to `seconds`; its
+    exit code, or None when it ran past them. Then, or if this process is
+    interrupted, the whole group (a wrapper such as cpu-quota.sh and the
+    bench under it) is ended with SIGTERM, so wrappers can clean up."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True)
+    try:
+        return p.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        stop_groups([p], 10)
+        return None
+    except BaseException:
+        stop_groups([p], 10)
+        raise
+
+
+def say(tool, text, progress):
+    if progress:
+        print(f"{chr(13) if sys.stderr.isatty() else ''}{tool}: {text}", file=sys.stderr, flush=True)
+
+
+def run_schedule(arms, order, s, workdir, progress=True, tool="samples"):
+    """The processes in `order` (arm names); returns ({arm: [doc]}, {arm:
+    [load]}, meta). A process beside more than s.max_interference of other
+    load runs again (RETRIES times at most, and no more re-runs in all than
+    processes per arm); one kept beside it anyway is listed in meta's
+    'loaded'."""
+    docs = {n: [] for n in arms}
+    loads = {n: [] for n in arms}
+    reruns, budget, exhausted = 0, max(1, len(order) // max(1, len(arms))), False
+    require_space(workdir)
+    check_driver_once(arms.values())
+    started = time.monotonic()
+    for j, name in enumerate(order):
+        for attempt in range(RETRIES + 1):
+            meter = LoadMeter()
+            doc = run_process(arms[name], len(docs[name]), s, workdir)
+            load = meter.share()
+            if load <= s.max_interference or attempt == RETRIES:
+                break
+            if reruns >= budget:  # busy throughout: re-running would only double the time
+                if not exhausted:
+                    say(tool, "the machine stayed busy: no more processes run again", progress)
+                exhausted = True
+                break
+            reruns += 1
+            say(tool, f"process {name}{len(docs[name])} ran beside {100 * load:.0f}% other load; running it again",
+                progress)
+        docs[name].append(doc)
+        loads[name].append(round(load, 4))
+        if progress and sys.stderr.isatty():
+            print(f"\r{tool}: process {j + 1}/{len(order)} ({name}), {time.monotonic() - started:.0f} s",
+                  end="", file=sys.stderr, flush=True)
+    say(tool, f"{len(order)} processes in {time.monotonic() - started:.0f} s", progress)
+    meta = {"filter": s.filter, "reps_per_process": s.reps, "min_time": s.min_time,
+            "order": "".join(order) if all(len(n) == 1 for n in arms) else order,
+            "wall_s": round(time.monotonic() - started, 1), "reruns": reruns, "max_interference": s.max_interference}
+    return docs, loads, meta
+
+
+def process_entries(doc, process, load=None, loaded=False):
+    """One entry per benchmark of one process's JSON: the median of its
+    repetitions for every number (times, counters), its first label (a
+    throttled one when any repetition throttled), or its error; with the
+    process's load, and "loaded" when it ran beside more than allowed."""
+    order, reps = [], {}
+    for b in doc.get("benchmarks", []):
+        if b.get("run_type") == "aggregate":
+            continue
+        name = b.get("run_name") or b["name"]
+        if name not in reps:
+            order.append(name)
+            reps[name] = []
+        reps[name].append(b)
+    out = []
+    for name in order:
+        # A repetition Google Benchmark 1.8+ skipped ("skipped": true) has no
+        # numbers: the others give the sample; skipped in all, the entry is.
+        rs = [r for r in reps[name] if r.get("skipped") is not True] or reps[name][:1]
+        e = dict(rs[0])
+        e.update(name=rs[0]["name"], run_name=name, run_type="iteration", repetition_index=process,
+                 process=process, repetitions_in_process=len(rs))
+        if load is not None:
+            e["load"] = load
+        if loaded:
+            e["loaded"] = True
+        errors = [r for r in rs if r.get("error_occurred")]
+        if errors:
+            e["error_occurred"] = True
+            e["error_message"] = errors[0].get("error_message", "error")
+            out.append(e)
+            continue
+        if e.get("skipped") is True:
+            out.append(e)
+            continue
+        for k, v in rs[0].items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in GB_FIELDS:
+                xs = [r[k] for r in rs if isinstance(r.get(k), (int, float))]
+                if xs:
+                    e[k] = median(xs)
+        throttled = [r["label"] for r in rs if THROTTLED in (r.get("label") or "")]
+        if throttled:
+            e["label"] = throttled[0]
+        out.append(e)
+    return out
+
+
+def merge(docs, side, meta, loads=None):
+    """One Google Benchmark JSON for one arm: an entry per benchmark per
+    process (repetition_index = the process), the first process's context,
+    and META: how the samples were taken, each process's load."""
+    limit = meta.get("max_interference", 1.0)
+    loads = loads or [None] * len(docs)
+    merged = {"context": dict(docs[0].get("context", {})) if docs else {}, "benchmarks": [],
+              META: dict(meta, side=side, processes=len(docs), sample="the median of one process's repetitions")}
+    if any(x is not None for x in loads):
+        merged[META].update(loads=loads, loaded=[i for i, x in enumerate(loads) if x is not None and x > limit])
+    for i, (d, load) in enumerate(zip(docs, loads)):
+        merged["benchmarks"] += process_entries(d, i, load, load is not None and load > limit)
+    for e in merged["benchmarks"]:
+        e["repetitions"] = len(docs)
+    return merged
+
+
+def write_json(path, doc):
+    write_whole(path, json.dumps(doc, indent=1) + "\n")
+
+
+def summary(doc):
+    """The console table of a merged result: per benchmark, the median of the
+    process samples, their spread (lowest to highest, relative to the
+    median), the throughput, how many, and the load."""
+    f = load_doc(doc, "result")
+    bps = {}
+    for b in f.benchmarks:
+        if finite_number(b.get("bytes_per_second")):
+            bps.setdefault(b.get("run_name") or b["name"], []).append(b["bytes_per_second"])
+    rows = []
+    for n, r in f.runs.items():
+        if r.error or not r.samples:
+            rows.append([n, "-", "-", "-", "-", f"FAILED: {r.error}" if r.error else f"skipped: {r.skipped}"])
+            continue
+        m = median(r.samples)
+        spread = f"{100 * (min(r.samples) / m - 1):+.1f}% .. {100 * (max(r.samples) / m - 1):+.1f}%"
+        rate = f"{median(bps[n]) / 1e9:.3g} GB/s" if n in bps else "-"
+        note = f"{len(r.loaded)} sample(s) beside other load ({100 * max(r.loads):.0f}%)" if r.loaded else ""
+        rows.append([n, fmt_value(m, "time"), spread, rate, len(r.samples), note])
+    return table(["benchmark", "median", "spread", "throughput", "samples", "note"], rows, False)
+
+
+def cmd_run(a):
+    arm = Arm("p", a.bench).check("--bench")
+    if a.label is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", a.label):
+        raise BadInput(f"--label {a.label}: expected one name of letters, digits, '.', '_' and '-'")
+    s = Sampling(a.filter, a.reps, a.min_time, a.max_interference, a.extra, a.process_seconds)
+    check_writable(a.out, "--out")
+    refuse_inputs_as_outputs([("--out", a.out)], [a.bench])
+    if not is_stream(a.out):  # one run at a time writes FILE (run-bench.sh's latest.json)
+        hold_lock(a.out + ".lock", a.out)
+        require_space(os.path.dirname(os.path.abspath(a.out)))
+    work = tempfile.mkdtemp(prefix="cudabench-samples.")  # kept when a run fails: its message names a log there
+    docs, loads, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, tool="samples")
+    with open(os.path.join(work, "p00.stderr"), errors="replace") as err:
+        notes = sorted({x.strip() for x in err if x.startswith("cudabench:")})
+    shutil.rmtree(work, ignore_errors=True)
+    doc = merge(docs["p"], "run", dict(meta, tool="run-bench", bench=a.bench), loads["p"])
+    doc["context"]["machine_label"] = a.label or hardware_of(doc["context"]) or "unknown"
+    write_json(a.out, doc)
+    for n in notes:
+        print(n, file=sys.stderr)
+    print(summary(doc), flush=True)
+    if doc[META].get("loaded"):
+        print(f"samples: {len(doc[META]['loaded'])} of {a.processes} processes ran beside other load "
+              f"(over {100 * a.max_interference:g}% of the CPUs) after {meta['reruns']} re-run(s): "
+              "their rows are flagged, and compare.py calls no verdict on them", file=sys.stderr)
+    failed = [b["run_name"] for b in doc["benchmarks"] if b.get("error_occurred")]
+    if failed:
+        print(f"samples: {len(set(failed))} benchmark(s) failed their check: {failed[0]}", file=sys.stderr)
+        return EXIT_WRONG
+    return 0
+
+
+def add_process_seconds(p):
+    """--process-seconds (samples run, ab.py): a bench process still running
+    after this long is stopped and the run fails (exit 3), as a stuck GPU
+    would otherwise hold it."""
+    p.add_argument("--process-seconds", action=bounded(1, 86400, float), default=Sampling.process_seconds,
+                   help=f"stop a bench process still running after this long, and fail "
+                        f"(default {Sampling.process_seconds:g})")
+
+
+def main(argv=None):
+    argv, extra = split_passthrough(sys.argv[1:] if argv is None else argv)
+    ap = ArgParser(prog="samples", description=__doc__.split("\n\n")[0],
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("run", help="K processes of one bench, merged")
+    p.add_argument("--bench", required=True)
+    p.add_argument("--out", required=True, type=output_folder, help="the merged result (JSON)")
+    p.add_argument("--processes", action=bounded(1, MAX_COUNT), default=DEFAULT_PROCESSES)
+    p.add_argument("--reps", action=bounded(1, MAX_COUNT), default=1,
+                   help="repetitions per process (default 1)")
+    p.add_argument("--min-time", action=MIN_TIME, help="--benchmark_min_time for each process, seconds")
+    p.add_argument("--filter", default=".", help="benchmark regex")
+    p.add_argument("--label", help="the machine's name in the result (default: its hardware)")
+    p.add_argument("--max-interference", action=bounded(0, 1, float), default=MAX_INTERFERENCE)
+    add_process_seconds(p)
+    a = ap.parse_args(argv)
+    a.extra = extra
+    return run_tool("samples", lambda: cmd_run(a))
+
+
+def entry():
+    """The program, as scripts/samples.py runs it: its exit code."""
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(entry())

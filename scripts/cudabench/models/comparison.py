@@ -1,0 +1,92 @@
+"""A comparison of runs for people and for CI: the table of verdicts, the
+summary, the Markdown copy, and the exit code (1 only for a regression)."""
+import os
+import sys
+
+from ..base.errors import EXIT_OK, EXIT_REGRESSION, EXIT_TOOL
+from ..base.files import write_whole
+from ..base.text import fmt_change, fmt_value, table
+from ..results.stats import median
+from ..results.context import context_differences
+from ..results.verdicts import VERDICTS
+
+
+def render(files, names, results, metric, threshold, alpha, markdown):
+    out = []
+    h = "### " if markdown else ""
+    diffs = context_differences(files)
+    out.append(f"{h}What differs between the runs")
+    if diffs:
+        out.append(table(["context"] + [f.label for f in files], [[k] + v for k, v in diffs], markdown))
+    else:
+        out.append("nothing in the recorded context")
+    out.append("")
+    what = "time (lower is better)" if metric == "time" else f"{metric} (higher is better)"
+    floored = any(v.floor == v.floor for vs in results.values() for v in vs)
+    bar = f"max({100 * threshold:g}%, the noise floor)" if floored else f"{100 * threshold:g}%"
+    out.append(f"{h}Benchmarks: {what}; change > {bar} with Mann-Whitney p < {alpha:g} is a verdict")
+    if len(files) == 2:
+        rows = []
+        for v in results[files[1].label]:
+            row = [v.name, fmt_value(v.base, metric), fmt_value(v.new, metric), fmt_change(v.change)]
+            if floored:
+                row.append("-" if v.floor != v.floor else f"{100 * v.floor:.1f}%")
+            rows.append(row + ["-" if v.p != v.p else f"{v.p:.3g}", f"{v.n_base}/{v.n_new}", v.verdict, v.note])
+        out.append(table(["benchmark", files[0].label, files[1].label, "change"] + (["floor"] if floored else [])
+                         + ["p", "samples", "verdict", "note"], rows, markdown))
+    else:
+        rows = []
+        for i, n in enumerate(names):
+            base = files[0].runs.get(n)
+            row = [n, fmt_value(median(base.samples) if base and base.samples else float("nan"), metric)]
+            for f in files[1:]:
+                v = results[f.label][i]
+                row.append("-" if v.verdict == "absent" else v.note if v.verdict == "skipped" else
+                           f"{fmt_value(v.new, metric)} ({fmt_change(v.change)}, {v.verdict})")
+            rows.append(row)
+        out.append(table(["benchmark"] + [f.label + (" (baseline)" if j == 0 else "") for j, f in enumerate(files)],
+                         rows, markdown))
+    counts = {}
+    for vs in results.values():
+        for v in vs:
+            counts[v.verdict] = counts.get(v.verdict, 0) + 1
+    out.append("")
+    out.append("Summary: " + ", ".join(f"{k} {counts[k]}" for k in VERDICTS if k in counts))
+    return "\n".join(out)
+
+
+def report_verdicts(files, names, results, metric="time", threshold=0.05, alpha=0.05, markdown=None, fmt="text",
+           report_only=False, tool="compare", report=None):
+    """Print the report (and write it as Markdown), return the exit code.
+    The code does not depend on anyone reading the output: a closed pipe
+    (`| head`) does not hide a regression. report: the renderer (render, or
+    machines.render for machines)."""
+    report = report or render
+    slower = [v.name for vs in results.values() for v in vs if v.verdict == "slower"]
+    missing = sorted({v.name for vs in results.values() for v in vs if v.verdict == "missing"})
+    failed = sorted({v.name for vs in results.values() for v in vs if v.new_failed})
+    broke = sorted({v.name for vs in results.values() for v in vs if v.new_broke})
+    if markdown:
+        write_whole(markdown, report(files, names, results, metric, threshold, alpha, True) + "\n")
+    try:
+        print(report(files, names, results, metric, threshold, alpha, fmt == "markdown"), flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if report_only:
+        return EXIT_OK
+    if failed:
+        print(f"{tool}: {len(failed)} benchmark(s) failed in the new run (a wrong result): "
+              + ", ".join(failed[:10]), file=sys.stderr)
+    if slower:
+        print(f"{tool}: {len(slower)} benchmark(s) slower beyond the bar (p < {alpha:g}): "
+              + ", ".join(slower[:10]), file=sys.stderr)
+    if missing:
+        print(f"{tool}: {len(missing)} benchmark(s) of the baseline missing from the new run: "
+              + ", ".join(missing[:10]), file=sys.stderr)
+    if failed or slower or missing:
+        return EXIT_REGRESSION
+    if broke:
+        print(f"{tool}: {len(broke)} benchmark(s) could not run in the new run: " + ", ".join(broke[:10]),
+              file=sys.stderr)
+        return EXIT_TOOL
+    return EXIT_OK

@@ -1,0 +1,154 @@
+"""The results format: Google Benchmark JSON read into samples per
+benchmark (Run), with cudabench's additions (throttled GPU labels, the load
+beside each process sample, the GPU clocks), and the name filter bench uses."""
+import functools
+import json
+import math
+from dataclasses import dataclass, field
+
+from ..base.errors import BadInput, ToolError, one_line
+from ..base.files import read_json
+
+TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+HIGHER_IS_BETTER = {"bytes_per_second", "items_per_second"}
+# Telemetry counters (cudabench's NVML samples) whose medians over a file's
+# benchmarks are compared like context.
+CLOCK_COUNTERS = ["sm_clock_mhz", "mem_clock_mhz"]
+THROTTLED = "throttled: "
+COULD_NOT_RUN = "could not run: "  # bench's prefix for an error that is not a wrong result
+SAMPLES_META = "cudabench_samples"  # how a merged result's samples were taken (samples.py writes it)
+MAX_FILTER = 10000  # characters, as bench takes
+
+
+@dataclass
+class Run:
+    name: str
+    samples: list = field(default_factory=list)  # metric values, in seconds for time
+    error: str = ""
+    skipped: str = ""  # why Google Benchmark 1.8+ skipped it (SkipWithMessage): no sample, no failure
+    throttled: list = field(default_factory=list)  # the reasons of each throttled sample
+    loads: list = field(default_factory=list)  # the share of the CPUs others took, per sample that says
+    loaded: list = field(default_factory=list)  # the samples taken beside more load than allowed (samples.py)
+
+    @property
+    def only_skipped(self):
+        """It skipped itself and measured nothing."""
+        return bool(self.skipped) and not self.samples
+
+
+@dataclass
+class ResultFile:
+    path: str
+    context: dict
+    runs: dict  # name -> Run
+    label: str = ""
+    benchmarks: list = field(default_factory=list)  # the file's entries (those the filter kept)
+    meta: dict = field(default_factory=dict)  # how its samples were taken (samples.py's cudabench_samples)
+
+
+def load(path, metric="time", name_filter=None):
+    """Read one Google Benchmark JSON file into samples per benchmark."""
+    return load_doc(read_json(path), path, metric, name_filter)
+
+
+def load_doc(doc, path, metric="time", name_filter=None):
+    """A Google Benchmark document (read from `path`) as samples per
+    benchmark; BadInput naming the file and the entry for anything else.
+    name_filter (a regex): the entries whose run name it does not match are
+    left out before their numbers are read."""
+    wanted = compile_filter(name_filter) if isinstance(name_filter, str) else name_filter
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise BadInput(f"{path}: not Google Benchmark JSON (no 'benchmarks' list)")
+    if not isinstance(doc.get("context", {}), dict):
+        raise BadInput(f"{path}: 'context' is a {type(doc['context']).__name__}: expected an object")
+    runs, aggregates, kept = {}, {}, []
+    for i, b in enumerate(doc["benchmarks"]):
+        if not isinstance(b, dict) or not isinstance(b.get("name"), str) or not b["name"]:
+            raise BadInput(f"{path}: benchmarks[{i}] has no name (expected an object with a 'name' string)")
+        if not isinstance(b.get("run_name", ""), str):
+            raise BadInput(f"{path}: {b['name']}: 'run_name' must be a string")
+        if not isinstance(b.get("label", ""), str):
+            raise BadInput(f"{path}: {b['name']}: 'label' must be a string")
+        name = b.get("run_name") or b["name"]
+        if wanted and not wanted.search(name):
+            continue
+        kept.append(b)
+        run = runs.setdefault(name, Run(name))
+        if b.get("error_occurred"):
+            run.error = str(b.get("error_message") or "error")
+            continue
+        if b.get("skipped") is True:  # Google Benchmark 1.8+: "skip_message", real_time 0
+            run.skipped = one_line(b.get("skip_message") or "skipped")
+            continue
+        if b.get("run_type") == "aggregate":
+            aggregates.setdefault(name, []).append(b)
+            continue
+        run.samples.append(metric_value(b, metric, path))
+        if finite_number(b.get("load")):
+            run.loads.append(float(b["load"]))
+        if b.get("loaded") is True:
+            run.loaded.append(len(run.samples) - 1)
+        label = b.get("label") or ""
+        if THROTTLED in label:
+            run.throttled.append(label.split(THROTTLED, 1)[1].split(";")[0].strip())
+    # A file with only aggregates (--benchmark_report_aggregates_only): use the
+    # median as the one sample we have.
+    for name, aggs in aggregates.items():
+        if not runs[name].samples and not runs[name].skipped:
+            for a in aggs:
+                if a.get("aggregate_name") == "median":
+                    runs[name].samples.append(metric_value(a, metric, path))
+    meta = doc.get(SAMPLES_META)
+    return ResultFile(path, doc.get("context", {}), runs, benchmarks=kept, meta=meta if isinstance(meta, dict) else {})
+
+
+def finite_number(x):
+    """A JSON value that is a finite number (not a bool, a string, NaN or inf)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def positive_number(b, key, path):
+    """b[key] as a sample: a finite number > 0, else BadInput naming it."""
+    x = b.get(key)
+    if not finite_number(x) or x <= 0:
+        raise BadInput(f"{path}: {b['name']}: {key} is {json.dumps(x)}: expected a finite number > 0")
+    return float(x)
+
+
+def number(b, key, path):
+    x = b.get(key)
+    if not finite_number(x):
+        raise BadInput(f"{path}: {b['name']}: {key} is {json.dumps(x)}: expected a number")
+    return float(x)
+
+
+def metric_value(b, metric, path):
+    if metric == "time":
+        unit = b.get("time_unit", "ns")
+        if not isinstance(unit, str) or unit not in TIME_UNITS:
+            raise BadInput(f"{path}: {b['name']}: unknown time unit {json.dumps(unit)} (expected ns, us, ms or s)")
+        if "real_time" not in b:
+            raise BadInput(f"{path}: {b['name']}: no real_time")
+        return positive_number(b, "real_time", path) * TIME_UNITS[unit]
+    if metric not in b:
+        raise BadInput(f"{path}: {b['name']}: has no '{metric}' counter")
+    return positive_number(b, metric, path)
+
+
+@functools.lru_cache(maxsize=64)  # machines.absence asks once per absent row
+def compile_filter(rx, what="--filter"):
+    """A benchmark-name filter, matched in linear time by RE2 as bench
+    matches it (Python's re backtracks: '(.*)*z' would never end)."""
+    try:
+        import re2
+    except ImportError:
+        raise ToolError("the google-re2 module is missing: run scripts/setup.sh")
+    if len(rx) > MAX_FILTER:
+        raise BadInput(f"{what}: a regular expression of at most {MAX_FILTER} characters, not {len(rx)}")
+    options = re2.Options()
+    options.log_errors = False  # the error is our one line
+    try:
+        return re2.compile(rx, options)
+    except re2.error as e:
+        why = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise BadInput(f"{what} {rx}: not a valid regular expression ({why})")

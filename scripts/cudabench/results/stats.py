@@ -1,0 +1,101 @@
+"""The statistics: medians, the noise floor an A/A run measured, and the
+distribution-free interval of one side's speed against another's."""
+import math
+import random
+from statistics import NormalDist
+
+from ..base.errors import BadInput
+from ..base.files import read_json
+from .gbench import HIGHER_IS_BETTER, finite_number
+
+FLOOR_QUANTILE = 0.999
+FLOOR_DRAWS = 4000
+MAX_SIMULATED = 1000
+CONFIDENCE = 0.95
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def min_p_value(n1, n2):
+    """The smallest two-sided p a Mann-Whitney U test can give for n1, n2."""
+    return 2.0 / math.comb(n1 + n2, n1)
+
+
+def load_floors(path):
+    """{benchmark name: [relative process medians]} from an A/A calibration
+    file (scripts/ab.py calibrate)."""
+    return floors_from_doc(read_json(path), path)
+
+
+def floors_from_doc(doc, path):
+    benches = doc.get("benchmarks") if isinstance(doc, dict) else None
+    if not isinstance(benches, dict):
+        raise BadInput(f"{path}: not a floors file (no 'benchmarks' object; make one with scripts/ab.py calibrate)")
+    out = {}
+    for name, b in benches.items():
+        pool = b.get("process_medians") if isinstance(b, dict) else None
+        if not isinstance(pool, list) or not all(finite_number(x) and x > 0 for x in pool):
+            raise BadInput(f"{path}: {name}: 'process_medians' must be a list of positive numbers")
+        out[name] = [float(x) for x in pool]
+    return out
+
+
+def noise_floor(pool, n_a, n_b, quantile=FLOOR_QUANTILE, draws=FLOOR_DRAWS):
+    """The |relative change of medians| that n_a vs n_b samples drawn from
+    `pool` (process medians of identical builds) exceed with probability
+    1 - quantile: two disjoint random subsets per draw when the pool is big
+    enough, else draws with replacement. Deterministic (fixed seed). At
+    most MAX_SIMULATED samples a side are drawn: beyond, the floor is that
+    of MAX_SIMULATED (larger, so conservative), and the time stays bounded."""
+    if len(pool) < 4 or n_a < 1 or n_b < 1:
+        return float("nan")
+    n_a, n_b = min(n_a, MAX_SIMULATED), min(n_b, MAX_SIMULATED)
+    rng = random.Random(20261130)
+    changes = []
+    for _ in range(draws):
+        if len(pool) >= n_a + n_b:
+            s = rng.sample(pool, n_a + n_b)
+            a, b = s[:n_a], s[n_a:]
+        else:
+            a = [rng.choice(pool) for _ in range(n_a)]
+            b = [rng.choice(pool) for _ in range(n_b)]
+        changes.append(abs(median(b) / median(a) - 1.0))
+    changes.sort()
+    return changes[min(len(changes) - 1, int(math.ceil(quantile * len(changes))) - 1)]
+
+
+MAX_PAIRED = 1000  # samples a side in the interval: 1e6 pairs at most
+
+
+def quantiles(xs):
+    """xs, or MAX_PAIRED of its evenly spaced order statistics when it has
+    more (the interval's pairs grow with the product of the two counts)."""
+    if len(xs) <= MAX_PAIRED:
+        return xs
+    xs = sorted(xs)
+    return [xs[round(i * (len(xs) - 1) / (MAX_PAIRED - 1))] for i in range(MAX_PAIRED)]
+
+
+def speed(a, b, metric):
+    """(speed, low, high) of b against a: baseline time / b's time (for a
+    throughput metric, b / baseline), 1 being the same; the interval is the
+    Hodges-Lehmann one of the log ratio over all pairs (distribution-free,
+    the large-sample rank bound of Hollander and Wolfe; over MAX_PAIRED
+    quantiles a side beyond that many samples), nan when there are too few
+    samples for it."""
+    if not a.samples or not b.samples:
+        return (math.nan,) * 3
+    sign = -1 if metric in HIGHER_IS_BETTER else 1
+    la, lb = (quantiles([math.log(x) for x in side.samples]) for side in (a, b))
+    d = sorted(sign * (x - y) for x in la for y in lb)
+    n, m = len(la), len(lb)
+    point = math.exp(sign * (math.log(median(a.samples)) - math.log(median(b.samples))))
+    z = NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
+    k = math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12))
+    if k < 1:
+        return point, math.nan, math.nan
+    return point, math.exp(d[k - 1]), math.exp(d[len(d) - k])

@@ -1,0 +1,7 @@
+#!/usr/bin/env python3
+"""The fleet command (cudabench/commands/fleet.py), run as scripts/fleet.py."""
+import sys
+
+from cudabench.commands import fleet
+
+sys.exit(fleet.entry())

@@ -1,0 +1,140 @@
+"""Machines compared (scripts/samples.py, compare.py, machines.py): two
+"machines" made here with OMP_NUM_THREADS 1 and 2, the committed AMD EPYC
+run against the recorded Intel one, a run beside a busy process, and a
+reference made, committed in a temp repo and found by hardware."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+from cudabench.results.gbench import CLOCK_COUNTERS, Run, load
+from cudabench.results.stats import noise_floor, speed
+from cudabench.results.context import context_schema
+from cudabench.results.verdicts import judge
+from cudabench.models.families import FAMILIES, family_of
+from cudabench.models.references import find_reference
+from conftest import BENCH, ROOT
+
+# 2^20 sits in the last-level cache, where a second thread doubles the speed
+# on every machine kind (at 1e7 one thread already fills an AMD VM's memory
+# bandwidth, and two gain ~10%).
+ROWS = "^VectorAdd/cpu_(scalar|omp_simd)/n:(4096|1048576)/"
+AMD = os.path.join(ROOT, "results", "cpu-amd-epyc-2c", "cuda-13.0.88", "latest.json")
+INTEL = os.path.join(ROOT, "results", "cpu-intel-r-xeon-r-processor-2c", "cuda-13.0.88", "latest.json")
+needs_bench = pytest.mark.skipif(not os.access(BENCH, os.X_OK), reason=f"no bench at {BENCH}: build first")
+
+
+def py(*args, env=None):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=dict(os.environ, **(env or {})))
+
+
+def record(tmp_path, label, threads, *extra):
+    """Seven processes of 0.1 s per row: this VM's process-to-process spread
+    (30% at 4096 elements) needs them for a verdict at p < 0.01."""
+    out = tmp_path / f"{label}.json"
+    r = py(os.path.join(ROOT, "scripts", "samples.py"), "run", "--bench", BENCH, "--filter", ROWS, "--processes", "7",
+           "--min-time", "0.1", "--label", label, "--out", str(out), *extra, env={"OMP_NUM_THREADS": str(threads)})
+    assert r.returncode == 0, r.stderr
+    return str(out)
+
+
+@needs_bench
+def test_two_threads_against_one_gives_verdicts_and_names_the_thread_count(tmp_path):
+    two = record(tmp_path, "two-threads", 2, "--max-interference", "1")
+    one = record(tmp_path, "one-thread", 1, "--max-interference", "1")
+    assert json.load(open(one))["context"]["machine_label"] == "one-thread"
+    r = py(os.path.join(ROOT, "scripts", "compare.py"), two, one)
+    assert r.returncode == 1, r.stdout + r.stderr  # slower beyond the bar
+    header = next(x for x in r.stdout.splitlines() if x.startswith("benchmark"))
+    assert "two-threads" in header and "one-thread" in header
+    row = next(x for x in r.stdout.splitlines() if x.startswith("VectorAdd/cpu_omp_simd/n:1048576"))
+    assert " slower" in row and "0.0" in row.split("x")[-1]  # a p-value, not noisy
+    scalar = next(x for x in r.stdout.splitlines() if x.startswith("VectorAdd/cpu_scalar/n:4096"))
+    # One thread or two, the scalar loop is the same code: never a verdict (this
+    # VM's processes spread by 20% at 4096 elements, so "noisy" may stand).
+    assert " slower" not in scalar and " faster" not in scalar, scalar
+    assert "CPU rows" in r.stdout and "threads the CPU rows use 1 against 2" in r.stdout
+
+
+def test_the_committed_amd_run_against_the_intel_one_names_machines_and_cpus():
+    r = py(os.path.join(ROOT, "scripts", "compare.py"), AMD, INTEL, "--report-only")
+    assert r.returncode == 0, r.stderr
+    header = next(x for x in r.stdout.splitlines() if x.startswith("benchmark"))
+    assert "cpu-amd-epyc" in header and "cpu-intel-r-xeon-r-processor-2c" in header and "latest.json" not in header
+    # The AMD run predates host_cpu_model (its column says "-"); the Intel one names its CPU.
+    model = next(x for x in r.stdout.splitlines() if x.startswith("host_cpu_model"))
+    assert "Intel(R) Xeon(R) Processor" in model and " - " in model
+    # Rows one side has alone are listed as such, with the reason.
+    only = [x for x in r.stdout.splitlines() if " only " in x]
+    assert all("only in" in x for x in only)
+
+
+def test_a_run_beside_a_busy_process_is_flagged(tmp_path):
+    fake = os.path.join(ROOT, "tests", "fakes", "fake_gbench.py")
+    out = tmp_path / "busy.json"
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        r = py(os.path.join(ROOT, "scripts", "samples.py"), "run", "--bench", fake, "--processes", "2",
+               "--label", "busy", "--max-interference", "0.05", "--out", str(out))
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait(timeout=10)
+    assert r.returncode == 0, r.stderr
+    doc = json.load(open(out))
+    assert doc["cudabench_samples"]["loaded"], doc["cudabench_samples"]
+    assert any(b.get("loaded") for b in doc["benchmarks"]) and "beside other load" in r.stdout + r.stderr
+    f = load(str(out))
+    run = next(iter(f.runs.values()))
+    v = judge("x", run, Run("x", [s * 2 for s in run.samples]))
+    assert v.verdict == "noisy" and "other load" in v.note
+
+
+def test_a_reference_is_made_committed_and_found_by_hardware(tmp_path):
+    repo = tmp_path / "repo"
+    refs = repo / "results" / "reference"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    r = py(os.path.join(ROOT, "scripts", "compare.py"), "--make-reference", INTEL, "--reference", str(refs))
+    assert r.returncode == 0, r.stderr
+    path = refs / "cpu-intel-r-xeon-r-processor-2c" / "reference.json"
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "ref"],
+                   check=True)
+    assert subprocess.run(["git", "-C", str(repo), "ls-files"], capture_output=True, text=True).stdout.strip() == \
+        str(path.relative_to(repo))
+    assert find_reference(load(INTEL), str(refs)) == str(path)
+    r = py(os.path.join(ROOT, "scripts", "compare.py"), INTEL, "--reference", str(refs), "--report-only")
+    assert r.returncode == 0 and "against the reference for its hardware (cpu-intel-r-xeon-r-processor-2c" in r.stdout
+    r = py(os.path.join(ROOT, "scripts", "compare.py"), AMD, "--reference", str(refs))
+    assert r.returncode == 2 and "no reference for unknown hardware" in r.stderr  # it records no CPU model
+    assert py(os.path.join(ROOT, "scripts", "compare.py"), AMD, "--reference", str(refs), "--if-any").returncode == 0
+
+
+def test_every_fact_of_the_families_is_a_context_key_or_a_measured_clock():
+    keys = {e["key"] for e in context_schema()} | set(CLOCK_COUNTERS)
+    for fam in FAMILIES:
+        assert {k for k, _ in fam.facts} <= keys, fam.name
+    assert family_of("Transfer/h2d_pinned/bytes:1024").name == "transfer"
+    assert family_of("VectorAdd/cuda_v4/n:10000000/real_time").name == "dram"
+    assert family_of("VectorAdd/cpu_omp_simd/n:4096/real_time").name == "cpu"
+
+
+def test_the_interval_and_the_floor_stay_bounded_with_many_samples():
+    """30000 samples a side would be 9e8 pairs, 600000 process medians 4000
+    draws of 600000: both are bounded (quantiles, MAX_SIMULATED) and agree
+    with the small-sample answer."""
+    import random
+    import time
+    rng = random.Random(1)
+    big_a = Run("a", samples=[rng.uniform(1.0, 1.1) for _ in range(30000)])
+    big_b = Run("b", samples=[rng.uniform(2.0, 2.2) for _ in range(30000)])
+    start = time.monotonic()
+    point, low, high = speed(big_a, big_b, "time")
+    floor = noise_floor([rng.uniform(0.9, 1.1) for _ in range(600000)], 300000, 300000)
+    assert time.monotonic() - start < 60
+    assert 0.45 < low <= point <= high < 0.55, (low, point, high)
+    assert 0 < floor < 0.05
+
