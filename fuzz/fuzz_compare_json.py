@@ -7,44 +7,50 @@ renderings against a good file. BadInput is the expected answer to bad
 input; any other exception is a defect (it would reach a user as exit 3,
 "internal error", instead of one line naming the input).
 
-    fuzz_compare_json.py [libFuzzer flags] [CORPUS_DIR ...]
+    PYTHONPATH=scripts fuzz/fuzz_compare_json.py [libFuzzer flags] [CORPUS_DIR ...]
 """
 import os
 import sys
 
 import atheris
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+# scripts/ is on PYTHONPATH (scripts/fuzz.sh sets it).
 with atheris.instrument_imports():
-    import compare
+    from cudabench.base.errors import BadInput
+    from cudabench.base.files import decode_json
+    from cudabench.models.comparison import render
+    from cudabench.results.context import set_labels
+    from cudabench.results.gbench import load, load_doc
+    from cudabench.results.stats import floors_from_doc
+    from cudabench.results.verdicts import judge_all
 
 BASE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "fixtures", "compare",
                     "base.json")
-GOOD = compare.load(BASE)
+GOOD = load(BASE)
 
 
 def test_one_input(data):
     try:
-        doc = compare.decode_json(data, "fuzz.json")
-    except compare.BadInput:
+        doc = decode_json(data, "fuzz.json")
+    except BadInput:
         return
     for metric in ("time", "bytes_per_second"):
         try:
-            f = compare.load_doc(doc, "fuzz.json", metric)
-        except compare.BadInput:
+            f = load_doc(doc, "fuzz.json", metric)
+        except BadInput:
             continue
-        base = compare.load(BASE, metric) if metric != "time" else GOOD
+        base = load(BASE, metric) if metric != "time" else GOOD
         files = [base, f]
         try:
-            compare.set_labels(files, None)
-            names, results = compare.compare(files, metric)
-        except compare.BadInput:
+            set_labels(files, None)
+            names, results = judge_all(files, metric)
+        except BadInput:
             continue
         for md in (False, True):
-            compare.render(files, names, results, metric, 0.05, 0.05, md)
+            render(files, names, results, metric, 0.05, 0.05, md)
     try:
-        compare.floors_from_doc(doc, "fuzz.json")
-    except compare.BadInput:
+        floors_from_doc(doc, "fuzz.json")
+    except BadInput:
         pass
 
 

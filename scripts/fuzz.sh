@@ -48,7 +48,7 @@ run_one() {
     fuzz_explain) max_len=16384 ;;
     fuzz_compare_json) max_len=16384 ;;
   esac
-  if [ "$t" = fuzz_compare_json ]; then cmd=("$py" "$CUDABENCH_ROOT/fuzz/fuzz_compare_json.py")
+  if [ "$t" = fuzz_compare_json ]; then cmd=(env PYTHONPATH="$CUDABENCH_ROOT/scripts" "$py" "$CUDABENCH_ROOT/fuzz/fuzz_compare_json.py")
   else cmd=("$CUDABENCH_ROOT/build-san/$t"); fi
   mkdir -p "$work/$t"
   "${cmd[@]}" -max_total_time="$secs" -max_len="$max_len" -rss_limit_mb=2048 -timeout=10 \

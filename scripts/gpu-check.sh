@@ -120,7 +120,11 @@ plan_steps() {
     printf '%-10s %4d %4d %-20s %s\n' "$name" "$est" "$cap" "$needs" "$from"
   done
 }
-plan="$(plan_steps "$res")"
+# The last run's times: this folder's, else (in a fresh checkout) the run of
+# this machine kept in results/archive/gpu-check.
+last="$res"
+[ -f "$last/plan.txt" ] || [ -z "${machine:-}" ] || last="$CUDABENCH_ROOT/results/archive/gpu-check/$machine"
+plan="$(plan_steps "$last")"
 [ "$(grep -c . <<< "$plan")" = "${#STEPS[@]}" ] || { echo "gpu-check: cannot plan the steps from $res" >&2; exit 3; }
 # Start clean: last run's files must not pass for this run's.
 if [ -n "$(ls -A "$res" 2>/dev/null)" ]; then rm -rf "$res.previous" && mv "$res" "$res.previous"; fi

@@ -23,7 +23,7 @@ TOOL = {"memcheck": "memcheck", "sanitize": "initcheck"}
 
 def fake_sanitizer(tmp_path, canary, runs, refuse=False):
     """A compute-sanitizer that exits `canary` on a canary and `runs` on the
-    other programs, in the real one's format (results/gpu-check/nvidia-h200/
+    other programs, in the real one's format (results/archive/gpu-check/nvidia-h200/
     sanitizer.txt): a finding (86) reports one error. Each call's arguments
     go to calls.txt."""
     script = tmp_path / "compute-sanitizer"

@@ -1,0 +1,129 @@
+"""The house rules of the Python tools, checked on the sources, as
+tests/test_layout.py checks the C++ rooms.
+
+scripts/cudabench is one package in layers that import only downward:
+base (files, processes, the command-line conventions) <- results (the
+Google Benchmark JSON, statistics, context, verdicts) <- models (row
+families and the facts that explain them, references, the comparison
+report) <- commands (one module per tool). A module may import its own
+layer and those below, never above, and no import cycle is allowed, not
+even one hidden in a function. scripts/<tool>.py are entry points of a few
+lines; nothing edits sys.path; no module is over 500 lines.
+"""
+import ast
+import os
+import re
+
+from conftest import ROOT, SCRIPTS
+
+PACKAGE = os.path.join(SCRIPTS, "cudabench")
+LAYERS = {"base": 0, "results": 1, "models": 2, "commands": 3}
+MAX_MODULE_LINES = 500
+MAX_ENTRY_LINES = 10
+PATH_EDIT = re.compile(r"sys\.path\.(insert|append|extend)\(|sys\.path\s*\+?=")
+
+
+def modules():
+    """{dotted name: path} of every module of the package."""
+    out = {}
+    for folder, _, names in os.walk(PACKAGE):
+        for n in sorted(names):
+            if n.endswith(".py"):
+                rel = os.path.relpath(os.path.join(folder, n), SCRIPTS)[:-3].replace(os.sep, ".")
+                out[rel.removesuffix(".__init__")] = os.path.join(folder, n)
+    return out
+
+
+def imports(name, path):
+    """The package's modules that module `name` imports, wherever the import is (a function too)."""
+    package = name if path.endswith("__init__.py") else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(open(path).read())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("cudabench")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[:len(parts) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            if base.startswith("cudabench"):
+                found |= {f"{base}.{a.name}" for a in node.names} | {base}
+    known = modules()
+    return {m for m in found if m in known and m != name and m != "cudabench"}
+
+
+def layer(name):
+    parts = name.split(".")
+    return LAYERS.get(parts[1]) if len(parts) > 1 else None
+
+
+def test_every_module_is_in_a_layer():
+    stray = [m for m in modules() if m != "cudabench" and layer(m) is None]
+    assert not stray, f"modules outside the layers {list(LAYERS)}: {stray}"
+    assert len(modules()) > 20  # the checks below would pass on nothing
+
+
+def test_modules_import_only_their_own_layer_or_lower():
+    bad = [f"{m} ({m.split('.')[1]}) imports {d} ({d.split('.')[1]})"
+           for m, p in modules().items() for d in imports(m, p)
+           if layer(m) is not None and layer(d) is not None and layer(d) > layer(m)]
+    assert not bad, "imports that point up:\n" + "\n".join(bad)
+
+
+def test_no_import_cycle():
+    graph = {m: imports(m, p) for m, p in modules().items()}
+    state, cycles = {}, []
+
+    def visit(m, stack):
+        state[m] = "open"
+        for d in sorted(graph.get(m, ())):
+            if state.get(d) == "open":
+                cycles.append(" -> ".join(stack[stack.index(d):] + [d]))
+            elif d not in state:
+                visit(d, stack + [d])
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_no_module_is_over_500_lines():
+    long = {m: n for m, p in modules().items() if (n := len(open(p).read().splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by what they hold): {long}"
+
+
+def test_nothing_edits_sys_path():
+    edits = []
+    for room in ("scripts", "tests", "fuzz"):
+        for folder, _, names in os.walk(os.path.join(ROOT, room)):
+            for n in names:
+                path = os.path.join(folder, n)
+                if n.endswith(".py") and PATH_EDIT.search(open(path).read()):
+                    edits.append(os.path.relpath(path, ROOT))
+    assert not edits, f"sys.path edited in {edits}: import from the package (tests/pytest.ini sets the path)"
+
+
+def test_entry_points_are_thin_and_run_their_command():
+    entries = [n for n in os.listdir(SCRIPTS) if n.endswith(".py")]
+    commands = {m.rsplit(".", 1)[1] for m in modules() if m.startswith("cudabench.commands.")}
+    assert set(n[:-3] for n in entries) == commands, "one scripts/<tool>.py per command module"
+    for n in entries:
+        text = open(os.path.join(SCRIPTS, n)).read()
+        assert len(text.splitlines()) <= MAX_ENTRY_LINES, n
+        assert f"from cudabench.commands import {n[:-3]}\n" in text and f"{n[:-3]}.entry()" in text, n
+
+
+def test_tests_import_no_other_test():
+    bad = []
+    for folder, _, names in os.walk(os.path.join(ROOT, "tests")):
+        for n in names:
+            if n.endswith(".py"):
+                tree = ast.parse(open(os.path.join(folder, n)).read())
+                for node in ast.walk(tree):
+                    mods = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                        [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                    bad += [f"{n} imports {m}" for m in mods if m.split(".")[0].startswith("test_")]
+    assert not bad, "tests that import tests (share through conftest.py or a helper module):\n" + "\n".join(bad)
