@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import ab
 
-sys.exit(ab.entry())
+if __name__ == "__main__":
+    sys.exit(ab.entry())

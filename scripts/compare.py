@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import compare
 
-sys.exit(compare.entry())
+if __name__ == "__main__":
+    sys.exit(compare.entry())

@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import context_keys
 
-sys.exit(context_keys.entry())
+if __name__ == "__main__":
+    sys.exit(context_keys.entry())

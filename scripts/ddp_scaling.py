@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import ddp_scaling
 
-sys.exit(ddp_scaling.entry())
+if __name__ == "__main__":
+    sys.exit(ddp_scaling.entry())

@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import driver_probe
 
-sys.exit(driver_probe.entry())
+if __name__ == "__main__":
+    sys.exit(driver_probe.entry())

@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import expect_rows
 
-sys.exit(expect_rows.entry())
+if __name__ == "__main__":
+    sys.exit(expect_rows.entry())

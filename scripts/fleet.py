@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import fleet
 
-sys.exit(fleet.entry())
+if __name__ == "__main__":
+    sys.exit(fleet.entry())

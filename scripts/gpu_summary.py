@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import gpu_summary
 
-sys.exit(gpu_summary.entry())
+if __name__ == "__main__":
+    sys.exit(gpu_summary.entry())

@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import interface_listing
 
-sys.exit(interface_listing.entry())
+if __name__ == "__main__":
+    sys.exit(interface_listing.entry())

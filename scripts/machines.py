@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import machines
 
-sys.exit(machines.entry())
+if __name__ == "__main__":
+    sys.exit(machines.entry())

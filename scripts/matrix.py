@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import matrix
 
-sys.exit(matrix.entry())
+if __name__ == "__main__":
+    sys.exit(matrix.entry())

@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import report
 
-sys.exit(report.entry())
+if __name__ == "__main__":
+    sys.exit(report.entry())

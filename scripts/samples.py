@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import samples
 
-sys.exit(samples.entry())
+if __name__ == "__main__":
+    sys.exit(samples.entry())

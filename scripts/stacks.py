@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import stacks
 
-sys.exit(stacks.entry())
+if __name__ == "__main__":
+    sys.exit(stacks.entry())

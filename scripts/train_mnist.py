@@ -4,4 +4,5 @@ import sys
 
 from cudabench.commands import train_mnist
 
-sys.exit(train_mnist.entry())
+if __name__ == "__main__":
+    sys.exit(train_mnist.entry())

@@ -20,7 +20,6 @@ import pytest
 from conftest import BENCH, FAKES, ROOT, TRAIN
 
 
-BUILD = os.environ.get("CUDABENCH_BUILD_DIR") or os.path.join(ROOT, "build")
 DEADLINE = 3  # CUDABENCH_PROBE_SECONDS for these runs
 
 pytestmark = pytest.mark.skipif(not (os.access(BENCH, os.X_OK) and os.path.exists(f"{FAKES}/cuda/libcuda.so.1")),

@@ -19,11 +19,10 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import BUILD, ROOT
 
 
 SCRIPT = os.path.join(ROOT, "scripts", "gpu-check.sh")
-BUILD = os.environ.get("CUDABENCH_BUILD_DIR") or os.path.join(ROOT, "build")
 STEPS = ["preflight", "build", "tests", "memcheck", "sanitize", "env", "headline", "bench", "train", "mnist", "ddp",
          "flush-ab"]
 GPU_STEPS = {"memcheck", "env", "headline", "bench", "flush-ab", "train", "mnist", "ddp", "sanitize"}

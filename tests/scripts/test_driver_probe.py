@@ -13,11 +13,10 @@ import time
 
 import pytest
 
-from conftest import FAKES, ROOT
+from conftest import FAKES, ROOT, SCRIPTS
 
 
 PROBE = os.path.join(ROOT, "scripts", "driver_probe.py")
-BUILD = os.environ.get("CUDABENCH_BUILD_DIR", os.path.join(ROOT, "build"))
 with open(os.path.join(ROOT, "doctor", "scenarios.json"), encoding="utf-8") as f:
     SCENARIOS = {s["number"]: s for s in json.load(f)["scenarios"]}
 
@@ -108,7 +107,7 @@ def test_stacks_goes_on_past_a_libcuda_that_hangs(tmp_path):
                CUDABENCH_PROBE_SECONDS="2")
     start = time.monotonic()
     r = subprocess.run([sys.executable, "-c", "from cudabench.commands import stacks; print(stacks.read_driver())"], capture_output=True,
-                       text=True, timeout=60, env=env, cwd=os.path.join(ROOT, "scripts"))
+                       text=True, timeout=60, env=env, cwd=SCRIPTS)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("(None, '', 'libcuda hung in cuInit for 2 s: a stuck GPU"), r.stdout  # no driver, and why
     assert time.monotonic() - start < 15

@@ -108,7 +108,7 @@ def test_nothing_edits_sys_path():
 
 def test_entry_points_are_thin_and_run_their_command():
     entries = [n for n in os.listdir(SCRIPTS) if n.endswith(".py")]
-    commands = {m.rsplit(".", 1)[1] for m in modules() if m.startswith("cudabench.commands.")}
+    commands = {m.split(".")[2] for m in modules() if m.startswith("cudabench.commands.")}
     assert set(n[:-3] for n in entries) == commands, "one scripts/<tool>.py per command module"
     for n in entries:
         text = open(os.path.join(SCRIPTS, n)).read()

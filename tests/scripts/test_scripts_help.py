@@ -1,4 +1,4 @@
-"""The scripts beyond test_bad_input.py's table (issue 33):
+"""The scripts beyond the bad-input tables (tests/*/test_*_bad_input.py):
 
   - every script's -h and --help prints its usage and does nothing else:
     each script under scripts/ and scripts/fleet/ (found by globbing, so a
@@ -28,7 +28,6 @@ import pytest
 from conftest import FAKES, ROOT, SCRIPTS
 
 
-BUILD = os.environ.get("CUDABENCH_BUILD_DIR", os.path.join(ROOT, "build"))
 from cudabench.commands import driver_probe
 from cudabench.commands import stacks
 

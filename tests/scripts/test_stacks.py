@@ -11,7 +11,6 @@ from cudabench.commands import stacks
 from conftest import FAKES, ROOT
 
 
-BUILD = os.environ.get("CUDABENCH_BUILD_DIR", os.path.join(ROOT, "build"))
 
 # The driver branches that give each CUDA (NVML's version string).
 DRIVERS = {12020: "535.247.01", 12080: "570.133.20", 13000: "580.95.05", 13020: "595.45.04", 11080: "520.61.05"}
