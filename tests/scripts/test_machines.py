@@ -22,8 +22,8 @@ from conftest import BENCH, ROOT
 # on every machine kind (at 1e7 one thread already fills an AMD VM's memory
 # bandwidth, and two gain ~10%).
 ROWS = "^VectorAdd/cpu_(scalar|omp_simd)/n:(4096|1048576)/"
-AMD = os.path.join(ROOT, "results", "cpu-amd-epyc-2c", "cuda-13.0.88", "latest.json")
-INTEL = os.path.join(ROOT, "results", "cpu-intel-r-xeon-r-processor-2c", "cuda-13.0.88", "latest.json")
+AMD = os.path.join(ROOT, "results", "archive", "cpu-amd-epyc-2c", "cuda-13.0.88", "latest.json")
+INTEL = os.path.join(ROOT, "results", "archive", "cpu-intel-r-xeon-r-processor-2c", "cuda-13.0.88", "latest.json")
 needs_bench = pytest.mark.skipif(not os.access(BENCH, os.X_OK), reason=f"no bench at {BENCH}: build first")
 
 

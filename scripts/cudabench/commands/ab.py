@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A/B runs of two builds, with the process as the unit of sampling.
 
     ab.py run --a BENCH_A --b BENCH_B [options] [-- extra bench flags]
@@ -64,7 +63,6 @@ import subprocess
 import sys
 
 from . import samples
-
 from ..base.errors import BadInput, EXIT_REGRESSION
 from ..base.processes import split_passthrough
 from ..base.files import check_writable, hold_lock, make_folder, refuse_inputs_as_outputs, write_whole
@@ -73,9 +71,7 @@ from ..base.text import table
 from ..results.gbench import MAX_FILTER, load
 from ..results.stats import load_floors, median, noise_floor
 from ..results.verdicts import judge_all
-
 from ..models.comparison import report_verdicts
-
 from ..base.paths import ROOT
 
 EXIT_WRONG = samples.EXIT_WRONG
@@ -400,7 +396,7 @@ def main(argv=None):
             return cmd_trials(args, extra)
         return cmd_run(args, extra)
 
-    # SIGTERM and SIGHUP end the run like ^C does (compare.guarded raises
+    # SIGTERM and SIGHUP end the run like ^C does (cli.run_tool raises
     # them where the program is): the children's process group gets SIGTERM,
     # files already written are whole, partial ones are removed; exit 128+N.
     return run_tool("ab", body)

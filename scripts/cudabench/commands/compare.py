@@ -72,7 +72,6 @@ from ..results.verdicts import judge_all
 from ..models.references import REFERENCES, find_reference, make_reference
 from . import machines
 from . import report as plots
-
 from ..models.comparison import report_verdicts
 
 

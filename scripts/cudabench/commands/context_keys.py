@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The Markdown table of the benchmark context's keys, from env/context_keys.json.
 
     context_keys.py                       print the table

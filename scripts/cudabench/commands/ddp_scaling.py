@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Data-parallel scaling of train: images/s, speedup and scaling efficiency
 for 1, 2, 4 ... ranks, with the all-reduce time per step and its bus
 bandwidth.
@@ -48,7 +47,6 @@ from ..base.processes import split_passthrough, stop_groups
 from ..base.files import check_writable, read_json, refuse_inputs_as_outputs, write_whole
 from ..base.cli import ArgParser, bounded, output_folder, run_tool
 from ..results.stats import median
-
 from ..base.paths import ROOT
 
 

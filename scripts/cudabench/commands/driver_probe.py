@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The NVIDIA driver, probed from Python before anything is built: libcuda.so.1
 through ctypes (as bench's own probe does through dlopen) and NVML's driver
 version, in a child process with a deadline, since a stuck GPU hangs libcuda.
@@ -28,7 +27,6 @@ import tempfile
 import threading
 
 from ..base.cli import ArgParser, run_tool
-
 from ..base.paths import ROOT, SCRIPTS
 
 SCENARIOS = os.path.join(ROOT, "doctor", "scenarios.json")

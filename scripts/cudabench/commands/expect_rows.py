@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The rows a GPU check step exists for are in its results file, passed,
 and hold figures that can be.
 

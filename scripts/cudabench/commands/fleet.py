@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The fleet mode's two Python steps: merge (in each array task) and report
 (the collect job).
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """summary.txt of a GPU check: each headline number beside its goal.
 
     gpu_summary.py RESULTS_DIR

@@ -1,9 +1,9 @@
-#!/usr/bin/env python3
 """What a build shows the world, as a listing to diff across a redesign:
 the benchmark names (without a GPU, and on a fake four-GPU machine with one
 and with two GPUs selected), the keys of a benchmark JSON's context and of
-one benchmark's entry, the keys of `bench --env=json`, and the keys of
-`train --json`. JSON keys are paths ("driver.cuda_version", "gpus[].nvml.uuid").
+one benchmark's entry, the keys of `bench --env=json`, the keys of
+`train --json`, and the --help of every program (bench, train and each
+script). JSON keys are paths ("driver.cuda_version", "gpus[].nvml.uuid").
 
     scripts/interface_listing.py --build build > after.txt
     scripts/interface_listing.py --build old/build --fakes build/fakes > before.txt
@@ -12,6 +12,7 @@ one benchmark's entry, the keys of `bench --env=json`, and the keys of
 The fakes (libcuda, NVML) come from a build with tests (build/fakes).
 Exit codes: 0 listed; 2 bad arguments; 3 a program failed.
 """
+import glob
 import json
 import os
 import subprocess
@@ -19,8 +20,7 @@ import sys
 import tempfile
 
 from ..base.cli import ArgParser
-
-from ..base.paths import ROOT
+from ..base.paths import ROOT, SCRIPTS
 
 
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "gpus", "h200x4.json")
@@ -56,6 +56,20 @@ def section(title, lines):
     print()
 
 
+def help_texts(build):
+    """(program, exit code, its --help) for bench, train and every script a user runs."""
+    found = [os.path.join(build, "bench"), os.path.join(build, "train")]
+    found += sorted(glob.glob(os.path.join(SCRIPTS, "*.py")) + glob.glob(os.path.join(SCRIPTS, "*.sh")))
+    found += sorted(glob.glob(os.path.join(SCRIPTS, "fleet", "*.py")) + glob.glob(os.path.join(SCRIPTS, "fleet", "*.sh")))
+    for path in found:
+        if not os.access(path, os.X_OK) and not path.endswith((".py", ".sh")):
+            continue
+        cmd = [sys.executable, path] if path.endswith(".py") else ["bash", path] if path.endswith(".sh") else [path]
+        r = subprocess.run(cmd + ["--help"], capture_output=True, text=True, timeout=120)
+        name = os.path.relpath(path, ROOT) if path.startswith(SCRIPTS) else os.path.basename(path)
+        yield name, r.returncode, r.stdout
+
+
 def main():
     ap = ArgParser(prog="interface_listing", description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", required=True, help="the build folder with bench and train")
@@ -83,6 +97,8 @@ def main():
             out = os.path.join(tmp, "t.json")
             run([train, "--epochs", "1", "--limit", "256", "--test-limit", "100", "--quiet", "--json", out])
             section("train --json", paths(json.load(open(out))))
+    for name, rc, text in help_texts(a.build):
+        print(f"## {name} --help (exit {rc})\n{text.rstrip()}\n")
     return 0
 
 

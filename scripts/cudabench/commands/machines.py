@@ -18,7 +18,6 @@ from ..results.gbench import HIGHER_IS_BETTER, compile_filter
 from ..results.stats import CONFIDENCE, median, speed
 from ..results.context import context_differences
 from ..models.families import FAMILIES, GPU_ROWS, as_text, differs, fact_value, family_of
-
 from ..base.errors import EXIT_BAD_INPUT
 from ..base.cli import print_usage
 

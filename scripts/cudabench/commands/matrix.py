@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The stack matrix's helpers (scripts/matrix.sh).
 
     matrix.py merge OUT.json ROUND1.json ROUND2.json ...

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Plots and a Markdown report from Google Benchmark JSON files.
 
     report.py RUN.json [RUN.json ...] --out DIR [--labels a,b,...] [--title T]
@@ -39,7 +38,6 @@ from ..results.gbench import finite_number, load, positive_number
 from ..results.stats import median
 from ..results.context import set_labels
 from ..results.verdicts import judge_all
-
 from ..models.comparison import render
 
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Samples from processes: the one code path that runs bench processes and
 merges them into one result, for the default run (scripts/run-bench.sh),
 the A/B runner (ab.py), the fleet (fleet.py merge) and the stack matrix.
@@ -48,7 +47,6 @@ import time
 from dataclasses import dataclass, field
 
 from . import driver_probe
-
 from ..base.errors import BadInput, ToolError, one_line
 from ..base.processes import split_passthrough, stop_groups
 from ..base.files import check_writable, hold_lock, is_stream, read_json, refuse_inputs_as_outputs, write_whole

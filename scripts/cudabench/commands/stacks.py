@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Which stack this machine gets: the CUDA toolkit that builds the kernels
 and the LibTorch the set-up installs, chosen to fit the NVIDIA driver.
 The table, scripts/stacks.json, is the only place the choices are written down.
@@ -42,9 +41,7 @@ import sys
 from collections import namedtuple
 
 from . import driver_probe
-
 from ..base.cli import run_tool
-
 from ..base.paths import SCRIPTS
 
 # The table: scripts/stacks.json (bench's doctor reads the same file for

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The seed's Python training loop, with the same two fixes as the C++ one.
 
 The seed declared fc1 as 32*5*5 (28x28 inputs give 32*12*12 features) and fed
