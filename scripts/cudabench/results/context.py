@@ -85,9 +85,9 @@ def machine_of(f):
     hardware = hardware_of(f.context)
     if hardware:
         return hardware
-    # An older run that names no hardware: results/<machine>/<toolkit>/latest.json names it.
+    # An older run that names no hardware: results[/archive]/<machine>/<toolkit>/latest.json names it.
     parts = os.path.abspath(f.path).split(os.sep)
-    return parts[-3] if len(parts) >= 4 and parts[-4] == "results" else ""
+    return parts[-3] if len(parts) >= 4 and parts[-4] in ("results", "archive") else ""
 
 
 def default_label(f, i):
