@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The fleet command (cudabench/commands/fleet.py), run as scripts/fleet.py."""
+"""The fleet command (cudabench/commands/fleet/), run as scripts/fleet/fleet.py."""
 import sys
 
 from cudabench.commands import fleet

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from cudabench.commands import context_keys
-from cudabench.commands import fleet
+from cudabench.commands.fleet import causes
 from cudabench.results.context import context_schema
 from cudabench.results import context
 from conftest import ROOT
@@ -30,7 +30,7 @@ def test_each_key_once_with_its_writer_and_meaning():
         assert isinstance(e["compare"], bool), e
         assert "since" not in e or (e["from"] == "google-benchmark" and isinstance(e["since"], str)), e
         if "fleet" in e:
-            assert e["fleet"]["scope"] in fleet.SCOPES, e
+            assert e["fleet"]["scope"] in causes.SCOPES, e
             assert isinstance(e["fleet"]["label"], str) and e["fleet"]["label"], e
 
 
@@ -41,7 +41,7 @@ def test_compare_lists_the_compare_keys_in_the_schemas_order():
 
 def test_fleet_compares_every_fleet_key_once_as_the_schema_says():
     by_label = {}
-    for f in fleet.features():
+    for f in causes.features():
         by_label.setdefault(f.label, []).append(f)
     for e in SCHEMA:
         if "fleet" in e:

@@ -14,6 +14,7 @@ import os
 import random
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -21,7 +22,8 @@ from conftest import ROOT
 
 
 FLEET = os.path.join(ROOT, "scripts", "fleet", "fleet.py")
-from cudabench.commands import fleet
+from cudabench.commands.fleet import analysis, causes
+from cudabench.models.families import bears_on
 
 # name -> base time in us. Transfer is bound by PCIe; the rest by the GPU.
 GPU_ROWS = {
@@ -594,9 +596,23 @@ def test_merge_records_the_gpus_pci_bus_id(tmp_path):
 
 
 def test_the_features_cover_what_the_issue_names():
-    labels = " ".join(f.label for f in fleet.features())
+    labels = " ".join(f.label for f in causes.features())
     for what in ("driver", "CUDA toolkit", "SM clock", "power limit", "PCIe", "ECC", "cuBLAS"):
         assert what in labels, what
+
+
+def test_a_fact_explains_the_rows_the_machine_reports_family_table_gives_it():
+    # One fact-to-rows model: the fleet's PCIe link, memory clock and CPU
+    # clock can slow exactly the rows whose family lists them.
+    gpu, cpu = SimpleNamespace(unit="gpu0"), SimpleNamespace(unit="cpu")
+    rows = ["Transfer/h2d_pinned/bytes:4096/real_time", "VectorAddFlow/cuda_grid_stride/n:4096/real_time",
+            "VectorAdd/cuda_grid_stride/n:4096/real_time", "VectorAdd/cublas_geam/n:4096/real_time",
+            "VectorAdd/cpu_scalar/n:4096"]
+    by_label = {f.label: f for f in causes.features()}
+    for label, key, machine in (("PCIe link", "gpu_pcie_max", gpu), ("memory clock during the runs", "mem_clock_mhz", gpu),
+                                ("CPU clock (Google Benchmark's MHz per CPU)", "mhz_per_cpu", cpu)):
+        assert [by_label[label].scope(machine, n) for n in rows] == [bears_on(key, n) for n in rows], label
+    assert [by_label["PCIe link"].scope(gpu, n) for n in rows] == [True, True, False, False, False]
 
 
 def test_without_matplotlib_the_report_is_written_without_plots(tmp_path):
@@ -688,13 +704,13 @@ def simulated_fleet(rng, noise, slow=None, factor=1.0, n=16, rows=7, procs=3, sl
     fleet: n machines x rows benchmarks, procs process samples each with
     `noise` (relative sd); machine `slow` (or with half=True the first half)
     `factor` slower, machine `slow` with its own `slow_noise`."""
-    zc = fleet.z_bar(n * rows)
+    zc = analysis.z_bar(n * rows)
     named, split = set(), False
     for r in range(rows):
         samples = {k: [(factor if k == slow or (half and k < n // 2) else 1.0)
                        * (1 + rng.gauss(0, slow_noise if k == slow and slow_noise else noise))
                        for _ in range(procs)] for k in range(n)}
-        s = fleet.bench_stats(str(r), samples, 0.10, zc)
+        s = analysis.bench_stats(str(r), samples, 0.10, zc)
         named |= set(s.slower)
         split = split or bool(s.split)
     return named, split

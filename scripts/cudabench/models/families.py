@@ -58,6 +58,12 @@ def family_of(name):
     return next(f for f in FAMILIES if re.search(f.rows, name))
 
 
+def bears_on(key, name):
+    """Whether a fact can explain row `name` being slow: its family lists
+    the fact. The one answer, for the machine report and the fleet alike."""
+    return any(k == key for k, _ in family_of(name).facts)
+
+
 def fact_value(f, key):
     """A file's value of a fact: its context's, or a measured clock's median; None when unknown."""
     if key in CLOCK_COUNTERS:
