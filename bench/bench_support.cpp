@@ -268,12 +268,12 @@ void set_rates(benchmark::State& state, double bytes, double items) {
   if (items > 0) state.counters["items_per_second"] = Counter(items, Counter::kIsIterationInvariantRate, Counter::kIs1000);
 }
 
-void set_stream_counters(benchmark::State& state, std::size_t n, std::size_t bytes_per_element) {
+void set_bandwidth_counters(benchmark::State& state, std::size_t n, std::size_t bytes_per_element) {
   set_rates(state, static_cast<double>(n * bytes_per_element), static_cast<double>(n));
 }
 
 void set_vector_add_counters(benchmark::State& state, std::size_t n) {
-  set_stream_counters(state, n, vector_add::kBytesPerElement);
+  set_bandwidth_counters(state, n, vector_add::kBytesPerElement);
 }
 
 std::string bare_nonfinite_to_null(const std::string& text) {

@@ -145,7 +145,7 @@ bool check_once(const std::string& key, const std::function<bool()>& check);
 // benchmark that runs now, kept across its growth steps and repetitions,
 // freed before the next benchmark's are made.
 template <typename T>
-class LastOne {
+class OneSlotCache {
  public:
   template <typename Make>
   T& get(const std::string& key, Make&& make) {
@@ -239,7 +239,7 @@ bool check_copy(benchmark::State& state, const std::string& what, const float* a
 // show binary ones (GiB/s) on its console, about 7% apart at G, 10% at T.
 void set_rates(benchmark::State& state, double bytes, double items);
 // set_rates for `n` elements of `bytes_per_element` each (12 for an add).
-void set_stream_counters(benchmark::State& state, std::size_t n, std::size_t bytes_per_element);
+void set_bandwidth_counters(benchmark::State& state, std::size_t n, std::size_t bytes_per_element);
 void set_vector_add_counters(benchmark::State& state, std::size_t n);
 
 // Google Benchmark 1.7.1 writes a non-finite double as a bare NaN,

@@ -419,7 +419,7 @@ double launch_overhead(bool back_to_back) {
   return measured[key] = time_launches(s, [s, &t] { empty_launches(s, t.launches); }, t, 2e-3, 1000);
 }
 
-Rotation stream_rotation(std::size_t n, std::size_t bytes_per_element, L2Flush flush, int dev) {
+Rotation buffer_rotation(std::size_t n, std::size_t bytes_per_element, L2Flush flush, int dev) {
   const double bytes = static_cast<double>(n * bytes_per_element);
   const auto* g = gpu(dev);
   if (flush == L2Flush::None || !g) return {};

@@ -174,6 +174,6 @@ class NearGpuCpus {
 // How a VectorAdd or Copy of n elements (bytes_per_element each) is timed
 // on `dev` (bench_support.h Rotation): with sets == 0, one launch after the
 // flush `flush`.
-Rotation stream_rotation(std::size_t n, std::size_t bytes_per_element, L2Flush flush, int dev);
+Rotation buffer_rotation(std::size_t n, std::size_t bytes_per_element, L2Flush flush, int dev);
 
 }  // namespace cudabench::bench

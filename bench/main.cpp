@@ -26,7 +26,7 @@
 #include "filter.h"
 #include "kernels/vector_add.cuh"
 #include "options.h"
-#include "registry.h"
+#include "family.h"
 #include "results_file.h"
 #include "stable_names.h"
 
@@ -116,27 +116,23 @@ void add_context(const env::Report& report, const RunOptions& run, const bench::
   benchmark::AddCustomContext("l2_flush", bench::l2_flush_name(run.l2_flush));
 }
 
-// Every family, for this run; "" or the one line of a bad input.
+// Every family this run can use (family.h); "" or the one line of a bad
+// input. What is left out is said once, here.
 std::string register_benchmarks(const env::Report& report, const RunOptions& run) {
-  bench::register_cpu_vector_add(run);
-  if (report.status.usable) {
-#ifdef CUDABENCH_HAVE_CUDA  // usable implies it; without CUDA these do not exist
-    bench::register_gpu_vector_add(run);
-    bench::register_transfers(run);
-#endif
-  } else {
-    bench::add_note("cudabench: GPU benchmarks not run: " + report.status.reason);
-  }
+  if (!report.status.usable) bench::add_note("cudabench: GPU benchmarks not run: " + report.status.reason);
   // LibTorch's CUDA may differ from the kernels' (docs/stacks.md). Its GPU
   // rows need both: bench times them with this build's runtime (events,
   // buffers, the L2 flush). Each reason is said once.
   const env::GpuStatus& t = report.torch_status;
-  if (report.torch.compiled_in && !t.usable && t.reason != report.status.reason)
+  if (!report.torch.compiled_in)
+    bench::add_note("cudabench: LibTorch benchmarks not built: this build has no LibTorch (see the configure "
+                    "messages and docs/building.md: LibTorch)");
+  else if (!t.usable && t.reason != report.status.reason)
     bench::add_note("cudabench: LibTorch GPU benchmarks not run: " + t.reason);
-  else if (report.torch.compiled_in && t.usable && !report.status.usable)
+  else if (t.usable && !report.status.usable)
     bench::add_note("cudabench: LibTorch GPU benchmarks not run either: bench times them with this build's "
                     "CUDA runtime (a toolkit this driver runs fixes both: docs/stacks.md)");
-  return bench::register_torch(run, t.usable && report.status.usable);
+  return bench::register_families(run, {.gpu = report.status.usable, .torch_gpu = t.usable});
 }
 
 void say_notes() {

@@ -14,7 +14,7 @@
 
 #include <cstddef>
 
-#include "hd.cuh"
+#include "host_device.cuh"
 
 namespace cudabench::l2_flush {
 

@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "hd.cuh"
+#include "host_device.cuh"
 
 namespace cudabench::stream_cover {
 

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "hd.cuh"
+#include "host_device.cuh"
 
 namespace cudabench::vector_add {
 

@@ -23,8 +23,8 @@ GPU_TESTS='(GpuVectorAdd|CudaCheck|L2FlushGpu|BenchCliGpu|TrainerGpu)\.'
 # Tests that make an API call fail on purpose (a 2^62-byte cudaMalloc): a
 # sanitizer would report it, so sanitized runs leave them out.
 DELIBERATE_API_FAILURES='CudaCheck.*'
-# The implementations whose rows a step exists for (bench/vector_add_gpu_bench.cu,
-# bench/torch_bench.cpp): a row missing from its results fails the step.
+# The implementations whose rows a step exists for (bench/families/vector_add_gpu.cu,
+# bench/families/torch.cpp): a row missing from its results fails the step.
 ADD_IMPLS="cuda_v1 cuda_v2 cuda_v3 cuda_v4 cuda_v5 cublas_geam thrust"
 [ "${HAVE_torch:-0}" = 1 ] && ADD_IMPLS+=" torch_cuda"
 COPY_IMPLS="cuda_kernel cuda_float4 cuda_memcpy"
@@ -135,7 +135,7 @@ sanitized() {
 }
 
 # proven TOOL TEST WHAT: a tool is trusted here only once it has caught the
-# error planted in the canary SanitizerCanary.TEST (tests/test_vector_add_gpu.cpp)
+# error planted in the canary SanitizerCanary.TEST (tests/kernels/test_vector_add_gpu.cpp)
 # with a finding (86). A tool that misses it, cannot check this device or
 # cannot run it skips the step (4) with a "skipped: " line: its passes
 # would prove nothing, and its findings would mean nothing.

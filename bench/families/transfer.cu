@@ -9,10 +9,10 @@
 #include <cstring>
 #include <memory>
 
-#include "bench_support.h"
+#include "bench/bench_support.h"
 #include "kernels/cuda_check.h"
-#include "gpu_support.h"
-#include "registry.h"
+#include "bench/gpu_support.h"
+#include "bench/family.h"
 
 namespace cudabench::bench {
 namespace {
@@ -30,7 +30,7 @@ void BM_transfer(benchmark::State& state, int dev, bool h2d, bool pinned) {
     use_device(dev);
     const NearGpuCpus near(dev);
     cudaStream_t s = bench_stream();
-    static LastOne<TransferBuffers> cache;
+    static OneSlotCache<TransferBuffers> cache;
     const std::string key = std::string(h2d ? "h2d " : "d2h ") + (pinned ? "pinned " : "pageable ") +
                             std::to_string(bytes) + " dev=" + std::to_string(dev);
     TransferBuffers& b = cache.get(key, [&] { return std::make_unique<TransferBuffers>(bytes, pinned); });
@@ -75,7 +75,7 @@ void BM_transfer(benchmark::State& state, int dev, bool h2d, bool pinned) {
 
 }  // namespace
 
-void register_transfers(const RunOptions& run) {
+std::string add_transfers(const RunOptions& run, const Usable&) {
   std::vector<std::int64_t> sizes;
   for (auto n : vector_sizes()) sizes.push_back(n * static_cast<std::int64_t>(sizeof(float)));
   for (bool h2d : {true, false})
@@ -91,6 +91,9 @@ void register_transfers(const RunOptions& run) {
                             kEnqueueCover + kLaunchSyncOverhead);
           });
     }
+  return "";
 }
+
+CUDABENCH_FAMILY(transfer, 30, Needs::Gpu, add_transfers);
 
 }  // namespace cudabench::bench

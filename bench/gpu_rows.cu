@@ -1,14 +1,13 @@
-// The VectorAdd and Copy rows on the GPU (stream_rows.h).
+// The VectorAdd and Copy rows on the GPU (gpu_rows.h).
 #include <algorithm>
 #include <map>
 #include <memory>
 #include <vector>
 
+#include "gpu_rows.h"
 #include "gpu_support.h"
 #include "kernels/cuda_check.h"
 #include "kernels/vector_add.cuh"
-#include "registry.h"
-#include "stream_rows.h"
 
 namespace cudabench::bench {
 namespace {
@@ -52,7 +51,7 @@ struct VectorBuffers {
 };
 
 VectorBuffers& vector_buffers(std::size_t n, int sets, cudaStream_t s) {
-  static std::map<int, LastOne<VectorBuffers>> per_device;
+  static std::map<int, OneSlotCache<VectorBuffers>> per_device;
   int dev = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   return per_device[dev].get(std::to_string(n) + "x" + std::to_string(sets),
@@ -126,7 +125,7 @@ double copy_reference(benchmark::State& state, int dev, cudaStream_t s, std::siz
   static std::map<std::string, double> measured;
   const std::string key = std::to_string(dev) + " " + std::to_string(n) + " " + l2_flush_name(flush);
   if (const auto it = measured.find(key); it != measured.end()) return it->second;
-  const Rotation rot = stream_rotation(n, vector_add::kCopyBytesPerElement, flush, dev);
+  const Rotation rot = buffer_rotation(n, vector_add::kCopyBytesPerElement, flush, dev);
   const VectorBuffers d(n, rot.sets, s);  // not the add's, which stay cached for its next call
   double best = 0;
   for (const DeviceCopy& copy : kDeviceCopies) {
@@ -155,14 +154,14 @@ std::string timing_label(const Rotation& rot, L2Flush flush, double bytes, int d
   return joined_label(joined_label(back_to_back ? rot.label() : flush_label(flush), includes), *not_dram);
 }
 
-void run_gpu_stream(benchmark::State& state, int dev, L2Flush flush, Op op, const std::string& what,
+void run_bandwidth_row(benchmark::State& state, int dev, L2Flush flush, Op op, const std::string& what,
                     const MakeGpuAdd& make) {
   try {
     const auto n = static_cast<std::size_t>(state.range(0));
     use_device(dev);
     cudaStream_t s = bench_stream();
     const double bytes = static_cast<double>(n * bytes_per_element(op));
-    const Rotation rot = stream_rotation(n, bytes_per_element(op), flush, dev);
+    const Rotation rot = buffer_rotation(n, bytes_per_element(op), flush, dev);
     VectorBuffers& d = vector_buffers(n, rot.sets, s);
     std::vector<GpuAdd> works;
     for (int k = 0; k < d.sets; ++k) works.push_back(make(d.set(d.a, k), d.set(d.b, k), d.set(d.c, k), n, s, dev));
@@ -180,7 +179,7 @@ void run_gpu_stream(benchmark::State& state, int dev, L2Flush flush, Op op, cons
     if (state.error_occurred()) return;
     const int last = static_cast<int>((next - 1) % works.size());
     if (!output_right(state, what + " (the last buffer set launched)", op, d, last, s)) return;
-    set_stream_counters(state, n, bytes_per_element(op));
+    set_bandwidth_counters(state, n, bytes_per_element(op));
     if (!not_dram.empty()) return;
     set_peak_counters(state, bytes, dram_peak(dev));
     if (op == Op::Add) set_reference_counters(state, "copy", bytes, copy_reference(state, dev, s, n, flush));
@@ -189,17 +188,17 @@ void run_gpu_stream(benchmark::State& state, int dev, L2Flush flush, Op op, cons
   }
 }
 
-void register_stream(const RunOptions& run, const std::string& family, const std::string& name, Op op,
-                     const MakeGpuAdd& make, double enqueue_s) {
+void register_bandwidth_rows(const RunOptions& run, const std::string& family, const std::string& name, Op op,
+                             const MakeGpuAdd& make, double enqueue_s) {
   const L2Flush flush = run.l2_flush;
   register_per_device(
       run, family + "/" + name, "n", vector_sizes(),
-      [name, make, flush, op](benchmark::State& st, int dev) { run_gpu_stream(st, dev, flush, op, name, make); },
+      [name, make, flush, op](benchmark::State& st, int dev) { run_bandwidth_row(st, dev, flush, op, name, make); },
       [run, op, enqueue_s](Registered* b, std::int64_t n, int dev) {
         b->UseManualTime()->Unit(benchmark::kMicrosecond);
         const auto elements = static_cast<std::size_t>(n);
         const double launch = dram_time_estimate(static_cast<double>(elements * bytes_per_element(op)), dev);
-        const Rotation rot = stream_rotation(elements, bytes_per_element(op), run.l2_flush, dev);
+        const Rotation rot = buffer_rotation(elements, bytes_per_element(op), run.l2_flush, dev);
         // The reported time is one launch's; an iteration also enqueues
         // every launch of its pair behind the gate, then runs the others.
         if (rot.sets > 0)
@@ -212,13 +211,14 @@ void register_stream(const RunOptions& run, const std::string& family, const std
 
 }  // namespace
 
-void register_gpu_vector_add(const RunOptions& run, const std::string& name, const MakeGpuAdd& make,
-                             double enqueue_s) {
-  register_stream(run, "VectorAdd", name, Op::Add, make, enqueue_s);
+void register_vector_add_rows(const RunOptions& run, const std::string& name, const MakeGpuAdd& make,
+                              double enqueue_s) {
+  register_bandwidth_rows(run, "VectorAdd", name, Op::Add, make, enqueue_s);
 }
 
 void register_gpu_copies(const RunOptions& run) {
-  for (const DeviceCopy& copy : kDeviceCopies) register_stream(run, "Copy", copy.name, Op::Copy, copy.make, kKernelEnqueue);
+  for (const DeviceCopy& copy : kDeviceCopies)
+    register_bandwidth_rows(run, "Copy", copy.name, Op::Copy, copy.make, kKernelEnqueue);
 }
 
 }  // namespace cudabench::bench

@@ -17,18 +17,18 @@
 #include <memory>
 #include <optional>
 
-#include "bench_support.h"
+#include "bench/bench_support.h"
 #include "common/cli.h"
 #include "data/idx_reader.h"
-#include "registry.h"
-#include "models/trainer.h"
+#include "bench/family.h"
+#include "train/trainer.h"
 
 #if defined(CUDABENCH_HAVE_CUDA) && defined(CUDABENCH_TORCH_CUDA)
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "gpu_support.h"
-#include "stream_rows.h"
+#include "bench/gpu_support.h"
+#include "bench/gpu_rows.h"
 #define CUDABENCH_TORCH_GPU 1
 #endif
 
@@ -188,7 +188,7 @@ void BM_train(benchmark::State& state, TrainConfig cfg, std::string what) {
     DeviceGuard guard(cuda_only(cfg.device));
 #endif
     const Dataset& ds = device_dataset(true, cfg.device);
-    static LastOne<TrainRun> cache;
+    static OneSlotCache<TrainRun> cache;
     const std::string key = what + " batch=" + std::to_string(cfg.batch_size) + " on " + cfg.device.str();
     TrainRun& run = cache.get(key, [&] { return std::make_unique<TrainRun>(cfg); });
     if (!check_once(key, [&] { return check_learns(state, what, run.trainer, ds); })) return;
@@ -222,7 +222,7 @@ void BM_eval(benchmark::State& state, torch::Device dev) {
 #endif
     TrainConfig cfg;
     cfg.device = dev;
-    static LastOne<TrainRun> cache;
+    static OneSlotCache<TrainRun> cache;
     const std::string key = "MnistEval on " + dev.str();
     Trainer& t = cache.get(key, [&] { return std::make_unique<TrainRun>(cfg); }).trainer;
     const Dataset& train = device_dataset(true, dev);
@@ -285,7 +285,7 @@ void register_torch_add(const RunOptions& run, bool gpu) {
   for (auto n : vector_sizes()) b->Arg(n);
 #ifdef CUDABENCH_TORCH_GPU
   if (gpu)
-    register_gpu_vector_add(run, "torch_cuda", torch_add, kTorchEnqueue);
+    register_vector_add_rows(run, "torch_cuda", torch_add, kTorchEnqueue);
 #else
   (void)run;
   (void)gpu;
@@ -339,7 +339,10 @@ void register_mnist(const RunOptions& run, bool gpu) {
 
 }  // namespace
 
-std::string register_torch(const RunOptions& run, bool gpu_usable) {
+// Returns "" or, when $CUDABENCH_DATA_DIR names a folder without the
+// dataset, the one line that says so (bad input).
+std::string add_torch(const RunOptions& run, const Usable& usable) {
+  const bool gpu_usable = usable.gpu && usable.torch_gpu;
   const bool gpu = gpu_usable && torch::cuda::is_available();
   register_torch_add(run, gpu);
   if (gpu_usable && !gpu) add_note("cudabench: LibTorch GPU benchmarks not run: LibTorch sees no GPU");
@@ -355,5 +358,7 @@ std::string register_torch(const RunOptions& run, bool gpu_usable) {
   register_mnist(run, gpu);
   return "";
 }
+
+CUDABENCH_FAMILY(torch, 40, Needs::Nothing, add_torch);
 
 }  // namespace cudabench::bench

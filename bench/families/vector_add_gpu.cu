@@ -1,6 +1,6 @@
 // VectorAdd/cuda_v1..v5 (the variant table), VectorAdd/cublas_geam,
 // VectorAdd/thrust, the device copies (Copy/cuda_kernel, BabelStream's;
-// Copy/cuda_float4; Copy/cuda_memcpy: stream_rows.cu), and the seed's whole flow
+// Copy/cuda_float4; Copy/cuda_memcpy: gpu_rows.cu), and the seed's whole flow
 // VectorAddFlow/<pageable|pinned> (copy a and b in, add with the seed's
 // <<<512,512>>> launch made correct, copy c out; its host side on the GPU's
 // CPUs), and the launch overhead as rows, Launch/empty_kernel.
@@ -14,11 +14,11 @@
 #include <memory>
 #include <stdexcept>
 
-#include "bench_support.h"
+#include "bench/bench_support.h"
 #include "kernels/cuda_check.h"
-#include "gpu_support.h"
-#include "registry.h"
-#include "stream_rows.h"
+#include "bench/gpu_support.h"
+#include "bench/family.h"
+#include "bench/gpu_rows.h"
 #include "kernels/vector_add.cuh"
 
 namespace cudabench::bench {
@@ -81,7 +81,7 @@ void BM_flow(benchmark::State& state, int dev, bool pinned) {
     use_device(dev);
     const NearGpuCpus near(dev);
     const std::size_t bytes = n * sizeof(float);
-    static LastOne<FlowBuffers> cache;
+    static OneSlotCache<FlowBuffers> cache;
     const std::string key = std::to_string(n) + (pinned ? " pinned" : " pageable") + " dev=" + std::to_string(dev);
     FlowBuffers& f = cache.get(key, [&] { return std::make_unique<FlowBuffers>(n, pinned); });
     cudaStream_t s = bench_stream();
@@ -146,18 +146,19 @@ void register_launch_rows(const RunOptions& run) {
 
 }  // namespace
 
-void register_gpu_vector_add(const RunOptions& run) {
+// The variant table, cuBLAS, Thrust, the device copies, the seed's flow, the launch overhead.
+std::string add_gpu_vector_add(const RunOptions& run, const Usable&) {
   for (const auto& v : vector_add::gpu_variants()) {
     const int id = v.id;
-    register_gpu_vector_add(
+    register_vector_add_rows(
         run, v.name,
         [id](const float* a, const float* b, float* c, std::size_t n, cudaStream_t s, int) -> GpuAdd {
           return [=] { vector_add::vector_add(id, a, b, c, n, kBlock, s); };
         },
         kKernelEnqueue);
   }
-  register_gpu_vector_add(run, "cublas_geam", cublas_add, kLibraryEnqueue);
-  register_gpu_vector_add(run, "thrust", thrust_add, kLibraryEnqueue);
+  register_vector_add_rows(run, "cublas_geam", cublas_add, kLibraryEnqueue);
+  register_vector_add_rows(run, "thrust", thrust_add, kLibraryEnqueue);
   register_gpu_copies(run);
   register_launch_rows(run);
   for (bool pinned : {false, true}) {
@@ -171,6 +172,9 @@ void register_gpu_vector_add(const RunOptions& run) {
                           kEnqueueCover + kLaunchSyncOverhead);
         });
   }
+  return "";
 }
+
+CUDABENCH_FAMILY(vector_add_gpu, 20, Needs::Gpu, add_gpu_vector_add);
 
 }  // namespace cudabench::bench

@@ -16,8 +16,8 @@
 #include <cstring>
 #include <fstream>
 
-#include "bench_support.h"
-#include "registry.h"
+#include "bench/bench_support.h"
+#include "bench/family.h"
 #include "kernels/vector_add.cuh"
 
 namespace cudabench::bench {
@@ -114,13 +114,13 @@ void BM_cpu_copy(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   const std::size_t bytes = n * kCopyBytesPerElement;
-  set_stream_counters(state, n, kCopyBytesPerElement);
+  set_bandwidth_counters(state, n, kCopyBytesPerElement);
   if (fits_in_llc(bytes)) state.SetLabel("warm: fits in last-level cache");
 }
 
 }  // namespace
 
-void register_cpu_vector_add(const RunOptions& run) {
+std::string add_cpu_vector_add(const RunOptions& run, const Usable&) {
   struct V {
     const char* name;
     CpuAdd fn;
@@ -136,6 +136,9 @@ void register_cpu_vector_add(const RunOptions& run) {
   auto* b = benchmark::RegisterBenchmark("Copy/cpu_nt", BM_cpu_copy);
   with_iterations(run, b)->ArgName("n")->Unit(benchmark::kMicrosecond)->UseRealTime();
   for (auto n : vector_sizes()) b->Arg(n);
+  return "";
 }
+
+CUDABENCH_FAMILY(vector_add_cpu, 10, Needs::Nothing, add_cpu_vector_add);
 
 }  // namespace cudabench::bench

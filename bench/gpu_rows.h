@@ -36,8 +36,8 @@ using MakeGpuAdd =
 // n (the faster of Copy/cuda_float4 and Copy/cuda_memcpy), measured in the
 // same process as that row is timed, as the CPU rows are held against
 // Copy/cpu_nt.
-void register_gpu_vector_add(const RunOptions& run, const std::string& name, const MakeGpuAdd& make,
-                             double enqueue_s);
+void register_vector_add_rows(const RunOptions& run, const std::string& name, const MakeGpuAdd& make,
+                              double enqueue_s);
 // Copy/<name>/n:N[/dev:D] for each device copy (c = a, 8 bytes per
 // element: cuda_kernel, cuda_float4, cuda_memcpy), timed and checked as
 // VectorAdd is (c == a, bit for bit).
