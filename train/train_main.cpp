@@ -5,8 +5,8 @@
 // all. One rank of a data-parallel run when torchrun or srun launches it.
 #include "common/cli.h"
 #include "common/standard_output.h"
-#include "models/train_options.h"
-#include "models/train_run.h"
+#include "train/train_options.h"
+#include "train/train_run.h"
 
 int main(int argc, char** argv) {
   auto& out = cudabench::StandardOutput::install();  // a full disk or a closed stdout fails the run

@@ -11,7 +11,7 @@
 
 namespace cudabench::models {
 
-// Seams for test programs (tests/train_perturbed.cpp), never set by train.
+// Seams for test programs (tests/train/train_perturbed.cpp), never set by train.
 struct TrainHooks {
   // Data-parallel runs: called after every step, before the replica check.
   std::function<void(Trainer& trainer, int rank, int64_t step)> after_step;

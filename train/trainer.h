@@ -16,7 +16,7 @@
 #endif
 
 #include "data/idx_reader.h"
-#include "mnist_cnn.h"
+#include "models/mnist_cnn.h"
 
 namespace cudabench::models {
 

@@ -6,7 +6,7 @@
 
 #include "env/probe.h"
 #include "data/idx_reader.h"
-#include "models/trainer.h"
+#include "train/trainer.h"
 
 #ifdef CUDABENCH_TORCH_CUDA
 #include <ATen/cuda/CUDAGraph.h>

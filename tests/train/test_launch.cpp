@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "models/launch.h"
+#include "train/launch.h"
 
 namespace cb = cudabench::models;
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "common/cli.h"
-#include "models/train_options.h"
-#include "models/train_run.h"
+#include "train/train_options.h"
+#include "train/train_run.h"
 
 int main(int argc, char** argv) {
   using namespace cudabench;
