@@ -176,14 +176,14 @@ TEST(CheckOnce, PassesAreRememberedFailuresAreNot) {
   EXPECT_EQ(fails, 2);
 }
 
-TEST(LastOne, KeepsOneAndFreesItBeforeMakingTheNext) {
+TEST(OneSlotCache, KeepsOneAndFreesItBeforeMakingTheNext) {
   static int alive = 0, most = 0;
   struct Counted {
     int id;
     explicit Counted(int i) : id(i) { most = std::max(most, ++alive); }
     ~Counted() { --alive; }
   };
-  LastOne<Counted> cache;
+  OneSlotCache<Counted> cache;
   int made = 0;
   auto make = [&](int id) { return [&made, id] { ++made; return std::make_unique<Counted>(id); }; };
   EXPECT_EQ(cache.get("a", make(1)).id, 1);

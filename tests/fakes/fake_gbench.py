@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A stand-in for a Google Benchmark program, for the A/B runner's tests
-(tests/test_ab.py): it writes --benchmark_out the way Google Benchmark does,
+(tests/scripts/test_ab.py): it writes --benchmark_out the way Google Benchmark does,
 with times the environment sets, and logs each start.
 
   FAKE_GBENCH_LOG    file to append this process's FAKE_GBENCH_SIDE to
