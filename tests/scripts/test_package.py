@@ -8,7 +8,8 @@ families and the facts that explain them, references, the comparison
 report) <- commands (one module per tool). A module may import its own
 layer and those below, never above, and no import cycle is allowed, not
 even one hidden in a function. scripts/<tool>.py are entry points of a few
-lines; nothing edits sys.path; no module is over 500 lines.
+lines; nothing edits sys.path; no module is over 500 lines and no
+function over 80.
 """
 import ast
 import os
@@ -19,6 +20,7 @@ from conftest import ROOT, SCRIPTS
 PACKAGE = os.path.join(SCRIPTS, "cudabench")
 LAYERS = {"base": 0, "results": 1, "models": 2, "commands": 3}
 MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
 MAX_ENTRY_LINES = 10
 PATH_EDIT = re.compile(r"sys\.path\.(insert|append|extend)\(|sys\.path\s*\+?=")
 
@@ -93,6 +95,14 @@ def test_no_import_cycle():
 def test_no_module_is_over_500_lines():
     long = {m: n for m, p in modules().items() if (n := len(open(p).read().splitlines())) > MAX_MODULE_LINES}
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by what they hold): {long}"
+
+
+def test_no_function_is_over_80_lines():
+    long = [f"{m}.{node.name}: {node.end_lineno - node.lineno + 1}"
+            for m, p in modules().items() for node in ast.walk(ast.parse(open(p).read()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines (split them by step): {long}"
 
 
 def test_nothing_edits_sys_path():

@@ -132,7 +132,7 @@ def goals(d, va, l2_bytes):
                     ">= 50 GB/s", h2d and h2d >= 50e9))
     for name, f, limit in (("10 MNIST epochs, batch 64, eager", "train_cuda.json", 6.0),
                            ("10 MNIST epochs, batch 64, CUDA graph", "train_cuda_graph.json", 2.0)):
-        out += shown(train_goal, load(os.path.join(d, f)), name, limit)
+        out += section_or_why(train_goal, load(os.path.join(d, f)), name, limit)
     return out
 
 
@@ -184,10 +184,10 @@ def render(d):
     sections = [(machine_lines, d, env), (steps_lines, d), (tests_lines, d), (sanitizer_lines, d),
                 (error_lines, d, bench), (goal_lines, d, env, va), (flush_lines, d), (vector_add_lines, va),
                 (mnist_lines, d), (train_lines, d), (ddp_lines, d)]
-    return "\n".join(line for section, *args in sections for line in shown(section, *args)) + "\n"
+    return "\n".join(line for section, *args in sections for line in section_or_why(section, *args)) + "\n"
 
 
-def shown(section, *args):
+def section_or_why(section, *args):
     """A section's result, or one line saying why it is missing: a file of an
     unexpected shape costs its own section, never the whole summary."""
     try:
