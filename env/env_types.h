@@ -110,6 +110,8 @@ struct GpuDevice {
 // The host, so that two machines' results say how the machines differ.
 struct HostInfo {
   std::string cpu_model;
+  std::string microcode;  // /proc/cpuinfo's first "microcode" (x86)
+  std::string cpu_flags;  // its first "flags": what the CPU (or the hypervisor) offers
   int sockets = 0, cores = 0, threads = 0;
   std::string kernel;          // /proc/sys/kernel/osrelease
   std::string os;              // PRETTY_NAME of /etc/os-release

@@ -48,6 +48,10 @@ HostInfo probe_host(const std::string& root_dir) {
       physical = "0";
     } else if (key == "model name" && h.cpu_model.empty()) {
       h.cpu_model = value;
+    } else if (key == "microcode" && h.microcode.empty()) {
+      h.microcode = value;
+    } else if (key == "flags" && h.cpu_flags.empty()) {
+      h.cpu_flags = value;
     } else if ((key == "Model" || key == "Hardware") && model_fallback.empty()) {
       model_fallback = value;  // Arm and others have no "model name"
     } else if (key == "physical id") {

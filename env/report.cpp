@@ -511,6 +511,8 @@ std::vector<std::pair<std::string, std::string>> context_entries(const Report& r
   c.emplace_back("nccl", r.torch.nccl_version.empty() ? "none" : r.torch.nccl_version);
   const auto& h = r.host;
   c.emplace_back("host_cpu_model", h.cpu_model);
+  c.emplace_back("host_microcode", h.microcode.empty() ? "none" : h.microcode);
+  c.emplace_back("host_cpu_flags", h.cpu_flags.empty() ? "none" : h.cpu_flags);
   c.emplace_back("host_sockets", std::to_string(h.sockets));
   c.emplace_back("host_cores", std::to_string(h.cores));
   c.emplace_back("host_threads", std::to_string(h.threads));

@@ -336,6 +336,7 @@ TEST(HostProbe, TwoSocketsOfHyperthreadedCores) {
     for (int thread = 0; thread < 2; ++thread)
       for (int core = 0; core < 2; ++core)
         cpuinfo += "processor\t: " + std::to_string(cpu++) + "\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654 96-Core Processor\n"
+                   "microcode\t: 0xa101148\nflags\t\t: fpu sse2 avx2 avx512f\n"
                    "physical id\t: " + std::to_string(socket) + "\ncore id\t\t: " + std::to_string(core) +
                    "\ncpu cores\t: 2\n\n";
   t.file("proc/cpuinfo", cpuinfo);
@@ -349,6 +350,8 @@ TEST(HostProbe, TwoSocketsOfHyperthreadedCores) {
   t.file("sys/devices/system/node/possible", "0-1\n");  // not a node
   const HostInfo h = probe_host(t.root.string());
   EXPECT_EQ(h.cpu_model, "AMD EPYC 9654 96-Core Processor");
+  EXPECT_EQ(h.microcode, "0xa101148");
+  EXPECT_EQ(h.cpu_flags, "fpu sse2 avx2 avx512f");
   EXPECT_EQ(h.sockets, 2);
   EXPECT_EQ(h.cores, 4);
   EXPECT_EQ(h.threads, 8);
@@ -370,6 +373,7 @@ TEST(HostProbe, AVmWithoutTopologyOrCpufreq) {
   EXPECT_EQ(h.cores, 2);  // no core ids: one core per logical CPU
   EXPECT_EQ(h.threads, 2);
   EXPECT_EQ(h.cpu_governor, "");
+  EXPECT_EQ(h.microcode, "");  // none in this cpuinfo
   EXPECT_EQ(h.numa_nodes, 0);
   // And an Arm machine names its model elsewhere.
   t.file("proc/cpuinfo", "processor\t: 0\nBogoMIPS\t: 50.00\n\nModel\t\t: NVIDIA Grace\n");
@@ -393,6 +397,8 @@ TEST(HostProbe, GpuNumaAffinityFromSysfs) {
 TEST(Report, ContextDescribesHostAndTheSelectedGpu) {
   Report r = base_report();
   r.host.cpu_model = "AMD EPYC 9654 96-Core Processor";
+  r.host.microcode = "0xa101148";
+  r.host.cpu_flags = "fpu sse2 avx2 avx512f";
   r.host.sockets = 2;
   r.host.cores = 192;
   r.host.threads = 384;
@@ -417,6 +423,8 @@ TEST(Report, ContextDescribesHostAndTheSelectedGpu) {
   };
   auto c = ctx(1);
   EXPECT_EQ(c["host_cpu_model"], "AMD EPYC 9654 96-Core Processor");
+  EXPECT_EQ(c["host_microcode"], "0xa101148");  // what tells two machines of one model apart
+  EXPECT_EQ(c["host_cpu_flags"], "fpu sse2 avx2 avx512f");
   EXPECT_EQ(c["host_sockets"], "2");
   EXPECT_EQ(c["host_cores"], "192");
   EXPECT_EQ(c["host_threads"], "384");

@@ -41,7 +41,8 @@ FAMILIES = (
         ("host_cpu_model", "CPU"), ("cpu_threads_used", "threads the CPU rows use"),
         ("host_threads", "hardware threads"), ("host_cpu_governor", "CPU governor"),
         ("host_thp", "transparent huge pages"), ("host_memory_gib", "memory (GiB)"),
-        ("mhz_per_cpu", "CPU clock (MHz)"), ("host_numa_nodes", "NUMA nodes"), ("libtorch", "LibTorch"))),
+        ("mhz_per_cpu", "CPU clock (MHz)"), ("host_microcode", "microcode"), ("host_cpu_flags", "CPU flags"),
+        ("host_numa_nodes", "NUMA nodes"), ("libtorch", "LibTorch"))),
     Family("other", "Other rows", r".", (
         ("gpu_name", "GPU"), ("host_cpu_model", "CPU"), ("cuda_driver_version", "driver"),
         ("cuda_toolkit", "CUDA toolkit"), ("libtorch", "LibTorch"))),
@@ -85,3 +86,16 @@ def differs(key, a, b):
 
 def as_text(v):
     return f"{v:.0f}" if isinstance(v, float) else str(v)
+
+
+def fact_texts(key, values):
+    """Each value of a fact as text; for the CPU flags (a hundred words),
+    only the flags not common to all: "+avx512f -amx_tile"."""
+    if key != "host_cpu_flags":
+        return ["-" if v is None else as_text(v) for v in values]
+    sets = [set(str(v).split()) for v in values if v is not None]
+    common = set.intersection(*sets) if sets else set()
+    union = set.union(*sets) if sets else set()
+    return ["-" if v is None else " ".join([f"+{x}" for x in sorted(set(str(v).split()) - common)] +
+                                           [f"-{x}" for x in sorted(union - set(str(v).split()))]) or "the common flags"
+            for v in values]
