@@ -58,7 +58,6 @@ Why Python: scipy's Mann-Whitney U and matplotlib (scripts/report.py) are the
 well-kept libraries for the statistics and the plots; the C++ side needs none.
 """
 import argparse
-import functools
 import os
 import sys
 
@@ -69,7 +68,8 @@ from ..results.gbench import compile_filter, load
 from ..results.stats import load_floors
 from ..results.context import hardware_of, machine_of, set_labels, with_baseline_first
 from ..results.verdicts import judge_all
-from ..models.references import REFERENCES, find_reference, make_reference
+from ..models.references import REFERENCES, add_machine, find_reference, load_machines
+from ..models import kind
 from . import machines
 from . import report as plots
 from ..models.comparison import report_verdicts
@@ -79,15 +79,15 @@ from ..models.comparison import report_verdicts
 
 
 
-def compare_files(a, files, against=None):
+def compare_files(a, files):
     """Verdicts, the report (for machines when the files name different
     machines or one is a reference), the plots, the exit code."""
     floors = load_floors(a.floors) if a.floors else None
     names, results = judge_all(files, a.metric, a.threshold, a.alpha, a.filter, floors)
     report = None
-    if against or len({machine_of(f) for f in files}) > 1:
+    if len({machine_of(f) for f in files}) > 1:
         machines.relabel(results, files)
-        report = functools.partial(machines.render, against=against)
+        report = machines.render
     if a.plot:
         rc = plots.main([f.path for f in files] + ["--out", a.plot, "--labels", ",".join(f.label for f in files)])
         if rc:
@@ -97,7 +97,7 @@ def compare_files(a, files, against=None):
 
 
 def against_reference(a, wanted):
-    """The one file against the reference for its hardware."""
+    """The one file among the recorded machines of its hardware (models/kind.py)."""
     if len(a.files) != 1:
         raise BadInput("--reference takes one result file (the run to hold against its hardware's reference)")
     f = load(a.files[0], a.metric, wanted)
@@ -107,14 +107,17 @@ def against_reference(a, wanted):
         if a.if_any:
             return EXIT_OK
         raise BadInput(f"--reference: no reference for {hw} in {a.reference or REFERENCES} "
-                       "(make one: compare.py --make-reference RUN.json; docs/comparing-machines.md)")
+                       f"(make one: compare.py --add-machine RUN.json; docs/comparing-machines.md)")
     check_outputs(a, [path])
-    ref = load(path, a.metric, wanted)
-    ref.label, f.label = f"reference {hw}", machine_of(f) or "this machine"
-    if f.label == ref.label:
-        f.label += " (this run)"
-    against = f"the reference for its hardware ({hw}, recorded {str(ref.context.get('date', '?'))[:10]})"
-    return compare_files(a, [ref, f], against=against)
+    whole, recorded = load_machines(path, a.metric, wanted)
+    whole.label, f.label = f"reference {hw}", machine_of(f) or "this machine"
+    if f.label in (whole.label, hw):
+        f.label = "this machine"
+    names, results = kind.judge_kind(whole, recorded, f, a.metric, a.threshold)
+    machines.relabel(results, [whole, f])
+    report = lambda *args: kind.render(recorded, hw, f, results, a.metric, args[-1], a.files[0])
+    return report_verdicts([whole, f], names, results, a.metric, a.threshold, a.alpha, a.markdown, a.format,
+                           a.report_only, report=report)
 
 
 def check_outputs(a, inputs):
@@ -142,15 +145,20 @@ def main(argv=None):
     ap.add_argument("--reference", nargs="?", const="", metavar="DIR",
                     help="hold each file against the reference for its hardware (in DIR, default results/reference)")
     ap.add_argument("--if-any", action="store_true", help="with --reference: no reference for this hardware is not an error")
-    ap.add_argument("--make-reference", action="store_true",
-                    help="make the reference of the files' hardware from them (into --reference DIR)")
+    ap.add_argument("--add-machine", action="store_true",
+                    help="keep the files (runs of one machine) as a machine of the reference for their hardware "
+                         "(in --reference DIR), made when there is none")
+    ap.add_argument("--machine", metavar="NAME", help="with --add-machine: the machine's name (default m<N>-<date>)")
     ap.add_argument("--plot", metavar="DIR", type=output_folder, help="also plots and report.md through report.py")
     a = ap.parse_args(argv)
 
     def body():
         ensure_venv()
-        if a.make_reference:
-            print(f"compare: reference written: {make_reference(a.files, a.reference or None)}")
+        if a.add_machine:
+            path, name, notes = add_machine(a.files, a.machine, a.reference or None)
+            for n in notes:
+                print(f"compare: {n}", file=sys.stderr)
+            print(f"compare: machine {name} added: {path} (its runs under {os.path.dirname(path)}/machines/{name})")
             return EXIT_OK
         if len(a.files) < 2 and a.reference is None:
             raise BadInput("need at least two files (baseline first)")

@@ -1,6 +1,6 @@
 """Machines compared: compare.py's report when its files come from different
-machines (their machine labels differ) or one is held against the reference
-for its hardware (--reference). Read by compare.py; docs/comparing-machines.md.
+machines (their machine labels differ); a run against the reference for its
+hardware is models/kind.py's. Read by compare.py; docs/comparing-machines.md.
 
 Every row gets the speed of each machine against the baseline (baseline time
 / its time: 0.5x is half as fast) with a distribution-free 95% interval (the
@@ -75,7 +75,7 @@ def causes(base, other, verdicts):
     return out
 
 
-def counts_line(other, base, verdicts, against=None):
+def counts_line(other, base, verdicts):
     c = {}
     for v in verdicts:
         c[v.verdict] = c.get(v.verdict, 0) + 1
@@ -83,7 +83,7 @@ def counts_line(other, base, verdicts, against=None):
              f"{c.get('faster', 0)} faster"]
     parts += [f"{c[k]} {w}" for k, w in (("noisy", "noisy"), ("error", "failed"), ("skipped", "skipped"),
                                         ("only", "only in one")) if c.get(k)]
-    return f"{other.label} against {against or base.label}: " + ", ".join(parts)
+    return f"{other.label} against {base.label}: " + ", ".join(parts)
 
 
 def fmt_speed(sp):
@@ -93,7 +93,7 @@ def fmt_speed(sp):
     return f"{point:.2f}x", "-" if lo != lo else f"{lo:.2f}x .. {hi:.2f}x"
 
 
-def render(files, names, results, metric, threshold, alpha, markdown, against=None):
+def render(files, names, results, metric, threshold, alpha, markdown):
     """The report for machines: what differs, the rows, the causes, the counts."""
     h = "### " if markdown else ""
     base = files[0]
@@ -123,7 +123,7 @@ def render(files, names, results, metric, threshold, alpha, markdown, against=No
         lines = causes(base, f, results[f.label])
         out += [("- " if markdown else "  ") + x for x in lines] or ["no family of rows is slower"]
     out.append("")
-    out += [counts_line(f, base, results[f.label], against) for f in files[1:]]
+    out += [counts_line(f, base, results[f.label]) for f in files[1:]]
     return "\n".join(out)
 
 

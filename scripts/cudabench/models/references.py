@@ -1,15 +1,44 @@
-"""References: for each hardware model, recorded runs that a new run of
-that hardware is held against (results/reference/<hardware>/reference.json)."""
+"""References: for each hardware model, the recorded machines that a new run
+of that hardware is held against. Each machine is kept apart, with its runs,
+its facts and when it was recorded, because machines of one kind differ more
+than the processes of one machine do (docs/methodology.md):
+
+    results/reference/<hardware>/machines/<machine>/<run>.json   the inputs, as recorded
+    results/reference/<hardware>/reference.json                  made from them: every
+        process sample with its "machine", and cudabench_reference.machines
+
+A reference made before machines were kept apart (no "machine" on its
+entries) reads as one machine."""
+import hashlib
 import json
 import os
+import re
+import shutil
+from dataclasses import dataclass, field
 
 from ..base.errors import BadInput
 from ..base.paths import ROOT
 from ..base.files import read_json, refuse_inputs_as_outputs, write_whole
-from ..results.context import hardware_of, machine_of
-from ..results.gbench import load_doc
+from ..results.context import hardware_of
+from ..results.gbench import ResultFile, load_doc
+from .families import FAMILIES
 
 REFERENCES = os.path.join(ROOT, "results", "reference")
+FORMAT = 2
+# The facts kept per machine: every fact a family names, and those that
+# tell machines of one kind apart.
+FACTS = tuple(dict.fromkeys([k for fam in FAMILIES for k, _ in fam.facts] + [
+    "host_kernel", "host_microcode", "host_cpu_flags", "gpu_ecc", "gpu_app_clocks_mhz", "cudabench_git"]))
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+@dataclass
+class Machine:
+    name: str
+    recorded: str  # the date of its first run
+    facts: dict
+    file: ResultFile  # its runs' process samples together
+    runs: list = field(default_factory=list)
 
 
 def reference_path(hardware, folder=None):
@@ -23,29 +52,97 @@ def find_reference(f, folder=None):
     return path if path and os.path.isfile(path) else None
 
 
-def make_reference(paths, folder=None):
-    """One reference from recorded runs of one hardware: their process
-    samples together (each entry one process), the first run's context.
-    Written whole to <folder>/<hardware>/reference.json; returns its path."""
+def digest(doc):
+    """One run's identity by content: the same run under two names is one run."""
+    return hashlib.sha256(json.dumps(doc.get("benchmarks"), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def add_machine(paths, name=None, folder=None):
+    """Keep the runs `paths` (of one machine, of one hardware) as machine
+    `name` of the reference for their hardware, and remake reference.json
+    from every machine kept. Returns (reference path, machine name, [notes])."""
     docs = [read_json(p) for p in paths]
     files = [load_doc(d, p) for d, p in zip(docs, paths)]
     kinds = {hardware_of(f.context) for f in files}
     if len(kinds) != 1 or "" in kinds:
-        raise BadInput(f"--make-reference: the runs must be of one known hardware (they are: {', '.join(sorted(kinds)) or 'unknown'})")
+        raise BadInput(f"--add-machine: the runs must be of one known hardware (they are: "
+                       f"{', '.join(sorted(kinds)) or 'unknown'})")
     hw = kinds.pop()
-    ref = {"context": dict(docs[0].get("context", {})), "benchmarks": [],
-           "cudabench_reference": {"hardware": hw, "runs": [os.path.basename(p) for p in paths],
-                                   "machines": sorted({machine_of(f) for f in files}),
-                                   "dates": [d.get("context", {}).get("date") for d in docs]}}
-    ref["context"]["machine_label"] = f"reference-{hw}"
-    k = 0
-    for d in docs:
-        procs = sorted({b.get("repetition_index", 0) for b in d["benchmarks"]})
-        for b in d["benchmarks"]:
-            ref["benchmarks"].append(dict(b, repetition_index=k + procs.index(b.get("repetition_index", 0))))
-        k += len(procs)
     path = reference_path(hw, folder)
-    refuse_inputs_as_outputs([("--make-reference", path)], paths)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    write_whole(path, json.dumps(ref, indent=1) + "\n")
-    return path
+    hwdir = os.path.dirname(path)
+    refuse_inputs_as_outputs([("--add-machine", path)], paths)
+    kept = machine_folders(hwdir)
+    name = name or f"m{len(kept) + 1}-{str(docs[0].get('context', {}).get('date', ''))[:10] or 'undated'}"
+    if not NAME.fullmatch(name):
+        raise BadInput(f"--machine {name}: expected one name of letters, digits, '.', '_' and '-'")
+    known = {digest(read_json(p)): p for runs in kept.values() for p in runs}
+    notes, new = [], {}
+    for p, d in zip(paths, docs):
+        key = digest(d)
+        if key in known or key in new:
+            notes.append(f"{p}: the same run as {known.get(key) or new[key]}: counted once")
+            continue
+        new[key] = p
+    if not new:
+        raise BadInput(f"--add-machine: every run given is in the reference already ({'; '.join(notes)})")
+    target = os.path.join(hwdir, "machines", name)
+    os.makedirs(target, exist_ok=True)
+    for i, p in enumerate(new.values()):
+        base = os.path.basename(p)
+        dest = os.path.join(target, base if not os.path.exists(os.path.join(target, base)) else f"{i}-{base}")
+        shutil.copyfile(p, dest)
+    remake(hwdir, hw)
+    return path, name, notes
+
+
+def machine_folders(hwdir):
+    """{machine: [its run files]} kept under hwdir/machines."""
+    root = os.path.join(hwdir, "machines")
+    if not os.path.isdir(root):
+        return {}
+    return {m: sorted(os.path.join(root, m, f) for f in os.listdir(os.path.join(root, m)) if f.endswith(".json"))
+            for m in sorted(os.listdir(root)) if os.path.isdir(os.path.join(root, m))}
+
+
+def remake(hwdir, hw):
+    """reference.json from the machines kept in hwdir: each process sample
+    an entry with its machine (repetition_index numbers the processes
+    throughout), each machine's facts, runs and date."""
+    ref = {"context": {}, "benchmarks": [], "cudabench_reference": {"hardware": hw, "format": FORMAT, "machines": []}}
+    k = 0
+    for name, runs in machine_folders(hwdir).items():
+        docs = [read_json(p) for p in runs]
+        ctx = docs[0].get("context", {})
+        dates = sorted(str(d.get("context", {}).get("date", "")) for d in docs)
+        ref["context"] = dict(ctx, machine_label=f"reference-{hw}")
+        ref["cudabench_reference"]["machines"].append({
+            "name": name, "recorded": dates[0], "runs": [os.path.basename(p) for p in runs],
+            "facts": {key: ctx[key] for key in FACTS if key in ctx}})
+        for d in docs:
+            procs = sorted({str(b.get("repetition_index", 0)) for b in d["benchmarks"]})
+            for b in d["benchmarks"]:
+                ref["benchmarks"].append(dict(b, machine=name,
+                                              repetition_index=k + procs.index(str(b.get("repetition_index", 0)))))
+            k += len(procs)
+    write_whole(os.path.join(hwdir, "reference.json"), json.dumps(ref, indent=1) + "\n")
+
+
+def load_machines(path, metric="time", wanted=None):
+    """The machines of a reference file, each its own ResultFile."""
+    doc = read_json(path)
+    whole = load_doc(doc, path, metric, wanted)
+    meta = doc.get("cudabench_reference") if isinstance(doc.get("cudabench_reference"), dict) else {}
+    described = {m.get("name"): m for m in meta.get("machines", []) if isinstance(m, dict)}
+    groups = {}
+    for b in doc["benchmarks"]:
+        groups.setdefault(str(b.get("machine", "")) if isinstance(b, dict) else "", []).append(b)
+    out = []
+    for name, entries in groups.items():
+        m = described.get(name, {})
+        f = load_doc(dict(doc, benchmarks=entries), path, metric, wanted)
+        f.label = name or "the recorded machine"
+        facts = m.get("facts") if isinstance(m.get("facts"), dict) else doc.get("context", {})
+        f.context = facts
+        out.append(Machine(f.label, str(m.get("recorded") or doc.get("context", {}).get("date", "?")),
+                           facts, f, m.get("runs") or []))
+    return whole, out

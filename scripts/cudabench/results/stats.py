@@ -12,6 +12,7 @@ FLOOR_QUANTILE = 0.999
 FLOOR_DRAWS = 4000
 MAX_SIMULATED = 1000
 CONFIDENCE = 0.95
+MEDIAN_COVERAGE = 0.85  # samples.py: a row's median is known when this interval is narrow
 
 
 def median(xs):
@@ -80,7 +81,7 @@ def quantiles(xs):
     return [xs[round(i * (len(xs) - 1) / (MAX_PAIRED - 1))] for i in range(MAX_PAIRED)]
 
 
-def speed(a, b, metric):
+def speed(a, b, metric, confidence=CONFIDENCE):
     """(speed, low, high) of b against a: baseline time / b's time (for a
     throughput metric, b / baseline), 1 being the same; the interval is the
     Hodges-Lehmann one of the log ratio over all pairs (distribution-free,
@@ -94,8 +95,54 @@ def speed(a, b, metric):
     d = sorted(sign * (x - y) for x in la for y in lb)
     n, m = len(la), len(lb)
     point = math.exp(sign * (math.log(median(a.samples)) - math.log(median(b.samples))))
-    z = NormalDist().inv_cdf(0.5 + CONFIDENCE / 2)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     k = math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12))
     if k < 1:
         return point, math.nan, math.nan
     return point, math.exp(d[k - 1]), math.exp(d[len(d) - k])
+
+
+def robust_sd(xs):
+    """The standard deviation of xs estimated from its median absolute
+    deviation (1.4826 MAD): one wild sample does not stretch it."""
+    m = median(xs)
+    return 1.4826 * median([abs(x - m) for x in xs]) if len(xs) > 1 else 0.0
+
+
+def median_se(xs):
+    """The standard error of the median of xs (1.2533 sd / sqrt(n), sd robust)."""
+    return 1.2533 * robust_sd(xs) / math.sqrt(len(xs)) if xs else math.nan
+
+
+def t_quantile(p, df):
+    """Student's t quantile (scipy)."""
+    from scipy.stats import t
+    return float(t.ppf(p, df))
+
+
+def machine_bounds(levels, extra_se=0.0, spread_floor=0.0, confidence=CONFIDENCE):
+    """Where one more machine of a kind can fall, from `levels` (one value
+    per recorded machine, e.g. the log of its median time): (centre,
+    half-width) of the prediction interval mean +- t(k-1) * sqrt(s^2 (1 +
+    1/k) + extra_se^2), s the machines' standard deviation, at least
+    spread_floor. With k machines the t quantile has k - 1 degrees of
+    freedom: 12.7 for 2 machines, 4.3 for 3, 2.3 for 10, so how few
+    machines are recorded widens the interval. Needs k >= 2."""
+    k = len(levels)
+    centre = sum(levels) / k
+    s = max(math.sqrt(sum((x - centre) ** 2 for x in levels) / (k - 1)), spread_floor)
+    t = t_quantile(0.5 + confidence / 2, k - 1)
+    return centre, t * math.sqrt(s * s * (1 + 1 / k) + extra_se * extra_se)
+
+
+def median_interval(xs, coverage=MEDIAN_COVERAGE):
+    """The distribution-free interval of the median of xs: the order
+    statistics [x(k), x(n-1-k)] with the most cut from each end that still
+    cover the median coverage of the time (binomial); (nan, nan) for
+    too few samples. From 7 samples on, one wild process falls outside it."""
+    s, n = sorted(xs), len(xs)
+    cover = lambda k: 1 - 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    if n < 2 or cover(0) < coverage:
+        return math.nan, math.nan
+    k = max(j for j in range(n // 2) if cover(j) >= coverage)
+    return s[k], s[n - 1 - k]

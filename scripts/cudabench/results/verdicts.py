@@ -7,7 +7,7 @@ from .gbench import COULD_NOT_RUN, HIGHER_IS_BETTER, Run
 from .stats import median, min_p_value, noise_floor
 
 # The verdicts, as the summary counts them.
-VERDICTS = ("faster", "slower", "same", "noisy", "error", "skipped", "missing", "new", "only")
+VERDICTS = ("faster", "slower", "same", "undecided", "noisy", "error", "skipped", "missing", "new", "only")
 
 
 @dataclass

@@ -1,0 +1,164 @@
+"""References made of machines (models/references.py, models/kind.py):
+every recorded machine judged against the others (leave-one-out, on the
+committed files), a run with one thread against machines of its kind, one
+recorded machine (no verdict, and why), and adding a machine."""
+import glob
+import json
+import math
+import os
+
+from conftest import ROOT, run_script
+
+REFS = os.path.join(ROOT, "results", "reference")
+INTEL = os.path.join(REFS, "cpu-intel-r-xeon-r-processor-2c", "machines")
+TWO_THREAD_ROWS = ("cpu_omp_simd", "cpu_omp_nt")
+# OMP_NUM_THREADS=1 against 2 on this VM kind: +92.8% and +90.5% on the
+# two-thread rows (results/archive/ab-calibration/.../omp).
+ONE_THREAD = 1.9
+
+
+def machines_of(hwdir):
+    root = os.path.join(hwdir, "machines")
+    return {m: sorted(glob.glob(os.path.join(root, m, "*.json"))) for m in sorted(os.listdir(root))}
+
+
+def rows(path):
+    return {b.get("run_name") or b["name"] for b in json.load(open(path))["benchmarks"]}
+
+
+def add(refs, name, *runs):
+    r = run_script("compare.py", "--add-machine", *runs, "--machine", name, "--reference", refs)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def verdicts(stdout):
+    """{row: verdict} from the report's table."""
+    out = {}
+    for line in stdout.splitlines():
+        cells = line.split()
+        if line.startswith(("VectorAdd/", "Copy/", "Mnist", "Transfer/")):
+            out[cells[0]] = next(c for c in cells if c in ("same", "slower", "faster", "undecided", "noisy", "only",
+                                                        "error", "skipped"))
+    return out
+
+
+def scaled(src, dest, factor_of, context=None):
+    """src's run with each row's times multiplied by factor_of(row name)."""
+    doc = json.load(open(src))
+    for b in doc["benchmarks"]:
+        f = factor_of(b.get("run_name") or b["name"])
+        for k in ("real_time", "cpu_time"):
+            b[k] *= f
+    doc["context"].update(context or {})
+    dest.write_text(json.dumps(doc))
+    return str(dest)
+
+
+def test_leave_one_out_no_recorded_machine_is_slower_or_faster_than_the_others(tmp_path):
+    hwdirs = [d for d in glob.glob(os.path.join(REFS, "*")) if os.path.isdir(os.path.join(d, "machines"))]
+    assert len(hwdirs) >= 2  # the Intel CPU VM and the H200
+    for hwdir in hwdirs:
+        machines = machines_of(hwdir)
+        assert len(machines) >= 2, hwdir
+        for left_out, runs in machines.items():
+            refs = str(tmp_path / os.path.basename(hwdir) / left_out)
+            for name, theirs in machines.items():
+                if name != left_out:
+                    add(refs, name, *theirs)
+            theirs = {row for name, paths in machines.items() if name != left_out for p in paths for row in rows(p)}
+            judged = [p for p in runs if rows(p) & theirs]  # an H200 headline file shares no row with a bench file
+            assert judged, left_out
+            for path in judged:
+                r = run_script("compare.py", path, "--reference", refs)
+                assert r.returncode == 0, r.stdout + r.stderr  # no row slower
+                got = verdicts(r.stdout)
+                assert got and not {"slower", "faster"} & set(got.values()), (left_out, path, got)
+                if len(machines) == 2:
+                    assert "no verdict, since one machine cannot show how machines of this kind differ" in r.stdout
+                    assert "one machine of this kind is recorded: add this one to the reference with " \
+                           f"scripts/compare.py --add-machine {path}" in r.stdout
+
+
+def third_machine(tmp_path):
+    """A reference of three machines: vm-a, vm-b, and one as far beyond
+    vm-b as vm-b is beyond vm-a, row by row (made here: two of this kind
+    are recorded)."""
+    a, b = machines_of(os.path.dirname(INTEL))["vm-a"], machines_of(os.path.dirname(INTEL))["vm-b"]
+    med = lambda path: {x["run_name"]: x["real_time"] for x in json.load(open(path))["benchmarks"]
+                        if x["repetition_index"] == 0}
+    ma, mb = med(a[0]), med(b[0])
+    c = [scaled(p, tmp_path / f"c{i}.json", lambda n: mb[n] / ma[n]) for i, p in enumerate(b)]
+    refs = str(tmp_path / "refs")
+    add(refs, "vm-a", *a)
+    add(refs, "vm-b", *b)
+    add(refs, "vm-c", *c)
+    return refs, a
+
+
+def test_one_thread_is_slower_than_three_machines_on_the_two_thread_rows_and_the_cause_names_threads(tmp_path):
+    refs, a = third_machine(tmp_path)
+    one = scaled(a[1], tmp_path / "one-thread.json",
+                 lambda n: ONE_THREAD if any(x in n for x in TWO_THREAD_ROWS) else 1.0, {"cpu_threads_used": "1"})
+    r = run_script("compare.py", one, "--reference", refs)
+    assert r.returncode == 1, r.stdout + r.stderr  # slower: the gate's code
+    got = verdicts(r.stdout)
+    slower = {n for n, v in got.items() if v == "slower"}
+    assert slower and all(any(x in n for x in TWO_THREAD_ROWS) for n in slower), got
+    assert len(slower) >= 6, got  # most of the ten two-thread rows
+    assert all(v == "same" for n, v in got.items() if "cpu_scalar" in n), got
+    assert "likeliest cause threads the CPU rows use 1 against 2" in r.stdout
+    assert "below the slowest of 3 recorded machines" in r.stdout
+
+
+def test_a_machine_of_the_kind_is_as_fast_as_three_and_is_offered_for_adding(tmp_path):
+    refs, a = third_machine(tmp_path)
+    r = run_script("compare.py", a[1], "--reference", refs)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "CPU rows: as fast as the 3 recorded machines of this kind (they differ by up to" in r.stdout
+    assert f"not an outlier, on a clean run: add this one to the reference with scripts/compare.py --add-machine " \
+           f"{a[1]}" in r.stdout
+
+
+def test_with_one_recorded_machine_the_ratio_is_given_but_no_verdict(tmp_path):
+    a = machines_of(os.path.dirname(INTEL))["vm-a"]
+    refs = str(tmp_path / "refs")
+    add(refs, "vm-a", *a)
+    one = scaled(a[1], tmp_path / "one-thread.json",
+                 lambda n: ONE_THREAD if any(x in n for x in TWO_THREAD_ROWS) else 1.0, {"cpu_threads_used": "1"})
+    r = run_script("compare.py", one, "--reference", refs)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert set(verdicts(r.stdout).values()) == {"undecided"}
+    row = next(x for x in r.stdout.splitlines() if x.startswith("VectorAdd/cpu_omp_simd/n:1048576"))
+    assert "0.53x" in row  # the ratio, with its interval
+    assert "one machine of this kind is recorded: add this one" in r.stdout
+
+
+def test_adding_machines_keeps_each_apart_with_its_runs_and_facts_and_counts_a_run_once(tmp_path):
+    a, b = (machines_of(os.path.dirname(INTEL))[m] for m in ("vm-a", "vm-b"))
+    refs = tmp_path / "refs"
+    add(str(refs), "vm-a", *a)
+    r = add(str(refs), "vm-b", b[0], b[0], b[1])
+    assert "the same run as" in r.stderr and "counted once" in r.stderr
+    hw = refs / "cpu-intel-r-xeon-r-processor-2c"
+    assert sorted(os.listdir(hw / "machines" / "vm-b")) == sorted(os.path.basename(p) for p in b)
+    ref = json.load(open(hw / "reference.json"))
+    meta = ref["cudabench_reference"]["machines"]
+    assert [m["name"] for m in meta] == ["vm-a", "vm-b"]
+    assert meta[1]["facts"]["host_kernel"] == "6.18.44-fc-v1147" and meta[1]["recorded"].startswith("2026-12-04")
+    assert {x["machine"] for x in ref["benchmarks"]} == {"vm-a", "vm-b"}
+    processes = {(x["machine"], x["repetition_index"]) for x in ref["benchmarks"]}
+    assert len(processes) == 16 and len({i for _, i in processes}) == 16  # 2 machines x 2 runs x 4 processes
+    r = run_script("compare.py", "--add-machine", b[1], "--machine", "vm-c", "--reference", str(refs))
+    assert r.returncode == 2 and "every run given is in the reference already" in r.stderr
+    r = run_script("compare.py", "--add-machine", b[1], "--machine", "no/such", "--reference", str(refs))
+    assert r.returncode == 2 and "--machine no/such" in r.stderr
+
+
+def test_the_machine_bounds_widen_with_fewer_machines():
+    from cudabench.results.stats import machine_bounds
+    spread = [0.0, 0.1]
+    widths = [machine_bounds(spread * k, confidence=0.975)[1] for k in (1, 2, 5)]
+    assert widths[0] > widths[1] > widths[2] > 0
+    centre, h = machine_bounds([math.log(2.0), math.log(2.0)], spread_floor=0.05, confidence=0.975)
+    assert math.isclose(centre, math.log(2.0)) and h > 0.05  # machines that agree exactly: still the floor
