@@ -15,14 +15,17 @@
 # only; incremental, and ccache makes a revision built before cheap). No
 # parent (a shallow clone, the first commit): nothing to compare, exit 0. When no file that goes into bench differs
 # between the two, both sides run build/bench: an A/A run, which checks the
-# gate itself. The CI subset (lib.sh: ci_subset_filter), 15 + 15 processes.
+# gate itself. The CI subset (lib.sh: ci_subset_filter).
 #
-# The bar: a change counts when it is beyond 5% and beyond the noise floor
-# measured for this kind of machine (results/baselines/<machine>.floors.json,
-# made by --calibrate or scripts/ab-calibration.sh), with Mann-Whitney
-# p < 0.05 over the process medians, and when a second interleaved run of
-# the benchmarks found slower finds it again (ab.py --confirm). Without
-# floors for this machine the run is report-only, and says so.
+# The gate is sequential (scripts/ab.py run): interleaved processes, looked
+# at after 6 a side and then as they grow by a third, until each row's
+# interval for the change lies beyond the bar (slower, faster) or within it
+# (same), or 40 + 40 processes or 150 s are spent (undecided: said so).
+# The bar is 5%, or the row's noise floor at 40 vs 40 processes measured
+# for this kind of machine (results/baselines/<machine>.floors.json, made by
+# --calibrate or scripts/ab-calibration.sh) when that is higher; the
+# interval's level is 1 - 0.01 / the number of looks. Without floors for
+# this machine the run is report-only, and says so.
 #
 # Writes build/regress/ (a.json, b.json, report.md for a CI job summary) and,
 # for a clean tree, keeps one JSON per commit in
@@ -132,12 +135,12 @@ labels="$(ab_labels "${base_sha:0:7}" "$this")"
 [ "${base_sha:0:7}" != "$this" ] ||
   echo "regress: the base, $base, is this commit: an A/A run of ${base_sha:0:7}, its sides labelled (A) and (B)" >&2
 args=(run --a "$a_bench" --b build/bench --labels "$labels" --filter "$filter" --min-time 0.05
-      --out "$out" --confirm)
+      --alpha 0.01 --out "$out")
 [ -f "$floors" ] && args+=(--floors "$floors")
 [ "$mode" = report ] && args+=(--report-only)
 history="${CUDABENCH_HISTORY:-$(cache_dir)/history}/$machine"
 [ "$clean" = 1 ] && args+=(--history "$history" --rev-a "$base_sha" --rev-b "$(git rev-parse HEAD)")
-echo "regress: ${base_sha:0:7} (A) against $this (B) on $machine, 15 + 15 processes, interleaved" >&2
+echo "regress: ${base_sha:0:7} (A) against $this (B) on $machine: interleaved processes until each row is decided (at most 40 + 40, 150 s)" >&2
 rc=0
 run_job "$py" scripts/ab.py "${args[@]}" || rc=$?
 if [ "$clean" = 1 ] && [ -d "$history" ]; then

@@ -2,7 +2,8 @@
 # README command 1: install what is missing, build, run the default benchmarks.
 # The default run takes its samples from CUDABENCH_PROCESSES bench processes
 # (default 4; scripts/samples.py: one sample per process for each row, a
-# process beside other load run again or flagged), prints a table and writes
+# process beside other load run again or flagged; a row whose median is
+# still wide gets more, up to 12 or 90 s), prints a table and writes
 # results/<label>/<toolkit>/latest.json; then, when results/reference/ holds a
 # reference for this hardware, says how this run compares with it.
 #   scripts/run-bench.sh [-h|--help] [--label NAME] [bench flags...]

@@ -14,6 +14,8 @@ import pytest
 from cudabench.commands import ab
 from cudabench.commands import samples
 from cudabench.base.errors import EXIT_TOOL, ToolError
+from cudabench.base import processes
+from cudabench.results.sequential import looks
 from cudabench.results.gbench import load, load_doc
 from cudabench.results.stats import load_floors, median, noise_floor
 from conftest import ROOT
@@ -111,7 +113,7 @@ def test_same_build_on_both_sides_passes(tmp_path):
     r, order = run_ab(tmp_path, processes=3)
     assert "".join(order) == "ABBAAB"
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "slower" not in r.stdout
+    assert not [x for x in r.stdout.splitlines() if x.startswith("Fake/") and " slower " in x], r.stdout
 
 
 @pytest.mark.parametrize("mode,code,words", [
@@ -220,7 +222,7 @@ def test_a_change_beyond_threshold_but_within_floor_is_same_and_beyond_both_is_s
     floors.write_text(json.dumps({"benchmarks": {STEADY: {"process_medians": [0.9, 1.1] * 10}}}))
     r, _ = run_ab(tmp_path, "--floors", str(floors), b_env=["FAKE_GBENCH_TIME=110"])
     line = next(x for x in r.stdout.splitlines() if x.startswith(STEADY))
-    assert r.returncode == 0 and "same" in line and "within the noise floor" in line, r.stdout
+    assert r.returncode == 0 and " same " in line and "cannot gate a change under 22% here" in line, r.stdout
     r, _ = run_ab(tmp_path, "--floors", str(floors), b_env=["FAKE_GBENCH_TIME=160"])
     assert r.returncode == 1, r.stdout + r.stderr
 
@@ -318,7 +320,7 @@ def test_a_benchmark_that_b_no_longer_runs_fails_the_gate(tmp_path):
 def test_a_malformed_result_names_the_process_and_its_log(tmp_path, body, words):
     r, _ = run_ab(tmp_path, "--b", fake_b(tmp_path, body), processes=2)
     assert r.returncode == 3, r.stdout + r.stderr
-    log = tmp_path / "out" / "processes" / "B00.stderr"
+    log = tmp_path / "out" / "processes" / "look1" / "B00.stderr"
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
     assert "ab: process 0 of B (" in r.stderr and words in r.stderr and f"log: {log}" in r.stderr
 
@@ -328,7 +330,7 @@ def test_a_b_that_exits_2_after_good_processes_failed_it_did_not_refuse(tmp_path
     r, order = run_ab(tmp_path, "--b", b, processes=3)  # ABBAAB: the third B exits 2
     assert r.returncode == 3, r.stdout + r.stderr
     assert "process 2 of B" in r.stderr and "failed (exit 2) after 2 good one(s)" in r.stderr
-    assert str(tmp_path / "out" / "processes" / "B02.stderr") in r.stderr and "refused" not in r.stderr
+    assert str(tmp_path / "out" / "processes" / "look1" / "B02.stderr") in r.stderr and "refused" not in r.stderr
     # Its first process exiting 2: it refuses these flags.
     (tmp_path / "b.count").unlink()
     r, _ = run_ab(tmp_path, "--b", fake_b(tmp_path, "print('no such flag', file=sys.stderr); sys.exit(2)"))
@@ -339,9 +341,9 @@ def test_the_load_share_stays_within_0_and_1(monkeypatch):
     # /proc/stat counts whole ticks: a short process can see two ticks of
     # busy CPUs in less wall time than that.
     stats = iter([(100.0, 5.0, 1000.0), (100.02, 5.0, 1000.02), (100.0, 5.0, 1000.0), (100.0, 5.3, 1000.2)])
-    monkeypatch.setattr(samples, "proc_stat", lambda: next(stats))
+    monkeypatch.setattr(processes, "proc_stat", lambda: next(stats))
     for _ in range(2):
-        share = samples.LoadMeter().share()
+        share = processes.LoadMeter().share()
         assert 0.0 <= share <= 1.0
 
 
@@ -377,7 +379,7 @@ def test_a_second_run_into_one_out_exits_2_at_once_naming_the_first(tmp_path):
     assert second.returncode == 2, second.stderr
     assert second.stderr.strip().startswith(f"ab: another run holds {out} (pid {first.pid}, started "), second.stderr
     assert first.returncode == 0, err
-    assert json.loads((out / "a.json").read_text())["cudabench_samples"]["processes"] == 40
+    assert json.loads((out / "a.json").read_text())["cudabench_samples"]["processes"] >= 6  # the first run's
 
 
 @pytest.mark.parametrize("cmd", [["run", "--a", FAKE, "--b", FAKE], ["calibrate", "--bench", FAKE, "--floors-out", "F"],
@@ -454,3 +456,33 @@ def test_skipped_repetitions_give_no_sample_and_a_skipped_entry():
     assert "skipped" not in e["P"] and e["P"]["real_time"] == 7 and e["P"]["repetitions_in_process"] == 1
     runs = load_doc({"benchmarks": list(e.values())}, "merged").runs
     assert runs["S"].skipped == "needs 2 GPUs" and not runs["S"].samples and runs["P"].samples == [7e-6]
+
+
+def test_the_gate_looks_as_its_processes_grow_by_a_third():
+    assert looks(40) == [6, 9, 13, 18, 25, 34, 40]
+    assert looks(3) == [3] and looks(7) == [6, 7]
+
+
+def test_the_gate_catches_a_ten_percent_slowdown_at_its_first_look(tmp_path):
+    r, order = run_ab(tmp_path, b_env=["FAKE_GBENCH_TIME=110"], processes=40)
+    assert r.returncode == 1, r.stdout + r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith(STEADY))
+    assert " slower " in line and "after 6 vs 6 processes" in line, line
+    assert len(order) == 12  # both rows decided at the first look: no more processes
+
+
+def test_the_gate_stops_sampling_a_decided_row_and_calls_an_unresolved_one_undecided(tmp_path):
+    # B's steady row is bimodal, half its processes 20% faster and half 25%
+    # slower: no number of processes settles it; the control row is the same.
+    r, order = run_ab(tmp_path, b_env=["FAKE_GBENCH_STATES=0.8,1.25"], processes=13)
+    assert r.returncode == 0, r.stdout + r.stderr
+    steady = next(x for x in r.stdout.splitlines() if x.startswith(STEADY))
+    other = next(x for x in r.stdout.splitlines() if x.startswith("Fake/other"))
+    assert " undecided " in steady and "could not tell" in steady and "after 13 vs 13 processes" in steady, steady
+    assert "(13 processes a side)" in steady
+    assert " same " in other and "after 6 vs 6 processes" in other, other
+    # Decided at the first look, the control row left the later processes.
+    later = json.loads((tmp_path / "out" / "processes" / "look2" / "B00.json").read_text())
+    assert {b["run_name"] for b in later["benchmarks"]} == {STEADY}
+    assert len(order) == 26
+    assert "ab: 6 vs 6 processes" in r.stderr and "1 row(s) decided, 1 open" in r.stderr

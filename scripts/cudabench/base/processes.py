@@ -1,7 +1,9 @@
 """Child processes and signals: process groups stopped with a deadline,
 SIGTERM and SIGHUP raised as an exception so that `finally` blocks run,
-and who this process's ancestors are."""
+who this process's ancestors are, and how much of the machine others took
+while a child ran (LoadMeter)."""
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -60,3 +62,39 @@ def ancestors():
         except (OSError, ValueError, IndexError):
             break
     return out
+
+
+def proc_stat():
+    """(busy, stolen, all) seconds of all CPUs since boot, from /proc/stat, or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    hz = os.sysconf("SC_CLK_TCK")
+    user, nice, system, _idle, _iowait, irq, softirq, steal = v
+    return (user + nice + system + irq + softirq) / hz, steal / hz, sum(v) / hz
+
+
+class LoadMeter:
+    """The share of the machine's CPU time that others took while a child ran:
+    busy time not spent by our children or by us, plus steal, out of all the
+    CPU time /proc/stat counted meanwhile. (Not out of wall time x
+    os.cpu_count(): /proc/stat counts in ticks, so a short process saw
+    whole ticks over a few ms, and it may count other CPUs than
+    os.cpu_count() does; either made shares of 241%.) Always in [0, 1]."""
+
+    def __init__(self):
+        self.stat0 = proc_stat()
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.children0, self.self0 = r.ru_utime + r.ru_stime, time.process_time()
+
+    def share(self):
+        stat = proc_stat()
+        if stat is None or self.stat0 is None or stat[2] <= self.stat0[2]:
+            return 0.0
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        ours = (r.ru_utime + r.ru_stime - self.children0) + (time.process_time() - self.self0)
+        foreign = max(0.0, stat[0] - self.stat0[0] - ours)
+        stolen = max(0.0, stat[1] - self.stat0[1])
+        return min(1.0, (foreign + stolen) / (stat[2] - self.stat0[2]))

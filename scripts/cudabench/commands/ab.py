@@ -4,14 +4,21 @@
     ab.py calibrate --bench BENCH --floors-out FILE [options]
     ab.py trials N --a BENCH_A --b BENCH_B [options] --out DIR
 
-run: K processes per side, interleaved A B B A A B B A ... (so slow drift
-of a shared machine falls on both sides alike). Each process runs the chosen
-benchmarks with Google Benchmark's random interleaving and a few repetitions;
-its median per benchmark is one sample. The two sides' samples are compared
-by compare.py (medians, Mann-Whitney U on the process medians, the noise
-floor of --floors). Writes into --out: a.json and b.json (one entry per
-process: Google Benchmark JSON that compare.py and report.py read),
-report.md, and processes/ (each process's own JSON and stderr).
+run: a sequential gate. Processes interleaved A B B A A B B A ... (so slow
+drift of a shared machine falls on both sides alike), each running the
+chosen benchmarks with Google Benchmark's random interleaving and a few
+repetitions; its median per benchmark is one sample. After 6 processes a
+side, and each time their number has grown by a third, every row not yet
+decided gets the interval of its change (Hodges-Lehmann over the process
+samples, at 1 - alpha / the number of looks): above zero and the change
+beyond the bar, slower; the mirror, faster; inside +-bar, same. The bar is
+--threshold, or the row's noise floor (--floors) at 40 vs 40 processes when
+that is higher. Decided rows leave the later processes; the run ends when
+none is left, at --processes a side, or before a look that would pass
+--seconds, and a row still open is "undecided", with its interval. Writes
+into --out: a.json and b.json (one entry per process: Google Benchmark JSON
+that compare.py and report.py read), report.md, and processes/ (each
+process's own JSON and stderr, per look).
 
 Why process medians: repetitions inside one process share its state
 (memory placement, huge pages, frequency, neighbours), so they are not
@@ -24,7 +31,8 @@ benchmark, the process medians relative to their median: the noise floors
 trials: N runs in a row; a table of how many gave each verdict, per benchmark
 (the false-alarm rate of A/A runs, the power against a known slowdown).
 
-Options: --processes K per side (default 15; 2 to 1000), --filter REGEX,
+Options: --processes K per side (the most: default 40; calibrate: 20; 2 to
+1000), --seconds S (the gate's budget, default 150), --filter REGEX,
 --reps R repetitions per process (default 3; 1 to 1000), --min-time S
 (--benchmark_min_time, up to 3600 s), --process-seconds S (a bench process
 still running after this long is stopped and the run fails: default 3600),
@@ -55,12 +63,14 @@ check in A alone is reported, not failed on: a commit that fixes its
 parent must pass.
 """
 import argparse
+import functools
 import json
 import os
-import re
 import shlex
+import shutil
 import subprocess
 import sys
+import time
 
 from . import samples
 from ..base.errors import BadInput, EXIT_REGRESSION
@@ -68,14 +78,15 @@ from ..base.processes import split_passthrough
 from ..base.files import check_writable, hold_lock, make_folder, refuse_inputs_as_outputs, write_whole
 from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
 from ..base.text import table
-from ..results.gbench import MAX_FILTER, load
+from ..results.gbench import MAX_FILTER, load, load_doc, name_prefix
 from ..results.stats import load_floors, median, noise_floor
 from ..results.verdicts import judge_all
-from ..models.comparison import report_verdicts
+from ..results.sequential import GATE_PROCESSES, GATE_SECONDS, bars, look, looks, rule, settle
+from ..models.comparison import render, report_verdicts
 from ..base.paths import ROOT
 
 EXIT_WRONG = samples.EXIT_WRONG
-GATE_PROCESSES = 15  # the default per side: the CI subset in about 2 minutes on the 2-core CI VM
+CALIBRATE_PROCESSES = 20
 
 
 def schedule(k):
@@ -178,6 +189,71 @@ def one_run(args, extra, out, floors, progress=True):
     return files, names, results, doc_a, doc_b
 
 
+def gate_run(args, extra, out, floors, progress=True):
+    """The sequential run: interleaved processes, looked at as looks()
+    says; at each look every undecided row's interval of the change (at
+    1 - alpha / looks, so that looking often does not inflate false alarms)
+    is held against its bar (results.verdicts.sequential_verdict); decided
+    rows leave the later processes' filter. Stops when all are decided, at
+    --processes per side, or when the next look would pass --seconds.
+    Returns (files, names, results, doc_a, doc_b); rows still undecided are
+    "undecided", with the reason."""
+    a, b = sides(args)
+    procdir = os.path.join(out, "processes")
+    shutil.rmtree(procdir, ignore_errors=True)
+    make_folder(procdir, "--out")
+    plan = looks(args.processes)
+    confidence = 1 - args.alpha / len(plan)
+    docs, loads, orders, reruns = {"A": [], "B": []}, {"A": [], "B": []}, "", 0
+    decided, started, filt, why = {}, time.monotonic(), args.filter, f"{args.processes} processes a side"
+    for j, n in enumerate(plan):
+        s = samples.Sampling(filt, args.reps, args.min_time, args.max_interference, extra, args.process_seconds)
+        work = os.path.join(procdir, f"look{j + 1}")
+        make_folder(work, "--out")
+        d, lo, meta = samples.run_schedule({"A": a, "B": b}, schedule(n - len(docs["A"])), s, work, progress, "ab")
+        for side in docs:
+            docs[side] += d[side]
+            loads[side] += lo[side]
+        orders, reruns = orders + meta["order"], reruns + meta["reruns"]
+        meta = dict(meta, filter=args.filter, order=orders, reruns=reruns, tool="ab", looks=plan[:j + 1],
+                    wall_s=round(time.monotonic() - started, 1), confidence=confidence)
+        files = merged_files(args, a, b, docs, loads, meta)
+        names, results = judge_all(files, "time", args.threshold, args.alpha, None, floors)
+        left = look(files, results[files[1].label], bars(names, floors, args.threshold), confidence, n, decided)
+        spent = time.monotonic() - started
+        say_look(progress, n, spent, decided, left)
+        if not left:
+            break
+        if j + 1 < len(plan) and spent * plan[j + 1] / n > args.seconds:
+            why = f"the next look would pass the budget of {args.seconds:g} s"
+            break
+        named = "|".join(name_prefix(x) for x in left)
+        filt = named if len(named) <= MAX_FILTER else args.filter
+    for v in results[files[1].label]:
+        settle(v, decided, n, why, args.threshold)
+    write_json(os.path.join(out, "a.json"), files[0].doc)
+    write_json(os.path.join(out, "b.json"), files[1].doc)
+    return files, names, results, files[0].doc, files[1].doc
+
+
+def merged_files(args, a, b, docs, loads, meta):
+    la, lb = labels(args)
+    out = []
+    for side, arm, label in (("A", a, la), ("B", b, lb)):
+        doc = samples.merge(docs[side], side, dict(meta, bench=arm.bench, env=arm.env, wrap=arm.wrap), loads[side])
+        f = load_doc(doc, side)
+        f.label, f.doc = label, doc
+        out.append(f)
+    return out
+
+
+def say_look(progress, n, spent, decided, left):
+    if progress:
+        print(f"ab: {n} vs {n} processes, {spent:.0f} s: {len(decided)} row(s) decided, {len(left)} open"
+              + (f" ({', '.join(x.split('/real_time')[0] for x in left[:3])}{', ...' if len(left) > 3 else ''})"
+                 if left else ""), file=sys.stderr, flush=True)
+
+
 def git_info(rev):
     try:
         r = subprocess.run(["git", "log", "-1", "--format=%H%x09%ct%x09%s", rev], capture_output=True, text=True,
@@ -207,9 +283,10 @@ def cmd_run(args, extra):
         raise BadInput("--history needs --rev-a and --rev-b")
     args.revs = (git_info(args.rev_a), git_info(args.rev_b)) if args.history else None
     check_args(args)  # bad input is found before anything is made
-    files, names, results, doc_a, doc_b = one_run(args, extra, args.out, floors)
+    files, names, results, doc_a, doc_b = gate_run(args, extra, args.out, floors)
     rc = report_verdicts(files, names, results, "time", args.threshold, args.alpha,
-                        os.path.join(args.out, "report.md"), "text", args.report_only, tool="ab")
+                        os.path.join(args.out, "report.md"), "text", args.report_only, tool="ab",
+                        report=functools.partial(render, rule=rule(args)))
     if args.confirm and rc == EXIT_REGRESSION:
         rc = confirm(args, extra, floors, results[files[1].label])
     if args.history:
@@ -228,15 +305,6 @@ def cmd_run(args, extra):
     return rc
 
 
-def name_prefix(name):
-    """A filter for one benchmark: its name up to the time suffix, anchored
-    (Google Benchmark matches names that may still hold a min_time part)."""
-    for suffix in ("/real_time", "/manual_time", "/process_time"):
-        if name.endswith(suffix):
-            return "^" + re.escape(name[: -len(suffix) + 1])
-    return "^" + re.escape(name) + "$"
-
-
 def confirm(args, extra, floors, verdicts):
     """Run the benchmarks found slower again, in a second interleaved run of
     their own; a slowdown is confirmed when that run finds it too. A verdict
@@ -249,9 +317,10 @@ def confirm(args, extra, floors, verdicts):
     named = "|".join(name_prefix(v.name) for v in slower)
     again.filter = named if len(named) <= MAX_FILTER else args.filter  # too many to name: all of them again
     out = os.path.join(args.out, "confirm")
-    files, names, results, _, _ = one_run(again, extra, out, floors)
+    files, names, results, _, _ = gate_run(again, extra, out, floors)
     rc = report_verdicts(files, names, results, "time", args.threshold, args.alpha,
-                        os.path.join(out, "report.md"), "text", args.report_only, tool="ab")
+                        os.path.join(out, "report.md"), "text", args.report_only, tool="ab",
+                        report=functools.partial(render, rule=rule(args)))
     confirmed = {v.name for v in results[files[1].label] if v.verdict == "slower"}
     for v in slower:
         if v.name not in confirmed:
@@ -300,20 +369,22 @@ def cmd_calibrate(args, extra):
 def cmd_trials(args, extra):
     floors = load_floors(args.floors) if args.floors else None
     check_args(args)
-    tally, changes, walls, reruns = {}, {}, [], []
+    tally, changes, walls, reruns, by_trial = {}, {}, [], [], []
     for t in range(args.n):
-        files, names, results, doc_a, _ = one_run(args, extra, os.path.join(args.out, "last"), floors, False)
+        files, names, results, doc_a, _ = gate_run(args, extra, os.path.join(args.out, "last"), floors, False)
         walls.append(doc_a[samples.META]["wall_s"])
         reruns.append(doc_a[samples.META]["reruns"])
+        by_trial.append({v.name: v.verdict for v in results[files[1].label]})
         for v in results[files[1].label]:
             tally.setdefault(v.name, {})
             tally[v.name][v.verdict] = tally[v.name].get(v.verdict, 0) + 1
             changes.setdefault(v.name, []).append(v.change)
         line = ", ".join(f"{n.split('/real_time')[0]}: {v.verdict}" for n, v in
                          ((x.name, x) for x in results[files[1].label]) if v.verdict != "same")
-        print(f"ab: trial {t + 1}/{args.n} ({walls[-1]:.0f} s, {reruns[-1]} processes run again): "
+        print(f"ab: trial {t + 1}/{args.n} ({walls[-1]:.0f} s, {doc_a[samples.META]['processes']} vs "
+              f"{doc_a[samples.META]['processes']} processes, {reruns[-1]} run again): "
               f"{line or 'all same'}", file=sys.stderr, flush=True)
-    verdicts = ["slower", "faster", "same", "noisy", "error"]
+    verdicts = ["slower", "faster", "same", "undecided", "noisy", "error"]
     verdicts += [v for v in ("missing", "new") if any(v in c for c in tally.values())]
     rows = []
     for n, c in tally.items():
@@ -321,7 +392,8 @@ def cmd_trials(args, extra):
         rows.append([n] + [c.get(v, 0) for v in verdicts] +
                     [f"{100 * median(ch):+.1f}%", f"{100 * ch[0]:+.1f}% .. {100 * ch[-1]:+.1f}%"])
     head = ["benchmark"] + verdicts + ["median change", "range"]
-    desc = (f"{args.n} trials of {args.processes} vs {args.processes} processes, {args.reps} repetitions each; "
+    desc = (f"{args.n} trials of the sequential gate (at most {args.processes} vs {args.processes} processes and "
+            f"{args.seconds:g} s; alpha {args.alpha:g}), {args.reps} repetitions a process; "
             f"A: {args.a} {' '.join(args.a_env or [])} {args.a_wrap or ''}; "
             f"B: {args.b} {' '.join(args.b_env or [])} {args.b_wrap or ''}; "
             f"median wall time per trial {median(walls):.0f} s; processes run again for other load: "
@@ -335,7 +407,7 @@ def cmd_trials(args, extra):
                 "a": {"bench": args.a, "env": args.a_env, "wrap": args.a_wrap},
                 "b": {"bench": args.b, "env": args.b_env, "wrap": args.b_wrap},
                 "floors": args.floors, "threshold": args.threshold, "alpha": args.alpha,
-                "wall_s": walls, "reruns": reruns, "verdicts": tally, "changes": changes})
+                "wall_s": walls, "reruns": reruns, "verdicts": tally, "changes": changes, "by_trial": by_trial})
     return 0
 
 
@@ -356,8 +428,12 @@ def main(argv=None):
             p.add_argument("--labels", help="two names, baseline first (default A,B)")
             p.add_argument("--floors", metavar="FILE", help="noise floors (ab.py calibrate)")
             p.add_argument("--report-only", action="store_true")
-        p.add_argument("--processes", action=bounded(2, samples.MAX_COUNT), default=GATE_PROCESSES,
-                       help=f"processes per side (default {GATE_PROCESSES})")
+        most = GATE_PROCESSES if two_sides else CALIBRATE_PROCESSES
+        p.add_argument("--processes", action=bounded(2, samples.MAX_COUNT), default=most,
+                       help=f"processes per side (default {most}" + (": the most the gate takes)" if two_sides else ")"))
+        if two_sides:
+            p.add_argument("--seconds", action=bounded(1, 86400, float), default=GATE_SECONDS,
+                           help=f"the gate's time budget: no look begins that would end past it (default {GATE_SECONDS})")
         p.add_argument("--filter", default=".", help="benchmark regex")
         p.add_argument("--reps", action=bounded(1, samples.MAX_COUNT), default=3,
                        help="repetitions per process (default 3)")

@@ -68,7 +68,7 @@ from ..results.gbench import compile_filter, load
 from ..results.stats import load_floors
 from ..results.context import hardware_of, machine_of, set_labels, with_baseline_first
 from ..results.verdicts import judge_all
-from ..models.references import REFERENCES, add_machine, find_reference, load_machines
+from ..models.references import REFERENCES, add_machine, find_reference, load_machines, recorded_as
 from ..models import kind
 from . import machines
 from . import report as plots
@@ -115,7 +115,8 @@ def against_reference(a, wanted):
         f.label = "this machine"
     names, results = kind.judge_kind(whole, recorded, f, a.metric, a.threshold)
     machines.relabel(results, [whole, f])
-    report = lambda *args: kind.render(recorded, hw, f, results, a.metric, args[-1], a.files[0])
+    kept = recorded_as(a.files[0], os.path.dirname(path))
+    report = lambda *args: kind.render(recorded, hw, f, results, a.metric, args[-1], a.files[0], kept)
     return report_verdicts([whole, f], names, results, a.metric, a.threshold, a.alpha, a.markdown, a.format,
                            a.report_only, report=report)
 

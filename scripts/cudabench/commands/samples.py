@@ -2,7 +2,7 @@
 merges them into one result, for the default run (scripts/run-bench.sh),
 the A/B runner (ab.py), the fleet (fleet.py merge) and the stack matrix.
 
-    samples.py run --bench BENCH --out FILE [--processes K] [--reps R]
+    samples.py run --bench BENCH --out FILE [--processes K] [--most M] [--seconds S] [--reps R]
                    [--min-time S] [--filter RX] [--label NAME]
                    [--max-interference SHARE] [--process-seconds S]
                    [-- extra bench flags]
@@ -11,7 +11,11 @@ run: K bench processes (default 4, up to 1000), one after another; each runs
 the chosen benchmarks with R repetitions (default 1) and gives one sample per
 benchmark, the median of its repetitions. Repetitions inside one process
 share its state (memory placement, huge pages, clocks, neighbours), so they
-are not independent samples; processes are. A process that ran while the
+are not independent samples; processes are. Then a row whose median is not
+known to within +-5% (the distribution-free interval of the median of its
+process samples, at 85%) gets two more processes of its own, and again,
+up to M processes (default 12) or until two more would end past S seconds
+(default 90); a row still wide then is named. A process that ran while the
 rest of the machine took more than SHARE of all CPUs' time (other
 processes, or the hypervisor's steal; default 0.05) runs again, up to 3
 times and at most K times in all; one kept beside such load is flagged:
@@ -38,7 +42,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -47,13 +50,14 @@ import time
 from dataclasses import dataclass, field
 
 from . import driver_probe
+from .driver_probe import DRIVER_CHECKED
 from ..base.errors import BadInput, ToolError, one_line
-from ..base.processes import split_passthrough, stop_groups
+from ..base.processes import LoadMeter, split_passthrough, stop_groups
 from ..base.files import check_writable, hold_lock, is_stream, read_json, refuse_inputs_as_outputs, write_whole
 from ..base.cli import ArgParser, bounded, output_folder, run_tool
 from ..base.text import fmt_value, table
-from ..results.gbench import SAMPLES_META, THROTTLED, finite_number, load_doc
-from ..results.stats import median
+from ..results.gbench import MAX_FILTER, SAMPLES_META, THROTTLED, finite_number, load_doc, name_prefix
+from ..results.stats import median, median_interval
 from ..results.context import hardware_of
 
 EXIT_WRONG = 1
@@ -65,6 +69,12 @@ MAX_INTERFERENCE = 0.05
 RETRIES = 3
 FULL_BYTES = 1 << 20  # less free space than this where results go: the disk is full (a result is ~100 KiB)
 META = SAMPLES_META
+# The default run takes more processes for a row whose median is not known
+# to within +-WIDE (median_interval at MEDIAN_COVERAGE), up to MOST_PROCESSES
+# and within SECONDS.
+WIDE = 0.05
+MOST_PROCESSES = 12
+SECONDS = 90
 MAX_COUNT = 1000  # the most processes (per side), repetitions per process or trials a run takes
 MIN_TIME = bounded(0, 3600, float, "(]")  # --min-time: seconds per benchmark and process
 # bench flags that the samples set themselves, or that make bench measure nothing.
@@ -74,42 +84,6 @@ OWN_FLAGS = {"--benchmark_out": "--out", "--benchmark_out_format": "--out", "--b
 # Google Benchmark's own fields; every other number in an entry is a counter.
 GB_FIELDS = {"family_index", "per_family_instance_index", "repetition_index", "repetitions", "threads",
              "iterations"}
-
-
-def proc_stat():
-    """(busy, stolen, all) seconds of all CPUs since boot, from /proc/stat, or None."""
-    try:
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    hz = os.sysconf("SC_CLK_TCK")
-    user, nice, system, _idle, _iowait, irq, softirq, steal = v
-    return (user + nice + system + irq + softirq) / hz, steal / hz, sum(v) / hz
-
-
-class LoadMeter:
-    """The share of the machine's CPU time that others took while a child ran:
-    busy time not spent by our children or by us, plus steal, out of all the
-    CPU time /proc/stat counted meanwhile. (Not out of wall time x
-    os.cpu_count(): /proc/stat counts in ticks, so a short process saw
-    whole ticks over a few ms, and it may count other CPUs than
-    os.cpu_count() does; either made shares of 241%.) Always in [0, 1]."""
-
-    def __init__(self):
-        self.stat0 = proc_stat()
-        r = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self.children0, self.self0 = r.ru_utime + r.ru_stime, time.process_time()
-
-    def share(self):
-        stat = proc_stat()
-        if stat is None or self.stat0 is None or stat[2] <= self.stat0[2]:
-            return 0.0
-        r = resource.getrusage(resource.RUSAGE_CHILDREN)
-        ours = (r.ru_utime + r.ru_stime - self.children0) + (time.process_time() - self.self0)
-        foreign = max(0.0, stat[0] - self.stat0[0] - ours)
-        stolen = max(0.0, stat[1] - self.stat0[1])
-        return min(1.0, (foreign + stolen) / (stat[2] - self.stat0[2]))
 
 
 @dataclass
@@ -154,8 +128,10 @@ def check_driver_once(arms):
     process checks again whatever was inherited."""
     verdicts = {}
     for arm in arms:
+        if DRIVER_CHECKED in arm.env:  # checked by an earlier schedule of this run (ab.py's looks)
+            continue
         env = dict(os.environ, **arm.env)
-        if os.environ.get(driver_probe.DRIVER_CHECKED) == "ok" and not set(arm.env) - {driver_probe.DRIVER_CHECKED}:
+        if os.environ.get(DRIVER_CHECKED) == "ok" and not set(arm.env) - {DRIVER_CHECKED}:
             continue
         check = os.path.join(os.path.dirname(os.path.abspath(arm.bench)), "cudabench-driver-check")
         key = (check, tuple(sorted(env.items())))
@@ -386,6 +362,44 @@ def summary(doc):
     return table(["benchmark", "median", "spread", "throughput", "samples", "note"], rows, False)
 
 
+def wide_rows(doc):
+    """The rows whose median is not yet known to within +-WIDE (its interval, median_interval)."""
+    out = []
+    for n, r in load_doc(doc, "result").runs.items():
+        if r.error or not r.samples:
+            continue
+        m = median(r.samples)
+        lo, hi = median_interval(r.samples)
+        if lo != lo or (hi - lo) / m > 2 * WIDE:
+            out.append(n)
+    return out
+
+
+def more_processes(arm, s, work, docs, loads, meta, a):
+    """Processes beyond the first --processes, for the rows whose median is
+    still wide, two at a time, until none is, --most processes, or the
+    next two would end past --seconds. Extends docs and loads; returns meta."""
+    started = time.monotonic() - meta["wall_s"]
+    while True:
+        wide = wide_rows(merge(docs, "run", meta, loads))
+        each = (time.monotonic() - started) / len(docs)
+        if not wide or len(docs) >= a.most or time.monotonic() - started + 2 * each > a.seconds:
+            meta["wide"] = wide  # still wide at the end: the budget ended first
+            break
+        named = "|".join(name_prefix(n) for n in wide)
+        more = Sampling(named if len(named) <= MAX_FILTER else s.filter, s.reps, s.min_time, s.max_interference,
+                        s.extra, s.process_seconds)
+        say("samples", f"{len(wide)} row(s) still wide after {len(docs)} processes: 2 more "
+                       f"({', '.join(x.split('/real_time')[0] for x in wide[:2])}{', ...' if len(wide) > 2 else ''})",
+            True)
+        d, lo, m = run_schedule({"p": arm}, ["p"] * min(2, a.most - len(docs)), more, work, False, "samples")
+        docs += d["p"]
+        loads += lo["p"]
+        meta.update(reruns=meta["reruns"] + m["reruns"], wall_s=round(time.monotonic() - started, 1))
+    meta["processes_run"] = len(docs)
+    return meta
+
+
 def cmd_run(a):
     arm = Arm("p", a.bench).check("--bench")
     if a.label is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", a.label):
@@ -400,15 +414,20 @@ def cmd_run(a):
     docs, loads, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, tool="samples")
     with open(os.path.join(work, "p00.stderr"), errors="replace") as err:
         notes = sorted({x.strip() for x in err if x.startswith("cudabench:")})
+    meta = more_processes(arm, s, work, docs["p"], loads["p"], dict(meta, tool="run-bench", bench=a.bench), a)
     shutil.rmtree(work, ignore_errors=True)
-    doc = merge(docs["p"], "run", dict(meta, tool="run-bench", bench=a.bench), loads["p"])
+    doc = merge(docs["p"], "run", meta, loads["p"])
     doc["context"]["machine_label"] = a.label or hardware_of(doc["context"]) or "unknown"
     write_json(a.out, doc)
     for n in notes:
         print(n, file=sys.stderr)
     print(summary(doc), flush=True)
+    if meta.get("wide"):
+        print(f"samples: {len(meta['wide'])} row(s) still wider than +-{100 * WIDE:g}% after {len(docs['p'])} "
+              f"processes, when the budget (--most {a.most}, --seconds {a.seconds:g}) ended: "
+              f"{', '.join(meta['wide'][:3])}{', ...' if len(meta['wide']) > 3 else ''}", file=sys.stderr)
     if doc[META].get("loaded"):
-        print(f"samples: {len(doc[META]['loaded'])} of {a.processes} processes ran beside other load "
+        print(f"samples: {len(doc[META]['loaded'])} of {len(docs['p'])} processes ran beside other load "
               f"(over {100 * a.max_interference:g}% of the CPUs) after {meta['reruns']} re-run(s): "
               "their rows are flagged, and compare.py calls no verdict on them", file=sys.stderr)
     failed = [b["run_name"] for b in doc["benchmarks"] if b.get("error_occurred")]
@@ -435,7 +454,13 @@ def main(argv=None):
     p = sub.add_parser("run", help="K processes of one bench, merged")
     p.add_argument("--bench", required=True)
     p.add_argument("--out", required=True, type=output_folder, help="the merged result (JSON)")
-    p.add_argument("--processes", action=bounded(1, MAX_COUNT), default=DEFAULT_PROCESSES)
+    p.add_argument("--processes", action=bounded(1, MAX_COUNT), default=DEFAULT_PROCESSES,
+                   help=f"processes for every row (default {DEFAULT_PROCESSES})")
+    p.add_argument("--most", action=bounded(1, MAX_COUNT), default=MOST_PROCESSES,
+                   help=f"processes a row whose median is still wider than +-{100 * WIDE:g}%% may get "
+                        f"(default {MOST_PROCESSES}; --processes or fewer: no more)")
+    p.add_argument("--seconds", action=bounded(1, 86400, float), default=SECONDS,
+                   help=f"no more processes begin that would end past this (default {SECONDS})")
     p.add_argument("--reps", action=bounded(1, MAX_COUNT), default=1,
                    help="repetitions per process (default 1)")
     p.add_argument("--min-time", action=MIN_TIME, help="--benchmark_min_time for each process, seconds")

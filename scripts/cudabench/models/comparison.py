@@ -11,7 +11,7 @@ from ..results.context import context_differences
 from ..results.verdicts import VERDICTS
 
 
-def render(files, names, results, metric, threshold, alpha, markdown):
+def render(files, names, results, metric, threshold, alpha, markdown, rule=None):
     out = []
     h = "### " if markdown else ""
     diffs = context_differences(files)
@@ -24,7 +24,7 @@ def render(files, names, results, metric, threshold, alpha, markdown):
     what = "time (lower is better)" if metric == "time" else f"{metric} (higher is better)"
     floored = any(v.floor == v.floor for vs in results.values() for v in vs)
     bar = f"max({100 * threshold:g}%, the noise floor)" if floored else f"{100 * threshold:g}%"
-    out.append(f"{h}Benchmarks: {what}; change > {bar} with Mann-Whitney p < {alpha:g} is a verdict")
+    out.append(f"{h}Benchmarks: {what}; " + (rule or f"change > {bar} with Mann-Whitney p < {alpha:g} is a verdict"))
     if len(files) == 2:
         rows = []
         for v in results[files[1].label]:

@@ -225,7 +225,7 @@ def family_line(fam, vs, machines, f):
     return f"{fam.label}: as fast as the {k} recorded machines of this kind ({differ})"
 
 
-def render(machines, hw, f, results, metric, markdown, run_path):
+def render(machines, hw, f, results, metric, markdown, run_path, kept=""):
     """The report: the machines and their facts, the rows, a line per family, the counts."""
     h = "### " if markdown else ""
     vs = results[f.label]
@@ -245,11 +245,11 @@ def render(machines, hw, f, results, metric, markdown, run_path):
         rows = [v for v in vs if family_of(v.name) is fam and v.verdict in JUDGED]
         if rows:
             out.append(("- " if markdown else "  ") + family_line(fam, rows, machines, f))
-    out += ["", counts_line(f, vs, len(machines), run_path)]
+    out += ["", counts_line(f, vs, len(machines), run_path, kept)]
     return "\n".join(out)
 
 
-def counts_line(f, vs, k, run_path):
+def counts_line(f, vs, k, run_path, kept):
     c = {}
     for v in vs:
         c[v.verdict] = c.get(v.verdict, 0) + 1
@@ -259,7 +259,9 @@ def counts_line(f, vs, k, run_path):
                                         ("skipped", "skipped"), ("only", "only in one")) if c.get(x)]
     line = f"{f.label} against {k} recorded machine(s) of its kind: " + ", ".join(words)
     clean = not any(c.get(x) for x in ("slower", "faster", "noisy", "error"))
-    if k == 1 or clean:
+    if kept:
+        line += f"\nthis run is in the reference already, as machine {kept}"
+    elif k == 1 or clean:
         why = "one machine of this kind is recorded" if k == 1 else "not an outlier, on a clean run"
         line += f"\n{why}: add this one to the reference with {ADD.format(run=run_path)}"
     return line

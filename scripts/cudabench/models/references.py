@@ -95,6 +95,12 @@ def add_machine(paths, name=None, folder=None):
     return path, name, notes
 
 
+def recorded_as(path, hwdir):
+    """The machine of hwdir's reference that holds the run `path` (by content), or ""."""
+    key = digest(read_json(path))
+    return next((m for m, runs in machine_folders(hwdir).items() for p in runs if digest(read_json(p)) == key), "")
+
+
 def machine_folders(hwdir):
     """{machine: [its run files]} kept under hwdir/machines."""
     root = os.path.join(hwdir, "machines")

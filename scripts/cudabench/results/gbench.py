@@ -4,6 +4,7 @@ beside each process sample, the GPU clocks), and the name filter bench uses."""
 import functools
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 from ..base.errors import BadInput, ToolError, one_line
@@ -152,3 +153,12 @@ def compile_filter(rx, what="--filter"):
     except re2.error as e:
         why = e.args[0].decode(errors="replace") if e.args and isinstance(e.args[0], bytes) else str(e)
         raise BadInput(f"{what} {rx}: not a valid regular expression ({why})")
+
+
+def name_prefix(name):
+    """A filter for one benchmark: its name up to the time suffix, anchored
+    (Google Benchmark matches names that may still hold a min_time part)."""
+    for suffix in ("/real_time", "/manual_time", "/process_time"):
+        if name.endswith(suffix):
+            return "^" + re.escape(name[: -len(suffix) + 1])
+    return "^" + re.escape(name) + "$"

@@ -1,0 +1,99 @@
+"""The sequential gate's decisions (scripts/ab.py run, docs/regression-tracking.md):
+interleaved processes are looked at after GATE_FIRST a side and then each
+time their number has grown by GATE_GROWTH, until every row is decided,
+GATE_PROCESSES a side, or the time budget; at each look every open row's
+interval of the change is held against its bar."""
+import math
+
+from .gbench import Run
+from .stats import noise_floor, speed
+
+GATE_FIRST = 6
+GATE_GROWTH = 1.35
+GATE_PROCESSES = 40
+GATE_SECONDS = 150  # what CI gave the fixed 15 + 15 processes of the gate before (~2 minutes)
+
+
+def looks(most, first=GATE_FIRST):
+    """Processes per side at each look: first, then growing by GATE_GROWTH, up to most."""
+    out = [min(first, most)]
+    while out[-1] < most:
+        out.append(min(most, max(out[-1] + 1, math.ceil(out[-1] * GATE_GROWTH))))
+    return out
+
+
+def bars(names, floors, threshold):
+    """{row: the change that counts}: the threshold, or the row's noise floor
+    at GATE_PROCESSES vs GATE_PROCESSES when that is higher (the most this
+    machine can resolve for it)."""
+    out = {}
+    for n in names:
+        fl = noise_floor(floors[n], GATE_PROCESSES, GATE_PROCESSES) if floors and n in floors else float("nan")
+        out[n] = max(threshold, fl) if fl == fl else threshold
+    return out
+
+
+def rule(args):
+    return (f"sequential: slower or faster when the interval of the change excludes zero and the change is beyond "
+            f"the bar (max({100 * args.threshold:g}%, the noise floor)); same when the interval lies within the bar; "
+            f"undecided otherwise, at the end (alpha {args.alpha:g} over all looks)")
+
+
+def sequential_verdict(a: Run, b: Run, bar, confidence, metric="time"):
+    """(verdict, low, high) of b against a at one look of a sequential run:
+    the interval of the change (+ slower; Hodges-Lehmann at `confidence`)
+    decides. "slower" when it is above zero and the change beyond `bar`;
+    "faster" the mirror; "same" when it lies inside (-bar, bar); "" while
+    it straddles the bar (more processes can tell)."""
+    sp, lo, hi = speed(a, b, metric, confidence)
+    if lo != lo:
+        return "", lo, hi
+    change, low, high = 1 / sp - 1, 1 / hi - 1, 1 / lo - 1
+    if low > 0 and change > bar:
+        return "slower", low, high
+    if high < 0 and change < -bar:
+        return "faster", low, high
+    if -bar < low and high < bar:
+        return "same", low, high
+    return "", low, high
+
+
+def unloaded(run):
+    """The run's samples not taken beside other load: the gate decides on them alone."""
+    return Run(run.name, [x for i, x in enumerate(run.samples) if i not in run.loaded])
+
+
+def look(files, verdicts, bar, confidence, n, decided):
+    """Decide what this look can: decided[row] = (verdict, low, high, n,
+    bar); returns the rows still open."""
+    left = []
+    for v in verdicts:
+        if v.name in decided or v.verdict not in ("same", "slower", "faster", "noisy"):
+            continue
+        verdict, low, high = sequential_verdict(unloaded(files[0].runs[v.name]), unloaded(files[1].runs[v.name]),
+                                                bar[v.name], confidence)
+        if verdict:
+            decided[v.name] = (verdict, low, high, n, bar[v.name])
+        else:
+            left.append(v.name)
+            v.interval = (low, high, bar[v.name])
+    return left
+
+
+def settle(v, decided, n, why, threshold):
+    """The final verdict of one row: what its look decided, or undecided
+    with why; a row whose noise floor sets its bar says that it cannot gate
+    a smaller change on this machine."""
+    if v.name in decided:
+        verdict, low, high, at, bar = decided[v.name]
+        v.verdict, v.floor = verdict, bar
+        v.note = f"change {100 * low:+.1f}% .. {100 * high:+.1f}% after {at} vs {at} processes"
+    elif hasattr(v, "interval"):
+        low, high, bar = v.interval
+        v.verdict, v.floor = "undecided", bar
+        v.note = (f"could not tell: change {100 * low:+.1f}% .. {100 * high:+.1f}% after {n} vs {n} processes "
+                  f"straddles the bar of {100 * bar:.1f}% ({why})")
+    else:
+        return
+    if v.floor > threshold:
+        v.note += f"; cannot gate a change under {100 * v.floor:.0f}% here (its noise floor at {GATE_PROCESSES} vs {GATE_PROCESSES} processes)"
