@@ -206,6 +206,7 @@ def gate_run(args, extra, out, floors, progress=True):
     confidence = 1 - args.alpha / len(plan)
     docs, loads, orders, reruns = {"A": [], "B": []}, {"A": [], "B": []}, "", 0
     decided, started, filt, why = {}, time.monotonic(), args.filter, f"{args.processes} processes a side"
+    before = 0.0
     for j, n in enumerate(plan):
         s = samples.Sampling(filt, args.reps, args.min_time, args.max_interference, extra, args.process_seconds)
         work = os.path.join(procdir, f"look{j + 1}")
@@ -224,7 +225,10 @@ def gate_run(args, extra, out, floors, progress=True):
         say_look(progress, n, spent, decided, left)
         if not left:
             break
-        if j + 1 < len(plan) and spent * plan[j + 1] / n > args.seconds:
+        # The next look's time from this look's processes: decided rows have left them.
+        each = (spent - before) / (n - (plan[j - 1] if j else 0))
+        before = spent
+        if j + 1 < len(plan) and spent + each * (plan[j + 1] - n) > args.seconds:
             why = f"the next look would pass the budget of {args.seconds:g} s"
             break
         named = "|".join(name_prefix(x) for x in left)

@@ -115,7 +115,7 @@ def among(name, recorded, run, metric, threshold, pattern=None):
         v.base, v.new = 1 / v.base, 1 / v.new
     if k == 1:
         _, v.low, v.high = speed(recorded[0], run, metric)
-        v.verdict = "undecided"
+        v.verdict, v.note = "undecided", "recorded on one machine: no verdict"
         return v
     noise = max(median_se(levels(r, metric)) for r in recorded)
     centre, h = machine_bounds(xs, median_se(ys), noise, MACHINE_CONFIDENCE)
@@ -201,7 +201,7 @@ def family_line(fam, vs, machines, f):
     differ = f"they differ by up to {100 * spread:.0f}%" if spread == spread else ""
     slower = [v for v in vs if v.verdict == "slower"]
     faster = [v for v in vs if v.verdict == "faster"]
-    undecided = [v for v in vs if v.verdict == "undecided"]
+    undecided = [v for v in vs if v.verdict == "undecided" and v.beyond == v.beyond]  # not the one-machine rows
     noisy = [v for v in vs if v.verdict == "noisy"]
     if k == 1:
         return (f"{fam.label}: {sp:.2f}x the one recorded machine of this kind; no verdict, since one machine "
