@@ -156,7 +156,7 @@ def test_a_run_of_several_processes_checks_the_driver_once(tmp_path, fault):
     log.unlink()
     out = tmp_path / "merged.json"
     r, _ = run(tmp_path, machine, os.path.join(ROOT, "scripts", "samples.py"), "run", "--bench", BENCH,
-               "--processes", "3", "--filter", "VectorAdd/cpu_scalar/n:4096/", "--min-time", "0.01",
+               "--processes", "3", "--most", "3", "--filter", "VectorAdd/cpu_scalar/n:4096/", "--min-time", "0.01",
                "--max-interference", "1", "--out", str(out), program=sys.executable, timeout=300)
     assert r.returncode == 0, r.stderr
     assert len(json.loads(out.read_text())["benchmarks"]) == 3

@@ -476,7 +476,7 @@ def test_ab_on_a_full_disk_names_it_before_and_during_the_run(tmp_path):
     with tmpfs(tmp_path / "small", "64k") as fs:  # full before the first process
         r = ab("run", "--a", FAKE, "--b", FAKE, "--processes", "2", "--max-interference", "1", "--out", f"{fs}/ab")
     assert r.returncode == 3, r.stderr
-    assert r.stderr.strip().startswith(f"ab: no space left on device in {fs}/ab/processes ("), r.stderr
+    assert r.stderr.strip().startswith(f"ab: no space left on device in {fs}/ab/processes/look1 ("), r.stderr
     # B fills the disk and fails writing its result: its message is lost
     # with its log (bench on a full disk: exit 3, one line nobody can read).
     b = write(str(tmp_path), "b.sh", b'#!/bin/sh\nfor a; do case $a in --benchmark_out=*) o="${a#*=}";; esac; done\n'
