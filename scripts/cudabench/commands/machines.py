@@ -20,6 +20,7 @@ from ..results.context import context_differences
 from ..models.families import FAMILIES, GPU_ROWS, as_text, differs, fact_value, family_of
 from ..base.errors import EXIT_BAD_INPUT
 from ..base.cli import print_usage
+from ..models.comparison import count_words
 
 
 def absence(f, name):
@@ -76,14 +77,8 @@ def causes(base, other, verdicts):
 
 
 def counts_line(other, base, verdicts):
-    c = {}
-    for v in verdicts:
-        c[v.verdict] = c.get(v.verdict, 0) + 1
-    parts = [f"{c.get('slower', 0)} rows slower beyond the bar", f"{c.get('same', 0)} the same",
-             f"{c.get('faster', 0)} faster"]
-    parts += [f"{c[k]} {w}" for k, w in (("noisy", "noisy"), ("error", "failed"), ("skipped", "skipped"),
-                                        ("only", "only in one")) if c.get(k)]
-    return f"{other.label} against {base.label}: " + ", ".join(parts)
+    words, _ = count_words(verdicts, "rows slower beyond the bar")
+    return f"{other.label} against {base.label}: " + ", ".join(words)
 
 
 def fmt_speed(sp):

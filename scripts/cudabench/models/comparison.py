@@ -2,6 +2,7 @@
 summary, the Markdown copy, and the exit code (1 only for a regression)."""
 import os
 import sys
+from collections import Counter
 
 from ..base.errors import EXIT_OK, EXIT_REGRESSION, EXIT_TOOL
 from ..base.files import write_whole
@@ -9,6 +10,20 @@ from ..base.text import fmt_change, fmt_value, table
 from ..results.stats import median
 from ..results.context import context_differences
 from ..results.verdicts import VERDICTS
+
+
+# The counts beside slower, same and faster, shown when there are any.
+OTHER_COUNTS = (("undecided", "undecided"), ("noisy", "noisy"), ("error", "failed"), ("skipped", "skipped"),
+                ("only", "only in one"))
+
+
+def count_words(verdicts, slower):
+    """The verdicts counted, in words: `slower` (what a slower row is
+    called), the same and faster always, the others when there are any.
+    Returns (the words, {verdict: count})."""
+    c = Counter(v.verdict for v in verdicts)
+    return ([f"{c['slower']} {slower}", f"{c['same']} the same", f"{c['faster']} faster"]
+            + [f"{c[k]} {w}" for k, w in OTHER_COUNTS if c[k]]), c
 
 
 def render(files, names, results, metric, threshold, alpha, markdown, rule=None):
@@ -46,10 +61,7 @@ def render(files, names, results, metric, threshold, alpha, markdown, rule=None)
             rows.append(row)
         out.append(table(["benchmark"] + [f.label + (" (baseline)" if j == 0 else "") for j, f in enumerate(files)],
                          rows, markdown))
-    counts = {}
-    for vs in results.values():
-        for v in vs:
-            counts[v.verdict] = counts.get(v.verdict, 0) + 1
+    counts = Counter(v.verdict for vs in results.values() for v in vs)
     out.append("")
     out.append("Summary: " + ", ".join(f"{k} {counts[k]}" for k in VERDICTS if k in counts))
     return "\n".join(out)

@@ -8,8 +8,10 @@ machine gives one level, the log of its median; the run gives its own:
   slower / faster  beyond the prediction interval for one more machine of
                    this kind (stats.machine_bounds: the machines' mean +-
                    t(k-1) times their spread, the spread at least the
-                   typical one of the row's family) and beyond the slowest
-                   (fastest) recorded machine by more than the threshold
+                   noise in one machine's median), or leaving its family's
+                   level on this machine as no recorded machine does
+                   (row_patterns); and beyond the slowest (fastest)
+                   recorded machine by more than the threshold
   same             within the recorded machines' range, widened by the
                    threshold
   undecided        beyond the range but inside the interval: how few
@@ -27,12 +29,14 @@ from ..results.gbench import HIGHER_IS_BETTER
 from ..results.stats import CONFIDENCE, machine_bounds, median, median_se, speed, t_quantile
 from ..results.verdicts import Verdict, judge_all
 from .references import FACTS
+from .comparison import count_words
 from .families import FAMILIES, differs, fact_texts, fact_value, family_of
 
 ADD = "scripts/compare.py --add-machine {run}"
 # A verdict on a row: beyond where this share of machines of the kind fall.
-# 97.5%, not 95%: some 27 rows are judged at once, and a new machine of the
-# kind should get no verdict on any of them.
+# 97.5%, not 95%: some 27 rows are judged at once (the row_patterns test
+# shares its level among a family's rows; this one does not, and the
+# threshold beyond the slowest machine is what keeps it rarer still).
 MACHINE_CONFIDENCE = 0.975
 JUDGED = ("same", "slower", "faster", "undecided", "noisy")
 
@@ -235,7 +239,7 @@ def render(machines, hw, f, results, metric, markdown, run_path, kept=""):
     if facts:
         out += [table(["fact"] + [m.name for m in machines] + [f.label], facts, markdown), ""]
     what = "time" if metric == "time" else metric
-    out += [f"{h}Rows: {what}; speed = the kind's median machine / this machine (above 1 is faster); bounds: where "
+    out += [f"{h}Rows: {what}; speed = the recorded machines' geometric mean / this machine (above 1 is faster); bounds: where "
             f"{100 * MACHINE_CONFIDENCE:g}% of machines of this kind fall (with one machine: the {100 * CONFIDENCE:g}% "
             f"interval of this run against it)"]
     out.append(table(["benchmark", "recorded machines", f.label, "speed", "machines", "they differ", "bounds",
@@ -250,15 +254,9 @@ def render(machines, hw, f, results, metric, markdown, run_path, kept=""):
 
 
 def counts_line(f, vs, k, run_path, kept):
-    c = {}
-    for v in vs:
-        c[v.verdict] = c.get(v.verdict, 0) + 1
-    words = [f"{c.get('slower', 0)} rows slower than machines of this kind", f"{c.get('same', 0)} the same",
-             f"{c.get('faster', 0)} faster"]
-    words += [f"{c[x]} {w}" for x, w in (("undecided", "undecided"), ("noisy", "noisy"), ("error", "failed"),
-                                        ("skipped", "skipped"), ("only", "only in one")) if c.get(x)]
+    words, c = count_words(vs, "rows slower than machines of this kind")
     line = f"{f.label} against {k} recorded machine(s) of its kind: " + ", ".join(words)
-    clean = not any(c.get(x) for x in ("slower", "faster", "noisy", "error"))
+    clean = not any(c[x] for x in ("slower", "faster", "noisy", "error"))
     if kept:
         line += f"\nthis run is in the reference already, as machine {kept}"
     elif k == 1 or clean:
