@@ -128,6 +128,38 @@ configure_and_build_source() {
   cmake --build "$dir" ${CUDABENCH_BUILD_TARGET:+--target "$CUDABENCH_BUILD_TARGET"} || return 3
 }
 
+# say_progress WHAT DONE ALL UNIT START: what is done, what is left and an
+# estimate of the time left (from the time per step since START, in
+# $SECONDS), on stderr: on a terminal one line redrawn, in a log one line
+# every CUDABENCH_PROGRESS_SECONDS (default 10) and at the end. The Python
+# tools print the same lines (cudabench/base/progress.py).
+PROGRESS_SHOWN=0
+say_progress() {
+  local what="$1" done="$2" all="$3" unit="$4" start="$5" every="${CUDABENCH_PROGRESS_SECONDS:-10}" eta
+  [[ "$every" =~ ^[0-9]+$ ]] || every=10
+  if [ "$done" -gt 0 ]; then eta="about $(( (SECONDS - start) * (all - done) / done )) s left"; else eta=estimating; fi
+  local line="$what: $done/$all $unit done, $((SECONDS - start)) s so far, $eta"
+  if [ -t 2 ]; then
+    printf '\r%s\033[K' "$line" >&2
+    [ "$done" -lt "$all" ] || echo >&2
+  elif (( SECONDS - PROGRESS_SHOWN >= every || done >= all )); then
+    echo "$line" >&2
+    PROGRESS_SHOWN=$SECONDS
+  fi
+}
+
+# build_progress WHAT < build output: the build's progress (ninja's
+# "[done/all]" lines) through say_progress; the build's own output is
+# dropped (a failure names its command).
+build_progress() {
+  local line start=$SECONDS
+  PROGRESS_SHOWN=$SECONDS
+  while IFS= read -r line; do
+    [[ "$line" =~ ^\[([0-9]+)/([0-9]+)\] ]] && say_progress "$1" "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "build steps" "$start"
+  done
+  return 0
+}
+
 # The stack's venv python (scripts/setup.sh makes it).
 project_python() {
   stack_plan || return

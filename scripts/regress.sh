@@ -32,8 +32,9 @@
 # $CUDABENCH_HISTORY/<machine>/ (default ~/.cache/cudabench/history), drawn
 # as trends into build/regress/history/ (report.py --history).
 # Exit codes: ab.py's (0 no regression, 1 slower or a failed check in this
-# tree's build, 2 bad input, 3 the run failed without a result); 3 also when
-# a build fails.
+# tree's build, 2 bad input, 3 the run failed without a result, 5
+# inconclusive: rows ran beside other load); 3 also when a build fails.
+# Progress: the builds' steps and the gate's processes, with estimates.
 set -euo pipefail
 export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
@@ -69,7 +70,10 @@ stop_jobs_on_signal
 # B, this tree: built (a no-op when it is up to date), so a stale binary is
 # never measured and filed under HEAD. A build that breaks is exit 3.
 bash scripts/setup.sh  # in the foreground: sudo may ask for a password
-run_job configure_and_build build >/dev/null || { echo "regress: building this tree failed" >&2; exit 3; }
+rc=0
+run_job configure_and_build build > >(build_progress "regress: building this tree") || rc=$?
+wait $! 2>/dev/null || true  # the progress lines are out before the next
+[ "$rc" = 0 ] || { echo "regress: building this tree failed" >&2; exit 3; }
 filter="$(ci_subset_filter)"
 
 if [ "$mode" = calibrate ]; then
@@ -125,9 +129,12 @@ else
     case "$val" in ""|*-NOTFOUND) ;; *) same+=("-D$v=$val") ;; esac
   done
   echo "regress: building ${base_sha:0:7} in $wt/build (bench only)" >&2
+  rc=0
   CUDABENCH_BUILD_TARGET=bench run_job configure_and_build_source "$CUDABENCH_ROOT/$wt" "$wt/build" \
-    -DCUDABENCH_BUILD_TESTS=OFF -DCUDABENCH_DEPS_DIR="$CUDABENCH_ROOT/.deps" "${same[@]}" >/dev/null \
-    || { echo "regress: building ${base_sha:0:7} failed (see: cmake --build $wt/build --target bench)" >&2; exit 3; }
+    -DCUDABENCH_BUILD_TESTS=OFF -DCUDABENCH_DEPS_DIR="$CUDABENCH_ROOT/.deps" "${same[@]}" \
+    > >(build_progress "regress: building ${base_sha:0:7}") || rc=$?
+  wait $! 2>/dev/null || true
+  [ "$rc" = 0 ] || { echo "regress: building ${base_sha:0:7} failed (see: cmake --build $wt/build --target bench)" >&2; exit 3; }
   a_bench="$wt/build/bench"
 fi
 

@@ -5,7 +5,9 @@
 # process beside other load run again or flagged; a row whose median is
 # still wide gets more, up to 12 or 90 s), prints a table and writes
 # results/<label>/<toolkit>/latest.json; then, when results/reference/ holds a
-# reference for this hardware, says how this run compares with it.
+# reference for this hardware, says how this run compares with it. Exit 5
+# (inconclusive) when rows had too few processes without other load: the
+# run ends with one "Inconclusive: ..." line naming the busiest programs.
 #   scripts/run-bench.sh [-h|--help] [--label NAME] [bench flags...]
 # --label NAME names the machine (default its hardware: the GPU's model, or
 # cpu-<CPU model>-<threads>c); extra arguments go to bench after the
@@ -43,9 +45,14 @@ sizes='4096|65536|1048576|10000000|67108864'
 filter="${CUDABENCH_FILTER:-^((VectorAdd|Copy)/[^/]+/n:($sizes)/|VectorAddFlow/[^/]+/n:($sizes)/|Transfer/|MnistTrain/(cpu|cuda)/batch:64/|MnistEval/(cpu|cuda)/)}"
 py="$(project_python)"
 stop_jobs_on_signal  # a signal stops the processes at once (no partial file is left)
+rc=0
 run_job "$py" "$CUDABENCH_ROOT/scripts/samples.py" run --bench "$build/bench" --processes "$processes" \
   --filter "$filter" --min-time "${CUDABENCH_MIN_TIME:-0.02}" --label "$machine" \
-  --out "$out_dir/latest.json" -- "${args[@]}"
+  --out "$out_dir/latest.json" -- "${args[@]}" || rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 5 ] || exit "$rc"  # 5: written, but rows ran beside other load (inconclusive)
 echo "results: $out_dir/latest.json" >&2
 # How this machine compares with the reference for its hardware, if one is committed.
-run_job "$py" "$CUDABENCH_ROOT/scripts/compare.py" "$out_dir/latest.json" --reference --if-any --report-only
+crc=0
+run_job "$py" "$CUDABENCH_ROOT/scripts/compare.py" "$out_dir/latest.json" --reference --if-any --report-only || crc=$?
+[ "$crc" = 0 ] || [ "$crc" = 5 ] || exit "$crc"
+exit $(( rc > crc ? rc : crc ))

@@ -268,8 +268,10 @@ echo "fleet: run $run_id: array job $array_job ($tasks tasks, $what), collect jo
 field() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" | head -n1; }
 # scontrol forgets a job MinJobAge after it ends ("Invalid job id"); any
 # other failure (slurmctld busy) is retried for 5 minutes.
-state="" failures=0 err="$(mktemp)"
+state="" failures=0 err="$(mktemp)" started=$SECONDS PROGRESS_SHOWN=$SECONDS
 while :; do
+  ended="$(scontrol show job -o "$array_job" 2>/dev/null | grep -cE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED) ' || true)"
+  say_progress "fleet: run $run_id" "${ended:-0}" "$tasks" "array tasks" "$started"
   line="$(scontrol show job -o "$collect_job" 2>"$err" | grep -m1 'JobState=' || true)"
   state="$(echo " $line" | field JobState)"
   case "$state" in

@@ -13,6 +13,7 @@ import pytest
 
 from cudabench.commands import ab
 from cudabench.commands import samples
+from cudabench.results import merged
 from cudabench.base.errors import EXIT_TOOL, ToolError
 from cudabench.base import processes
 from cudabench.results.sequential import looks
@@ -151,7 +152,7 @@ def test_process_entries_take_medians_keep_throttling_and_errors():
         for t, c, lab in ((10, 1980, "ok"), (30, 1700, "throttled: hw_slowdown"), (20, 1900, "ok"))] + [
         {"name": "X/real_time_median", "run_name": "X/real_time", "run_type": "aggregate", "real_time": 99},
         {"name": "Y", "run_type": "iteration", "error_occurred": True, "error_message": "wrong"}]}
-    e = {x["run_name"]: x for x in samples.process_entries(doc, 5)}
+    e = {x["run_name"]: x for x in merged.process_entries(doc, 5)}
     assert e["X/real_time"]["real_time"] == 20 and e["X/real_time"]["sm_clock_mhz"] == 1900
     assert e["X/real_time"]["repetition_index"] == 5 and e["X/real_time"]["iterations"] == 10
     assert e["X/real_time"]["label"].startswith("throttled: ")
@@ -189,13 +190,13 @@ def test_bimodal_processes_fool_the_within_process_test_but_not_the_per_process_
 
     # The new way. An A/A calibration on this machine: 40 processes, half in
     # each state, their medians stored as the floors.
-    cal = samples.merge(bimodal_processes([1.0, 1.2] * 20, 3, 0.01, 3), "A", {})
+    cal = merged.merge(bimodal_processes([1.0, 1.2] * 20, 3, 0.01, 3), "A", {})
     pool = [b["real_time"] for b in cal["benchmarks"]]
     floors = {"B/real_time": ab.relative(pool)}
     # A run of 10 + 10 processes of the same code: 4 slow ones on A, 6 on B,
     # so the medians differ by 20%, as in the old run.
-    a = write("new_a", samples.merge(bimodal_processes([1.0] * 6 + [1.2] * 4, 3, 0.002, 4), "A", {}))
-    b = write("new_b", samples.merge(bimodal_processes([1.0] * 4 + [1.2] * 6, 3, 0.002, 5), "B", {}))
+    a = write("new_a", merged.merge(bimodal_processes([1.0] * 6 + [1.2] * 4, 3, 0.002, 4), "A", {}))
+    b = write("new_b", merged.merge(bimodal_processes([1.0] * 4 + [1.2] * 6, 3, 0.002, 5), "B", {}))
     _, res = judge_all([a, b], floors=floors)
     new = res["new_b"][0]
     assert new.change == pytest.approx(0.2, abs=0.01)
@@ -451,7 +452,7 @@ def test_skipped_repetitions_give_no_sample_and_a_skipped_entry():
                "real_time": 0, "time_unit": "us", "iterations": 0}
     doc = {"benchmarks": [skipped, skipped, dict(skipped, name="P"), {"name": "P", "run_type": "iteration",
                                                                       "real_time": 7, "time_unit": "us"}]}
-    e = {x["run_name"]: x for x in samples.process_entries(doc, 0)}
+    e = {x["run_name"]: x for x in merged.process_entries(doc, 0)}
     assert e["S"]["skipped"] is True and e["S"]["skip_message"] == "needs 2 GPUs"
     assert "skipped" not in e["P"] and e["P"]["real_time"] == 7 and e["P"]["repetitions_in_process"] == 1
     runs = load_doc({"benchmarks": list(e.values())}, "merged").runs
@@ -485,4 +486,4 @@ def test_the_gate_stops_sampling_a_decided_row_and_calls_an_unresolved_one_undec
     later = json.loads((tmp_path / "out" / "processes" / "look2" / "B00.json").read_text())
     assert {b["run_name"] for b in later["benchmarks"]} == {STEADY}
     assert len(order) == 26
-    assert "ab: 6 vs 6 processes" in r.stderr and "1 row(s) decided, 1 open" in r.stderr
+    assert "ab: look at 6 vs 6 processes" in r.stderr and "1 row(s) decided, 1 open" in r.stderr

@@ -76,20 +76,51 @@ def proc_stat():
     return (user + nice + system + irq + softirq) / hz, steal / hz, sum(v) / hz
 
 
+def process_times():
+    """{pid: (name, ppid, CPU seconds so far)} of every process /proc shows."""
+    hz, out = os.sysconf("SC_CLK_TCK"), {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                text = f.read()
+            head, rest = text.rsplit(")", 1)
+            v = rest.split()
+            out[int(d)] = (head.split("(", 1)[1], int(v[1]), (int(v[11]) + int(v[12])) / hz)
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
 class LoadMeter:
     """The share of the machine's CPU time that others took while a child ran:
     busy time not spent by our children or by us, plus steal, out of all the
     CPU time /proc/stat counted meanwhile. (Not out of wall time x
     os.cpu_count(): /proc/stat counts in ticks, so a short process saw
     whole ticks over a few ms, and it may count other CPUs than
-    os.cpu_count() does; either made shares of 241%.) Always in [0, 1]."""
+    os.cpu_count() does; either made shares of 241%.) Always in [0, 1].
+
+    And who the others were: poll() (called every second or so while the
+    child runs) reads /proc, so that busiest() names the processes that
+    took the time, short-lived ones (a compiler's) included."""
 
     def __init__(self):
         self.stat0 = proc_stat()
         r = resource.getrusage(resource.RUSAGE_CHILDREN)
         self.children0, self.self0 = r.ru_utime + r.ru_stime, time.process_time()
+        self.first = {pid: cpu for pid, (_, _, cpu) in process_times().items()}
+        self.last, self.ours = {}, {os.getpid()}
+
+    def poll(self):
+        now = process_times()
+        for pid, (name, ppid, cpu) in now.items():
+            if ppid in self.ours:
+                self.ours.add(pid)
+            self.last[pid] = (name, cpu)
 
     def share(self):
+        self.poll()
         stat = proc_stat()
         if stat is None or self.stat0 is None or stat[2] <= self.stat0[2]:
             return 0.0
@@ -98,3 +129,11 @@ class LoadMeter:
         foreign = max(0.0, stat[0] - self.stat0[0] - ours)
         stolen = max(0.0, stat[1] - self.stat0[1])
         return min(1.0, (foreign + stolen) / (stat[2] - self.stat0[2]))
+
+    def busiest(self, most=3):
+        """[(name, pid, CPU seconds)] of the others that took the most CPU
+        time since the meter started, busiest first (a process born
+        meanwhile counts all of its time)."""
+        took = [(name, pid, round(cpu - self.first.get(pid, 0.0), 2)) for pid, (name, cpu) in self.last.items()
+                if pid not in self.ours]
+        return sorted((t for t in took if t[2] > 0), key=lambda t: -t[2])[:most]

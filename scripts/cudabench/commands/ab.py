@@ -58,7 +58,9 @@ exits 2), a filter that matches nothing, a bad floors file, a number out of
 its range, an --out that cannot be written or that another run holds, an
 output that is an input); 3 a process failed without a usable result
 (crash, killed, a malformed JSON, exit 2 after good ones: each named with
-its log; a full disk), or an internal error; 130 interrupted. A failed
+its log; a full disk), or an internal error; 5 inconclusive (nothing
+slower or wrong, but rows ran beside other load: one "Inconclusive: ..."
+line names the busiest other programs); 130 interrupted. A failed
 check in A alone is reported, not failed on: a commit that fixes its
 parent must pass.
 """
@@ -77,8 +79,10 @@ from ..base.errors import BadInput, EXIT_REGRESSION
 from ..base.processes import split_passthrough
 from ..base.files import check_writable, hold_lock, make_folder, refuse_inputs_as_outputs, write_whole
 from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
+from ..base.progress import Progress
 from ..base.text import table
 from ..results.gbench import MAX_FILTER, load, load_doc, name_prefix
+from ..results import merged
 from ..results.stats import load_floors, median, noise_floor
 from ..results.verdicts import judge_all
 from ..results.sequential import GATE_PROCESSES, GATE_SECONDS, bars, look, looks, rule, settle
@@ -110,11 +114,12 @@ def parse_env(pairs, opt):
 def run_ab(args, a, b, extra, workdir, progress=True):
     """The interleaved processes (samples.run_schedule); returns the merged (a_doc, b_doc)."""
     s = samples.Sampling(args.filter, args.reps, args.min_time, args.max_interference, extra, args.process_seconds)
-    docs, loads, meta = samples.run_schedule({"A": a, "B": b}, schedule(args.processes), s, workdir, progress,
-                                             tool="ab")
+    shown = Progress("ab", 2 * args.processes, enabled=progress)
+    docs, loads, meta = samples.run_schedule({"A": a, "B": b}, schedule(args.processes), s, workdir, shown)
+    shown.end()
     meta["tool"] = "ab"
-    return (samples.merge(docs["A"], "A", dict(meta, bench=a.bench, env=a.env, wrap=a.wrap), loads["A"]),
-            samples.merge(docs["B"], "B", dict(meta, bench=b.bench, env=b.env, wrap=b.wrap), loads["B"]))
+    return (merged.merge(docs["A"], "A", dict(meta, bench=a.bench, env=a.env, wrap=a.wrap), loads["A"]),
+            merged.merge(docs["B"], "B", dict(meta, bench=b.bench, env=b.env, wrap=b.wrap), loads["B"]))
 
 
 def write_json(path, doc):
@@ -122,8 +127,7 @@ def write_json(path, doc):
 
 
 def loaded(path, label):
-    f = load(path)
-    f.label = label
+    f, f.label = load(path), label
     return f
 
 
@@ -204,26 +208,31 @@ def gate_run(args, extra, out, floors, progress=True):
     make_folder(procdir, "--out")
     plan = looks(args.processes)
     confidence = 1 - args.alpha / len(plan)
-    docs, loads, orders, reruns = {"A": [], "B": []}, {"A": [], "B": []}, "", 0
+    docs, loads, orders, reruns, others = {"A": [], "B": []}, {"A": [], "B": []}, "", 0, []
     decided, started, filt, why = {}, time.monotonic(), args.filter, f"{args.processes} processes a side"
     before = 0.0
+    shown = Progress("ab", 2 * plan[-1], budget=args.seconds, enabled=progress)
     for j, n in enumerate(plan):
         s = samples.Sampling(filt, args.reps, args.min_time, args.max_interference, extra, args.process_seconds)
         work = os.path.join(procdir, f"look{j + 1}")
         make_folder(work, "--out")
-        d, lo, meta = samples.run_schedule({"A": a, "B": b}, schedule(n - len(docs["A"])), s, work, progress, "ab")
+        d, lo, meta = samples.run_schedule({"A": a, "B": b}, schedule(n - len(docs["A"])), s, work, shown)
         for side in docs:
             docs[side] += d[side]
             loads[side] += lo[side]
-        orders, reruns = orders + meta["order"], reruns + meta["reruns"]
+        orders, reruns, others = orders + meta["order"], reruns + meta["reruns"], others + meta["busiest"]
         meta = dict(meta, filter=args.filter, order=orders, reruns=reruns, tool="ab", looks=plan[:j + 1],
-                    wall_s=round(time.monotonic() - started, 1), confidence=confidence)
+                    wall_s=round(time.monotonic() - started, 1), confidence=confidence,
+                    busiest=merged.busiest(others))
         files = merged_files(args, a, b, docs, loads, meta)
         names, results = judge_all(files, "time", args.threshold, args.alpha, None, floors)
         left = look(files, results[files[1].label], bars(names, floors, args.threshold), confidence, n, decided)
         spent = time.monotonic() - started
-        say_look(progress, n, spent, decided, left)
+        say_look(shown, n, spent, decided, left)
         if not left:
+            break
+        if all(x > args.max_interference for x in lo["A"] + lo["B"]):
+            why = "every process of the last look ran beside other load, after re-runs: the machine stays busy"
             break
         # The next look's time from this look's processes: decided rows have left them.
         each = (spent - before) / (n - (plan[j - 1] if j else 0))
@@ -233,6 +242,7 @@ def gate_run(args, extra, out, floors, progress=True):
             break
         named = "|".join(name_prefix(x) for x in left)
         filt = named if len(named) <= MAX_FILTER else args.filter
+    shown.end()
     for v in results[files[1].label]:
         settle(v, decided, n, why, args.threshold)
     write_json(os.path.join(out, "a.json"), files[0].doc)
@@ -244,18 +254,17 @@ def merged_files(args, a, b, docs, loads, meta):
     la, lb = labels(args)
     out = []
     for side, arm, label in (("A", a, la), ("B", b, lb)):
-        doc = samples.merge(docs[side], side, dict(meta, bench=arm.bench, env=arm.env, wrap=arm.wrap), loads[side])
+        doc = merged.merge(docs[side], side, dict(meta, bench=arm.bench, env=arm.env, wrap=arm.wrap), loads[side])
         f = load_doc(doc, side)
         f.label, f.doc = label, doc
         out.append(f)
     return out
 
 
-def say_look(progress, n, spent, decided, left):
-    if progress:
-        print(f"ab: {n} vs {n} processes, {spent:.0f} s: {len(decided)} row(s) decided, {len(left)} open"
+def say_look(shown, n, spent, decided, left):
+    shown.say(f"look at {n} vs {n} processes, {spent:.0f} s: {len(decided)} row(s) decided, {len(left)} open"
               + (f" ({', '.join(x.split('/real_time')[0] for x in left[:3])}{', ...' if len(left) > 3 else ''})"
-                 if left else ""), file=sys.stderr, flush=True)
+                 if left else ""))
 
 
 def git_info(rev):

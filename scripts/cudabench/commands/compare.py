@@ -49,7 +49,9 @@ with significance, missing from a later file, or failed its check there
 (unreadable JSON, not Google Benchmark output, no benchmarks in common,
 mismatched or unknown units, a bad floors file, an output that is one of
 the inputs, even through a link); 3 the tool could not run
-(scipy missing, or an internal error), never read as a regression. Run with a
+(scipy missing, or an internal error), never read as a regression; 5
+inconclusive: nothing slower or wrong, but rows ran beside other load and
+could not be told (also with --report-only). Run with a
 python that lacks scipy, it re-runs itself with the project's venv
 (~/.cache/cudabench/venv, made by scripts/setup.sh). Works on any Google
 Benchmark program's JSON.

@@ -26,6 +26,7 @@ import sys
 from ..base.files import check_writable, read_json, refuse_inputs_as_outputs, write_whole
 from ..base.cli import print_usage, run_tool
 from ..base.text import table
+from ..results import merged
 
 
 
@@ -43,10 +44,9 @@ def read(path):
 
 
 def merge(out, rounds):
-    """One process per round: samples.py's merge, one sample per process."""
-    from . import samples
-    merged = samples.merge([read(p) for p in rounds], "matrix", {"tool": "matrix", "rounds": len(rounds)})
-    write_whole(out, json.dumps(merged, indent=1) + "\n")
+    """One process per round: results.merged's merge, one sample per process."""
+    doc = merged.merge([read(p) for p in rounds], "matrix", {"tool": "matrix", "rounds": len(rounds)})
+    write_whole(out, json.dumps(doc, indent=1) + "\n")
 
 
 # LibTorch's rows: they need LibTorch's GPU (its CUDA may differ from the

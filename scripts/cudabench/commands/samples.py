@@ -19,8 +19,9 @@ up to M processes (default 12) or until two more would end past S seconds
 rest of the machine took more than SHARE of all CPUs' time (other
 processes, or the hypervisor's steal; default 0.05) runs again, up to 3
 times and at most K times in all; one kept beside such load is flagged:
-its entries say "loaded": true, the console says so, and compare.py calls
-no verdict on it. Writes FILE whole: Google Benchmark JSON with one entry
+its entries say "loaded": true, and it is left out of every median and
+verdict (a row with fewer than 2 others is "loaded": exit 5). Progress
+(done, left, an estimate) goes to stderr. Writes FILE whole: Google Benchmark JSON with one entry
 per benchmark per process (repetition_index = the process, "load" = the
 share others took meanwhile), the first process's context plus
 machine_label (--label, default the machine's label: the GPU's model, or
@@ -35,7 +36,10 @@ Exit codes: 0 every benchmark checked; 1 a benchmark failed its check (a
 wrong result) in some process; 2 bad input (no such bench, flags it refuses,
 a filter that matches nothing, a number out of its range, FILE another run
 holds or that is the bench); 3 a process failed without a usable result, or
-the disk is full (said so when its log is empty); 128+N stopped by signal N
+the disk is full (said so when its log is empty); 5 inconclusive: rows
+with fewer than 2 samples taken without other load (one "Inconclusive: ..."
+line, above and below the table, names the busiest other programs; the file
+is written); 128+N stopped by signal N
 (the running bench's process group is stopped, FILE is not written).
 """
 import argparse
@@ -51,16 +55,20 @@ from dataclasses import dataclass, field
 
 from . import driver_probe
 from .driver_probe import DRIVER_CHECKED
-from ..base.errors import BadInput, ToolError, one_line
+from ..base.errors import EXIT_INCONCLUSIVE, BadInput, ToolError, one_line
 from ..base.processes import LoadMeter, split_passthrough, stop_groups
 from ..base.files import check_writable, hold_lock, is_stream, read_json, refuse_inputs_as_outputs, write_whole
 from ..base.cli import ArgParser, bounded, output_folder, run_tool
+from ..base.progress import Progress
 from ..base.text import fmt_value, table
-from ..results.gbench import MAX_FILTER, SAMPLES_META, THROTTLED, finite_number, load_doc, name_prefix
+from ..results.verdicts import inconclusive
+from ..results.gbench import MAX_FILTER, MIN_CLEAN, SAMPLES_META, finite_number, load_doc, name_prefix
+from ..results.merged import busiest, merge
 from ..results.stats import median, median_interval
 from ..results.context import hardware_of
 
 EXIT_WRONG = 1
+POLL_SECONDS = 1.0  # how often /proc is read while a process runs (who else is busy)
 DEFAULT_PROCESSES = 4  # the default run's: 4 vs 4 reach p < 0.05 (min_p_value), in the time one process took
 # A process that ran while the rest of the machine took more than this share
 # of all CPUs' time is run again, up to RETRIES times; the decision uses the
@@ -81,11 +89,6 @@ MIN_TIME = bounded(0, 3600, float, "(]")  # --min-time: seconds per benchmark an
 OWN_FLAGS = {"--benchmark_out": "--out", "--benchmark_out_format": "--out", "--benchmark_filter": "--filter",
              "--benchmark_repetitions": "--reps", "--benchmark_list_tests": None, "--help": None, "-h": None,
              "--env": None, "--explain": None}
-# Google Benchmark's own fields; every other number in an entry is a counter.
-GB_FIELDS = {"family_index", "per_family_instance_index", "repetition_index", "repetitions", "threads",
-             "iterations"}
-
-
 @dataclass
 class Arm:
     """One kind of process: the ab.py sides A and B, run-bench's one run."""
@@ -151,8 +154,8 @@ def bench_command(arm, s, out):
     return cmd + s.extra
 
 
-def run_process(arm, i, s, workdir):
-    """Run one bench process of `arm`; return its JSON document. BadInput
+def run_process(arm, i, s, workdir, meter=None):
+    """Run one bench process of `arm` (polling `meter` while it runs); return its JSON document. BadInput
     when the first one refuses its flags or nothing matches, ToolError when
     one fails without a usable result (each named with its log)."""
     out = os.path.join(workdir, f"{arm.name}{i:02d}.json")
@@ -160,7 +163,7 @@ def run_process(arm, i, s, workdir):
     env = dict(os.environ, **arm.env)
     try:
         with open(log, "w") as err:
-            rc = wait_in_own_group(bench_command(arm, s, out), err, env, s.process_seconds)
+            rc = wait_in_own_group(bench_command(arm, s, out), err, env, s.process_seconds, meter)
     except OSError as e:
         raise ToolError(f"{log}: cannot write: {e.strerror or e}")
     with open(log, errors="replace") as f:
@@ -212,128 +215,71 @@ def require_space(folder):
         raise ToolError(why)
 
 
-def wait_in_own_group(cmd, err, env, seconds):
-    """Run cmd in a process group of its own and wait up to `seconds`; its
-    exit code, or None when it ran past them. Then, or if this process is
-    interrupted, the whole group (a wrapper such as cpu-quota.sh and the
-    bench under it) is ended with SIGTERM, so wrappers can clean up."""
+def wait_in_own_group(cmd, err, env, seconds, meter=None):
+    """Run cmd in a process group of its own and wait up to `seconds`
+    (meter.poll() each second meanwhile); its exit code, or None when it
+    ran past them. Then, or if this process is interrupted, the whole group
+    (a wrapper such as cpu-quota.sh and the bench under it) is ended with
+    SIGTERM, so wrappers can clean up."""
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True)
+    deadline = time.monotonic() + seconds
     try:
-        return p.wait(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        stop_groups([p], 10)
-        return None
+        while True:
+            try:
+                return p.wait(timeout=max(0.01, min(POLL_SECONDS, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    stop_groups([p], 10)
+                    return None
+                if meter:
+                    meter.poll()
     except BaseException:
         stop_groups([p], 10)
         raise
 
 
-def say(tool, text, progress):
-    if progress:
-        print(f"{chr(13) if sys.stderr.isatty() else ''}{tool}: {text}", file=sys.stderr, flush=True)
-
-
-def run_schedule(arms, order, s, workdir, progress=True, tool="samples"):
+def run_schedule(arms, order, s, workdir, progress=None):
     """The processes in `order` (arm names); returns ({arm: [doc]}, {arm:
     [load]}, meta). A process beside more than s.max_interference of other
     load runs again (RETRIES times at most, and no more re-runs in all than
     processes per arm); one kept beside it anyway is listed in meta's
-    'loaded'."""
+    'loaded'. progress: a base.progress.Progress that each process ticks,
+    or None for silence."""
+    progress = progress or Progress("samples", len(order), enabled=False)
     docs = {n: [] for n in arms}
     loads = {n: [] for n in arms}
-    reruns, budget, exhausted = 0, max(1, len(order) // max(1, len(arms))), False
+    reruns, budget, exhausted, others = 0, max(1, len(order) // max(1, len(arms))), False, []
     require_space(workdir)
     check_driver_once(arms.values())
     started = time.monotonic()
     for j, name in enumerate(order):
         for attempt in range(RETRIES + 1):
             meter = LoadMeter()
-            doc = run_process(arms[name], len(docs[name]), s, workdir)
+            doc = run_process(arms[name], len(docs[name]), s, workdir, meter)
             load = meter.share()
+            if load > s.max_interference:
+                others += [{"name": n, "pid": pid, "cpu_s": cpu} for n, pid, cpu in meter.busiest()]
             if load <= s.max_interference or attempt == RETRIES:
                 break
             if reruns >= budget:  # busy throughout: re-running would only double the time
                 if not exhausted:
-                    say(tool, "the machine stayed busy: no more processes run again", progress)
+                    progress.say("the machine stayed busy: no more processes run again")
                 exhausted = True
                 break
             reruns += 1
-            say(tool, f"process {name}{len(docs[name])} ran beside {100 * load:.0f}% other load; running it again",
-                progress)
+            top = meter.busiest(1)
+            progress.say(f"process {name}{len(docs[name])} ran beside {100 * load:.0f}% other load"
+                         + (f" (mostly `{top[0][0]}`, pid {top[0][1]})" if top else "") + "; running it again")
         docs[name].append(doc)
         loads[name].append(round(load, 4))
-        if progress and sys.stderr.isatty():
-            print(f"\r{tool}: process {j + 1}/{len(order)} ({name}), {time.monotonic() - started:.0f} s",
-                  end="", file=sys.stderr, flush=True)
-    say(tool, f"{len(order)} processes in {time.monotonic() - started:.0f} s", progress)
+        progress.tick(f"{name}{len(docs[name]) - 1} beside {100 * load:.0f}% other load" if load > s.max_interference
+                      else "")
     meta = {"filter": s.filter, "reps_per_process": s.reps, "min_time": s.min_time,
             "order": "".join(order) if all(len(n) == 1 for n in arms) else order,
-            "wall_s": round(time.monotonic() - started, 1), "reruns": reruns, "max_interference": s.max_interference}
+            "wall_s": round(time.monotonic() - started, 1), "reruns": reruns, "max_interference": s.max_interference,
+            "busiest": busiest(others)}
     return docs, loads, meta
 
-
-def process_entries(doc, process, load=None, loaded=False):
-    """One entry per benchmark of one process's JSON: the median of its
-    repetitions for every number (times, counters), its first label (a
-    throttled one when any repetition throttled), or its error; with the
-    process's load, and "loaded" when it ran beside more than allowed."""
-    order, reps = [], {}
-    for b in doc.get("benchmarks", []):
-        if b.get("run_type") == "aggregate":
-            continue
-        name = b.get("run_name") or b["name"]
-        if name not in reps:
-            order.append(name)
-            reps[name] = []
-        reps[name].append(b)
-    out = []
-    for name in order:
-        # A repetition Google Benchmark 1.8+ skipped ("skipped": true) has no
-        # numbers: the others give the sample; skipped in all, the entry is.
-        rs = [r for r in reps[name] if r.get("skipped") is not True] or reps[name][:1]
-        e = dict(rs[0])
-        e.update(name=rs[0]["name"], run_name=name, run_type="iteration", repetition_index=process,
-                 process=process, repetitions_in_process=len(rs))
-        if load is not None:
-            e["load"] = load
-        if loaded:
-            e["loaded"] = True
-        errors = [r for r in rs if r.get("error_occurred")]
-        if errors:
-            e["error_occurred"] = True
-            e["error_message"] = errors[0].get("error_message", "error")
-            out.append(e)
-            continue
-        if e.get("skipped") is True:
-            out.append(e)
-            continue
-        for k, v in rs[0].items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in GB_FIELDS:
-                xs = [r[k] for r in rs if isinstance(r.get(k), (int, float))]
-                if xs:
-                    e[k] = median(xs)
-        throttled = [r["label"] for r in rs if THROTTLED in (r.get("label") or "")]
-        if throttled:
-            e["label"] = throttled[0]
-        out.append(e)
-    return out
-
-
-def merge(docs, side, meta, loads=None):
-    """One Google Benchmark JSON for one arm: an entry per benchmark per
-    process (repetition_index = the process), the first process's context,
-    and META: how the samples were taken, each process's load."""
-    limit = meta.get("max_interference", 1.0)
-    loads = loads or [None] * len(docs)
-    merged = {"context": dict(docs[0].get("context", {})) if docs else {}, "benchmarks": [],
-              META: dict(meta, side=side, processes=len(docs), sample="the median of one process's repetitions")}
-    if any(x is not None for x in loads):
-        merged[META].update(loads=loads, loaded=[i for i, x in enumerate(loads) if x is not None and x > limit])
-    for i, (d, load) in enumerate(zip(docs, loads)):
-        merged["benchmarks"] += process_entries(d, i, load, load is not None and load > limit)
-    for e in merged["benchmarks"]:
-        e["repetitions"] = len(docs)
-    return merged
 
 
 def write_json(path, doc):
@@ -354,10 +300,15 @@ def summary(doc):
         if r.error or not r.samples:
             rows.append([n, "-", "-", "-", "-", f"FAILED: {r.error}" if r.error else f"skipped: {r.skipped}"])
             continue
+        if r.too_loaded:  # shown as loaded, never as a result
+            rows.append([n, f"{fmt_value(median(r.samples), 'time')} (loaded)", "-", "-", len(r.samples),
+                         f"could not tell: {len(set(r.loaded))} of {len(r.samples)} beside other load"])
+            continue
+        note = f"{len(set(r.loaded))} of {len(r.samples)} left out (beside other load)" if r.loaded else ""
+        r = r.clean()
         m = median(r.samples)
         spread = f"{100 * (min(r.samples) / m - 1):+.1f}% .. {100 * (max(r.samples) / m - 1):+.1f}%"
         rate = f"{median(bps[n]) / 1e9:.3g} GB/s" if n in bps else "-"
-        note = f"{len(r.loaded)} sample(s) beside other load ({100 * max(r.loads):.0f}%)" if r.loaded else ""
         rows.append([n, fmt_value(m, "time"), spread, rate, len(r.samples), note])
     return table(["benchmark", "median", "spread", "throughput", "samples", "note"], rows, False)
 
@@ -368,6 +319,10 @@ def wide_rows(doc):
     for n, r in load_doc(doc, "result").runs.items():
         if r.error or not r.samples:
             continue
+        r = r.clean()
+        if len(r.samples) < MIN_CLEAN:
+            out.append(n)
+            continue
         m = median(r.samples)
         lo, hi = median_interval(r.samples)
         if lo != lo or (hi - lo) / m > 2 * WIDE:
@@ -375,7 +330,7 @@ def wide_rows(doc):
     return out
 
 
-def more_processes(arm, s, work, docs, loads, meta, a):
+def more_processes(arm, s, work, docs, loads, meta, a, progress):
     """Processes beyond the first --processes, for the rows whose median is
     still wide, two at a time, until none is, --most processes, or the
     next two would end past --seconds. Extends docs and loads; returns meta."""
@@ -383,19 +338,22 @@ def more_processes(arm, s, work, docs, loads, meta, a):
     while True:
         wide = wide_rows(merge(docs, "run", meta, loads))
         each = (time.monotonic() - started) / len(docs)
-        if not wide or len(docs) >= a.most or time.monotonic() - started + 2 * each > a.seconds:
+        busy = all(x > s.max_interference for x in loads[-2:])  # the last ones loaded even after re-runs
+        if not wide or busy or len(docs) >= a.most or time.monotonic() - started + 2 * each > a.seconds:
             meta["wide"] = wide  # still wide at the end: the budget ended first
             break
         named = "|".join(name_prefix(n) for n in wide)
         more = Sampling(named if len(named) <= MAX_FILTER else s.filter, s.reps, s.min_time, s.max_interference,
                         s.extra, s.process_seconds)
-        say("samples", f"{len(wide)} row(s) still wide after {len(docs)} processes: 2 more "
-                       f"({', '.join(x.split('/real_time')[0] for x in wide[:2])}{', ...' if len(wide) > 2 else ''})",
-            True)
-        d, lo, m = run_schedule({"p": arm}, ["p"] * min(2, a.most - len(docs)), more, work, False, "samples")
+        two = min(2, a.most - len(docs))
+        progress.say(f"{len(wide)} row(s) still wide after {len(docs)} processes: {two} more "
+                     f"({', '.join(x.split('/real_time')[0] for x in wide[:2])}{', ...' if len(wide) > 2 else ''})")
+        progress.total += two
+        d, lo, m = run_schedule({"p": arm}, ["p"] * two, more, work, progress)
         docs += d["p"]
         loads += lo["p"]
-        meta.update(reruns=meta["reruns"] + m["reruns"], wall_s=round(time.monotonic() - started, 1))
+        meta.update(reruns=meta["reruns"] + m["reruns"], wall_s=round(time.monotonic() - started, 1),
+                    busiest=busiest(meta["busiest"] + m["busiest"]))
     meta["processes_run"] = len(docs)
     return meta
 
@@ -411,30 +369,44 @@ def cmd_run(a):
         hold_lock(a.out + ".lock", a.out)
         require_space(os.path.dirname(os.path.abspath(a.out)))
     work = tempfile.mkdtemp(prefix="cudabench-samples.")  # kept when a run fails: its message names a log there
-    docs, loads, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, tool="samples")
+    progress = Progress("samples", a.processes, budget=a.seconds)
+    docs, loads, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, progress)
     with open(os.path.join(work, "p00.stderr"), errors="replace") as err:
         notes = sorted({x.strip() for x in err if x.startswith("cudabench:")})
-    meta = more_processes(arm, s, work, docs["p"], loads["p"], dict(meta, tool="run-bench", bench=a.bench), a)
+    meta = more_processes(arm, s, work, docs["p"], loads["p"], dict(meta, tool="run-bench", bench=a.bench), a,
+                          progress)
+    progress.end()
     shutil.rmtree(work, ignore_errors=True)
     doc = merge(docs["p"], "run", meta, loads["p"])
     doc["context"]["machine_label"] = a.label or hardware_of(doc["context"]) or "unknown"
     write_json(a.out, doc)
     for n in notes:
         print(n, file=sys.stderr)
-    print(summary(doc), flush=True)
-    if meta.get("wide"):
-        print(f"samples: {len(meta['wide'])} row(s) still wider than +-{100 * WIDE:g}% after {len(docs['p'])} "
+    line = inconclusive_line(doc)
+    print("\n\n".join(x for x in (line, summary(doc), line) if x), flush=True)
+    runs = load_doc(doc, "result").runs
+    wide = [n for n in meta.get("wide", []) if not runs[n].too_loaded]  # the loaded ones have their own line
+    if wide:
+        print(f"samples: {len(wide)} row(s) still wider than +-{100 * WIDE:g}% after {len(docs['p'])} "
               f"processes, when the budget (--most {a.most}, --seconds {a.seconds:g}) ended: "
-              f"{', '.join(meta['wide'][:3])}{', ...' if len(meta['wide']) > 3 else ''}", file=sys.stderr)
+              f"{', '.join(wide[:3])}{', ...' if len(wide) > 3 else ''}", file=sys.stderr)
     if doc[META].get("loaded"):
         print(f"samples: {len(doc[META]['loaded'])} of {len(docs['p'])} processes ran beside other load "
               f"(over {100 * a.max_interference:g}% of the CPUs) after {meta['reruns']} re-run(s): "
-              "their rows are flagged, and compare.py calls no verdict on them", file=sys.stderr)
+              "left out of every median", file=sys.stderr)
     failed = [b["run_name"] for b in doc["benchmarks"] if b.get("error_occurred")]
     if failed:
         print(f"samples: {len(set(failed))} benchmark(s) failed their check: {failed[0]}", file=sys.stderr)
         return EXIT_WRONG
-    return 0
+    return EXIT_INCONCLUSIVE if line else 0
+
+
+def inconclusive_line(doc):
+    """The "Inconclusive: ..." line for a run whose rows had too few samples without other load, or ""."""
+    f = load_doc(doc, "result")
+    rows = [r for r in f.runs.values() if r.samples and not r.error]
+    return inconclusive(len(rows), sum(r.too_loaded for r in rows), [x for x in doc[META].get("loads", []) if x],
+                        doc[META].get("busiest"))
 
 
 def add_process_seconds(p):

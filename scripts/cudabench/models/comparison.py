@@ -4,12 +4,12 @@ import os
 import sys
 from collections import Counter
 
-from ..base.errors import EXIT_OK, EXIT_REGRESSION, EXIT_TOOL
+from ..base.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, EXIT_TOOL
 from ..base.files import write_whole
 from ..base.text import fmt_change, fmt_value, table
 from ..results.stats import median
 from ..results.context import context_differences
-from ..results.verdicts import VERDICTS
+from ..results.verdicts import VERDICTS, inconclusive
 
 
 # The counts beside slower, same and faster, shown when there are any.
@@ -74,18 +74,20 @@ def report_verdicts(files, names, results, metric="time", threshold=0.05, alpha=
     (`| head`) does not hide a regression. report: the renderer (render, or
     machines.render for machines)."""
     report = report or render
+    line = load_line(files, results)
     slower = [v.name for vs in results.values() for v in vs if v.verdict == "slower"]
     missing = sorted({v.name for vs in results.values() for v in vs if v.verdict == "missing"})
     failed = sorted({v.name for vs in results.values() for v in vs if v.new_failed})
     broke = sorted({v.name for vs in results.values() for v in vs if v.new_broke})
+    framed = lambda text: f"{line}\n\n{text}\n\n{line}" if line else text
     if markdown:
-        write_whole(markdown, report(files, names, results, metric, threshold, alpha, True) + "\n")
+        write_whole(markdown, framed(report(files, names, results, metric, threshold, alpha, True)) + "\n")
     try:
-        print(report(files, names, results, metric, threshold, alpha, fmt == "markdown"), flush=True)
+        print(framed(report(files, names, results, metric, threshold, alpha, fmt == "markdown")), flush=True)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if report_only:
-        return EXIT_OK
+        return EXIT_INCONCLUSIVE if line else EXIT_OK
     if failed:
         print(f"{tool}: {len(failed)} benchmark(s) failed in the new run (a wrong result): "
               + ", ".join(failed[:10]), file=sys.stderr)
@@ -101,4 +103,13 @@ def report_verdicts(files, names, results, metric="time", threshold=0.05, alpha=
         print(f"{tool}: {len(broke)} benchmark(s) could not run in the new run: " + ", ".join(broke[:10]),
               file=sys.stderr)
         return EXIT_TOOL
-    return EXIT_OK
+    return EXIT_INCONCLUSIVE if line else EXIT_OK
+
+
+def load_line(files, results):
+    """The "Inconclusive: ..." line when rows could not be judged for other load (verdicts.inconclusive)."""
+    vs = [v for vs in results.values() for v in vs if v.verdict not in ("missing", "new", "skipped", "absent")]
+    loads = [x for f in files for r in f.runs.values() for x in r.loads]
+    busiest = sorted((b for f in files for b in f.meta.get("busiest") or [] if isinstance(b, dict)),
+                     key=lambda b: -b.get("cpu_s", 0))
+    return inconclusive(len(vs), sum(v.verdict == "loaded" for v in vs), loads, busiest)

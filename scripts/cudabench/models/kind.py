@@ -18,7 +18,8 @@ machine gives one level, the log of its median; the run gives its own:
                    machines are recorded cannot tell; and with one
                    recorded machine, always (the ratio and its interval
                    are shown, no verdict)
-  noisy            the run's samples were taken beside other load
+  loaded           fewer than two of the run's samples were taken without
+                   other load: its median is shown as loaded, and no speed
 """
 import math
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from ..base.text import fmt_value, table
 from ..results.context import context_keys
 from ..results.gbench import HIGHER_IS_BETTER
 from ..results.stats import CONFIDENCE, machine_bounds, median, median_se, speed, t_quantile
-from ..results.verdicts import Verdict, judge_all
+from ..results.verdicts import Verdict, judge_all, loaded_note
 from .references import FACTS
 from .comparison import count_words
 from .families import FAMILIES, differs, fact_texts, fact_value, family_of
@@ -38,7 +39,7 @@ ADD = "scripts/compare.py --add-machine {run}"
 # shares its level among a family's rows; this one does not, and the
 # threshold beyond the slowest machine is what keeps it rarer still).
 MACHINE_CONFIDENCE = 0.975
-JUDGED = ("same", "slower", "faster", "undecided", "noisy")
+JUDGED = ("same", "slower", "faster", "undecided", "loaded", "noisy")
 
 
 @dataclass
@@ -86,7 +87,7 @@ def row_patterns(machines, f, names, metric):
     out, k = {}, len(machines)
     for fam in FAMILIES if k >= 2 else ():
         rows = [n for n in names if family_of(n) is fam and n in f.runs and f.runs[n].samples and not f.runs[n].error
-                and all(n in m.file.runs and m.file.runs[n].samples for m in machines)]
+                and not f.runs[n].too_loaded                and all(n in m.file.runs and m.file.runs[n].samples for m in machines)]
         if len(rows) < 3:
             continue
         x = {n: [median(levels(m.file.runs[n], metric)) for m in machines] for n in rows}
@@ -94,11 +95,11 @@ def row_patterns(machines, f, names, metric):
         level = [sum(x[n][j] - mu[n] for n in rows) / len(rows) for j in range(k)]
         df = (len(rows) - 1) * (k - 1)
         s = math.sqrt(sum((x[n][j] - mu[n] - level[j]) ** 2 for n in rows for j in range(k)) / df)
-        d = {n: median(levels(f.runs[n], metric)) - mu[n] for n in rows}
+        d = {n: median(levels(f.runs[n].clean(), metric)) - mu[n] for n in rows}
         shift = median(list(d.values()))
         t = t_quantile(1 - (1 - MACHINE_CONFIDENCE) / (2 * len(rows)), df)
         for n in rows:
-            se = median_se(levels(f.runs[n], metric))
+            se = median_se(levels(f.runs[n].clean(), metric))
             out[n] = (d[n] - shift, t * math.sqrt(s * s * (1 + 1 / k) + se * se))
     return out
 
@@ -107,7 +108,13 @@ def among(name, recorded, run, metric, threshold, pattern=None):
     """One row's KindVerdict: the run's samples among the recorded machines'
     (one Run each). The machines' spread is taken as at least the noise in
     one machine's median, so machines that happen to agree exactly do not
-    make every other machine an outlier."""
+    make every other machine an outlier. Only the run's samples taken
+    without other load count; with fewer than two, the row is "loaded"."""
+    if run.too_loaded:
+        return KindVerdict(name, "loaded", median([median(r.samples) for r in recorded]), median(run.samples),
+                           n_base=sum(len(r.samples) for r in recorded), n_new=len(run.samples),
+                           machines=len(recorded), note=loaded_note(run))
+    run = run.clean()
     ys = levels(run, metric)
     y = median(ys)
     xs = [median(levels(r, metric)) for r in recorded]
@@ -130,10 +137,7 @@ def among(name, recorded, run, metric, threshold, pattern=None):
     if pattern and abs(pattern[0]) > pattern[1]:
         off = 1 if pattern[0] > 0 else -1
     v.beyond = math.exp(y - max(xs)) - 1 if y > max(xs) else math.exp(y - min(xs)) - 1 if y < min(xs) else 0.0
-    if run.loaded:
-        v.verdict = "noisy"
-        v.note = f"sampled beside other load: {len(run.loaded)} of {len(run.samples)} (up to {100 * max(run.loads):.0f}%)"
-    elif (y > centre + h or off > 0) and y > max(xs) + bar:
+    if (y > centre + h or off > 0) and y > max(xs) + bar:
         v.verdict = "slower"
         v.note = pattern_note(pattern) if y <= centre + h else ""
     elif (y < centre - h or off < 0) and y < min(xs) - bar:
@@ -171,7 +175,8 @@ def row_cells(v, metric):
     sp = fmt_speed(1 / (1 + v.change)) if v.change == v.change else "-"
     bounds = "-" if v.low != v.low else f"{bound(v.low)} .. {bound(v.high)}"
     spread = "-" if v.spread != v.spread or v.machines < 2 else f"{100 * v.spread:.0f}%"
-    return [v.name, fmt_value(v.base, metric), fmt_value(v.new, metric), sp, v.machines or "-", spread, bounds,
+    new = fmt_value(v.new, metric) + (" (loaded)" if v.verdict == "loaded" else "")
+    return [v.name, fmt_value(v.base, metric), new, sp, v.machines or "-", spread, bounds,
             v.verdict, v.note]
 
 
@@ -201,13 +206,13 @@ def family_line(fam, vs, machines, f):
     """What the run's rows of one family say, in words a user can act on."""
     k = max(v.machines for v in vs)
     spread = max((v.spread for v in vs if v.machines >= 2 and v.spread == v.spread), default=math.nan)
-    sp = median([1 / (1 + v.change) for v in vs])
+    sp = median([1 / (1 + v.change) for v in vs if v.change == v.change] or [math.nan])
     differ = f"they differ by up to {100 * spread:.0f}%" if spread == spread else ""
     slower = [v for v in vs if v.verdict == "slower"]
     faster = [v for v in vs if v.verdict == "faster"]
     undecided = [v for v in vs if v.verdict == "undecided" and v.beyond == v.beyond]  # not the one-machine rows
-    noisy = [v for v in vs if v.verdict == "noisy"]
-    if k == 1:
+    loaded = [v for v in vs if v.verdict == "loaded"]
+    if k == 1 and sp == sp:
         return (f"{fam.label}: {sp:.2f}x the one recorded machine of this kind; no verdict, since one machine "
                 f"cannot show how machines of this kind differ")
     if slower:
@@ -223,8 +228,8 @@ def family_line(fam, vs, machines, f):
         return (f"{fam.label}: {len(undecided)} of {len(vs)} rows beyond the {k} recorded machines' range (by up "
                 f"to {apart(widest)}), but {k} machines cannot tell whether that is more than machines of this "
                 f"kind differ ({differ}): could not tell")
-    if noisy:
-        return (f"{fam.label}: {len(noisy)} of {len(vs)} rows sampled beside other load: could not tell; "
+    if loaded:
+        return (f"{fam.label}: {len(loaded)} of {len(vs)} rows sampled beside other load: could not tell; "
                 f"rerun on an idle machine")
     return f"{fam.label}: as fast as the {k} recorded machines of this kind ({differ})"
 
@@ -256,7 +261,7 @@ def render(machines, hw, f, results, metric, markdown, run_path, kept=""):
 def counts_line(f, vs, k, run_path, kept):
     words, c = count_words(vs, "rows slower than machines of this kind")
     line = f"{f.label} against {k} recorded machine(s) of its kind: " + ", ".join(words)
-    clean = not any(c[x] for x in ("slower", "faster", "noisy", "error"))
+    clean = not any(c[x] for x in ("slower", "faster", "loaded", "noisy", "error"))
     if kept:
         line += f"\nthis run is in the reference already, as machine {kept}"
     elif k == 1 or clean:

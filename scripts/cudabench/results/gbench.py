@@ -19,6 +19,7 @@ THROTTLED = "throttled: "
 COULD_NOT_RUN = "could not run: "  # bench's prefix for an error that is not a wrong result
 SAMPLES_META = "cudabench_samples"  # how a merged result's samples were taken (samples.py writes it)
 MAX_FILTER = 10000  # characters, as bench takes
+MIN_CLEAN = 2  # a row needs this many samples taken without other load to say anything
 
 
 @dataclass
@@ -35,6 +36,17 @@ class Run:
     def only_skipped(self):
         """It skipped itself and measured nothing."""
         return bool(self.skipped) and not self.samples
+
+    def clean(self):
+        """The row without its samples taken beside other load: the only ones a verdict rests on."""
+        skip = set(self.loaded)
+        return Run(self.name, [x for i, x in enumerate(self.samples) if i not in skip], self.error, self.skipped,
+                   self.throttled)
+
+    @property
+    def too_loaded(self):
+        """Fewer than MIN_CLEAN of its samples were taken without other load: nothing can be told from it."""
+        return bool(self.loaded) and len(self.samples) - len(set(self.loaded)) < MIN_CLEAN
 
 
 @dataclass

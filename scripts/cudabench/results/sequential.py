@@ -12,6 +12,9 @@ GATE_FIRST = 6
 GATE_GROWTH = 1.35
 GATE_PROCESSES = 40
 GATE_SECONDS = 150  # what CI gave the fixed 15 + 15 processes of the gate before (~2 minutes)
+# A row still open at the end with this share of a side's processes beside
+# other load is "loaded" (could not tell for the load), not "undecided".
+LOADED_SHARE = 0.25
 
 
 def looks(most, first=GATE_FIRST):
@@ -58,25 +61,22 @@ def sequential_verdict(a: Run, b: Run, bar, confidence, metric="time"):
     return "", low, high
 
 
-def unloaded(run):
-    """The run's samples not taken beside other load: the gate decides on them alone."""
-    return Run(run.name, [x for i, x in enumerate(run.samples) if i not in run.loaded])
-
-
 def look(files, verdicts, bar, confidence, n, decided):
     """Decide what this look can: decided[row] = (verdict, low, high, n,
     bar); returns the rows still open."""
     left = []
     for v in verdicts:
-        if v.name in decided or v.verdict not in ("same", "slower", "faster", "noisy"):
+        if v.name in decided or v.verdict not in ("same", "slower", "faster", "noisy", "loaded"):
             continue
-        verdict, low, high = sequential_verdict(unloaded(files[0].runs[v.name]), unloaded(files[1].runs[v.name]),
-                                                bar[v.name], confidence)
+        a, b = files[0].runs[v.name], files[1].runs[v.name]
+        # Samples taken beside other load are left out: the gate decides on the others alone.
+        verdict, low, high = sequential_verdict(a.clean(), b.clean(), bar[v.name], confidence)
         if verdict:
             decided[v.name] = (verdict, low, high, n, bar[v.name])
         else:
             left.append(v.name)
             v.interval = (low, high, bar[v.name])
+            v.loaded_share = max(len(set(r.loaded)) / len(r.samples) for r in (a, b))
     return left
 
 
@@ -88,6 +88,12 @@ def settle(v, decided, n, why, threshold):
         verdict, low, high, at, bar = decided[v.name]
         v.verdict, v.floor = verdict, bar
         v.note = f"change {100 * low:+.1f}% .. {100 * high:+.1f}% after {at} vs {at} processes"
+    elif hasattr(v, "interval") and v.loaded_share and (v.loaded_share >= LOADED_SHARE or v.interval[0] != v.interval[0]):
+        # open for the load: its share of loaded processes, or no interval from the rest
+        v.verdict, v.floor, v.change = "loaded", v.interval[2], float("nan")  # no speed from loaded medians
+        v.note = (f"could not tell: {100 * v.loaded_share:.0f}% of a side's {n} processes ran beside other load "
+                  f"({why})")
+        return
     elif hasattr(v, "interval"):
         low, high, bar = v.interval
         v.verdict, v.floor = "undecided", bar

@@ -7,7 +7,9 @@ from .gbench import COULD_NOT_RUN, HIGHER_IS_BETTER, Run
 from .stats import median, min_p_value, noise_floor
 
 # The verdicts, as the summary counts them.
-VERDICTS = ("faster", "slower", "same", "undecided", "noisy", "error", "skipped", "missing", "new", "only")
+VERDICTS = ("faster", "slower", "same", "undecided", "loaded", "noisy", "error", "skipped", "missing", "new", "only")
+# "loaded": too few samples were taken without other load to tell anything;
+# its median is shown as loaded, never as a speed (inconclusive()).
 
 
 @dataclass
@@ -47,6 +49,11 @@ def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05, pool=
                        + " (not a failure)")
     if not a.samples or not b.samples:
         return Verdict(name, "error", note="no samples")
+    if a.too_loaded or b.too_loaded:
+        return Verdict(name, "loaded", median(a.samples), median(b.samples), n_base=len(a.samples),
+                       n_new=len(b.samples), note=loaded_note(a, b))
+    dropped = bool(a.loaded or b.loaded)
+    a, b = a.clean(), b.clean()  # a verdict rests on samples taken without other load alone
     ma, mb = median(a.samples), median(b.samples)
     if ma == 0:
         return Verdict(name, "error", note="baseline median is zero")
@@ -66,16 +73,13 @@ def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05, pool=
         which = [f"{w} {', '.join(sorted(set(r.throttled)))}" for w, r in (("baseline", a), ("new", b)) if r.throttled]
         v.verdict, v.note = "noisy", "GPU throttled: " + "; ".join(which)
         return v
-    if a.loaded or b.loaded:
-        which = [f"{w} {len(r.loaded)} of {len(r.samples)} (up to {100 * max(r.loads or [0]):.0f}%)"
-                 for w, r in (("baseline", a), ("new", b)) if r.loaded]
-        v.verdict, v.note = "noisy", "sampled beside other load: " + "; ".join(which)
-        return v
     if len(a.samples) < 2 or len(b.samples) < 2:
         v.verdict, v.note = "noisy", "single repetition: rerun with --benchmark_repetitions"
         return v
     if min_p_value(len(a.samples), len(b.samples)) >= alpha:
-        v.verdict, v.note = "noisy", f"{len(a.samples)} vs {len(b.samples)} repetitions cannot reach p < {alpha}"
+        v.verdict = "loaded" if dropped else "noisy"
+        v.note = f"{len(a.samples)} vs {len(b.samples)} samples" + (" without other load" if dropped else "") \
+            + f" cannot reach p < {alpha}"
         return v
     from scipy.stats import mannwhitneyu
     v.p = float(mannwhitneyu(a.samples, b.samples, alternative="two-sided").pvalue)
@@ -116,3 +120,27 @@ def judge_all(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None
                            + (f"; skipped: {b.skipped}" if b.only_skipped else ""), **new_error(b))
         return Verdict(n, "absent")
     return names, {f.label: [verdict(n, f) for n in names] for f in files[1:]}
+
+
+def loaded_note(*runs):
+    """Which side's samples ran beside other load, in words."""
+    sides = ("baseline", "new") if len(runs) == 2 else ("this run",)
+    return "could not tell: " + "; ".join(f"{w} {len(set(r.loaded))} of {len(r.samples)} samples beside other load"
+                                          for w, r in zip(sides, runs) if r.loaded)
+
+
+def inconclusive(rows, loaded, loads, busiest):
+    """The one line for a run whose rows could not be told for other load,
+    at the top and the bottom of its report; "" when none. rows: how many
+    rows were judged; loaded: how many of them could not be; loads: the
+    share of the CPUs others took, per process; busiest: samples.busiest()."""
+    if not loaded:
+        return ""
+    who = ""
+    if busiest:
+        top = busiest[0]
+        many = f" ({top['processes']} processes)" if top.get("processes", 1) > 1 else ""
+        who = f", mostly `{top['name']}`{many}, pid {top['pid']}"
+    most = f"up to {100 * max(loads):.0f}% of the CPUs" if loads else "the share unknown"
+    return (f"Inconclusive: {loaded} of {rows} rows ran beside other load ({most}{who}); "
+            f"rerun on an idle machine.")

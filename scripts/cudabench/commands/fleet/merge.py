@@ -6,11 +6,11 @@ import re
 import socket
 import time
 
-from .. import samples
 
 from ...base.errors import EXIT_OK, BadInput, one_line
 from ...base.files import check_writable, read_bytes, read_json, refuse_inputs_as_outputs, write_whole
 from ...results.gbench import load_doc
+from ...results import merged
 
 
 ERROR_TAIL = 64 << 10  # bytes of a stderr file read for its last words
@@ -89,8 +89,8 @@ def cmd_merge(a):
         except BadInput:
             pass
     if docs and a.out:
-        merged = samples.merge(docs, a.unit, {"tool": "fleet", "host": a.host, "unit": a.unit, "device": a.device})
-        write_whole(a.out, json.dumps(merged, indent=1) + "\n")
+        doc = merged.merge(docs, a.unit, {"tool": "fleet", "host": a.host, "unit": a.unit, "device": a.device})
+        write_whole(a.out, json.dumps(doc, indent=1) + "\n")
         status["results"] = os.path.basename(a.out)
     write_whole(a.status_out, json.dumps(status, indent=1) + "\n")
     return EXIT_OK

@@ -1,0 +1,93 @@
+"""Progress on long work: what is done, what is left, and an estimate of
+the time left. On a terminal, one line redrawn in place; in a log (stderr
+not a terminal), one line every CUDABENCH_PROGRESS_SECONDS (default 10)
+and at the end, so a CI log shows the run moving without a flood."""
+import math
+import os
+import sys
+import time
+
+from .errors import BadInput
+
+EVERY = 10.0
+
+
+def log_interval():
+    """CUDABENCH_PROGRESS_SECONDS: seconds between progress lines in a log (0: every step)."""
+    raw = os.environ.get("CUDABENCH_PROGRESS_SECONDS", "")
+    if not raw:
+        return EVERY
+    try:
+        x = float(raw)
+    except ValueError:
+        x = math.nan
+    if not (0 <= x <= 86400):
+        raise BadInput(f"CUDABENCH_PROGRESS_SECONDS={raw}: expected seconds between progress lines, 0 to 86400")
+    return x
+
+
+def clock(seconds):
+    s = max(0, round(seconds))
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s} s"
+
+
+class Progress:
+    """progress = Progress("ab", 80, "processes", budget=150); progress.step(done, what)."""
+
+    def __init__(self, tool, total, unit="processes", budget=None, stream=None, enabled=True):
+        self.tool, self.total, self.unit, self.budget = tool, total, unit, budget
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.every = log_interval()
+        self.enabled = enabled
+        self.started = time.monotonic()
+        self.shown = self.started  # the first log line after `every` seconds: a short run stays quiet
+        self.open = False  # a terminal line is drawn and not yet ended
+        self.count = 0  # steps done (tick)
+
+    def left(self, done):
+        """Seconds left: the time per step so far times the steps left,
+        capped by the budget; None before the first step."""
+        spent = time.monotonic() - self.started
+        if not done:
+            return None
+        rest = spent / done * max(0, self.total - done)
+        return min(rest, max(0.0, self.budget - spent)) if self.budget else rest
+
+    def line(self, done, what=""):
+        spent = time.monotonic() - self.started
+        rest = self.left(done)
+        eta = "estimating" if rest is None else f"about {clock(rest)} left" + (
+            f" (budget {clock(self.budget)})" if self.budget else "")
+        return (f"{self.tool}: {done}/{self.total} {self.unit} done, {clock(spent)} so far, {eta}"
+                + (f"; {what}" if what else ""))
+
+    def step(self, done, what="", total=None):
+        if total is not None:
+            self.total = total
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if self.tty:
+            print(f"\r{self.line(done, what)}\x1b[K", end="", file=self.stream, flush=True)
+            self.open = True
+        elif now - self.shown >= self.every or done >= self.total:
+            print(self.line(done, what), file=self.stream, flush=True)
+            self.shown = now
+
+    def tick(self, what=""):
+        """One more step done."""
+        self.count += 1
+        self.step(self.count, what)
+
+    def say(self, text):
+        """A message of its own, on its own line (a terminal's progress line is ended first)."""
+        if not self.enabled:
+            return
+        self.end()
+        print(f"{self.tool}: {text}", file=self.stream, flush=True)
+
+    def end(self):
+        if self.open:
+            print(file=self.stream, flush=True)
+            self.open = False
