@@ -30,7 +30,7 @@
 # Writes build/regress/ (a.json, b.json, report.md for a CI job summary) and,
 # for a clean tree, keeps one JSON per commit in
 # $CUDABENCH_HISTORY/<machine>/ (default ~/.cache/cudabench/history), drawn
-# as trends into build/regress/history/ (report.py --history).
+# as a page into build/regress/history/ (history.py page).
 # Exit codes: ab.py's (0 no regression, 1 slower or a failed check in this
 # tree's build, 2 bad input, 3 the run failed without a result, 5
 # inconclusive: rows ran beside other load); 3 also when a build fails.
@@ -151,7 +151,7 @@ echo "regress: ${base_sha:0:7} (A) against $this (B) on $machine: interleaved pr
 rc=0
 run_job "$py" scripts/ab.py "${args[@]}" || rc=$?
 if [ "$clean" = 1 ] && [ -d "$history" ]; then
-  run_job "$py" scripts/report.py --history "$history" --out "$out/history" --title "cudabench history on $machine" \
-    >/dev/null || echo "regress: the history plot failed (see report.py --history $history)" >&2
+  run_job "$py" scripts/history.py page "$(dirname "$history")" --out "$out/history" >/dev/null \
+    || echo "regress: the history page failed (see scripts/history.py page $(dirname "$history"))" >&2
 fi
 exit "$rc"

@@ -16,7 +16,7 @@ script_start "$@"
 bash "$CUDABENCH_ROOT/scripts/setup.sh" --tests
 configure_and_build "$CUDABENCH_ROOT/build" || exit 3
 # setup.sh installed Slurm: the fleet test must run, not skip.
-export CUDABENCH_REQUIRE_SLURM=1
+export CUDABENCH_REQUIRE_SLURM=1 CUDABENCH_REQUIRE_TEST_TOOLS=1  # and actionlint
 (cd "$CUDABENCH_ROOT/build" && ctest --output-on-failure --no-tests=error -j2 "$@") || exit 1
 bash "$CUDABENCH_ROOT/scripts/sanitize.sh"
 bash "$CUDABENCH_ROOT/scripts/fuzz.sh" "${CUDABENCH_FUZZ_SECONDS:-30}"

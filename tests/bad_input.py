@@ -223,7 +223,7 @@ def bench_copy(tmp, name="bench.py"):
 
 
 def history(tmp, folder):
-    """A report.py --history folder: two per-commit results, c1 and c2."""
+    """A machine folder of the gate's history (history.py page): two per-commit results, c1 and c2."""
     os.makedirs(os.path.join(tmp, folder))
     for i, c in enumerate(("c1", "c2")):
         gbench(tmp, f"{folder}/{c}.json", lambda d: d.update(cudabench_history={"commit": c, "time": i}))

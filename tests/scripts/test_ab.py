@@ -242,8 +242,8 @@ def test_calibrate_stores_relative_process_medians(tmp_path):
     assert load_floors(str(out))[OTHER]
 
 
-def test_history_keeps_one_file_per_commit_and_draws_the_trend(tmp_path):
-    hist = tmp_path / "hist"
+def test_history_keeps_one_file_per_commit_and_makes_its_page(tmp_path):
+    hist = tmp_path / "h" / "hist"
     # c0 and c1 take 100 us, c2 and c3 140: c2 is the slow-down.
     for t_a, t_b, rev_a, rev_b in ((100, 100, "c0", "c1"), (100, 140, "c1", "c2"), (140, 140, "c2", "c3")):
         r, _ = run_ab(tmp_path, "--history", str(hist), "--rev-a", rev_a, "--rev-b", rev_b,
@@ -252,14 +252,14 @@ def test_history_keeps_one_file_per_commit_and_draws_the_trend(tmp_path):
     assert sorted(os.listdir(hist)) == ["c0.json", "c1.json", "c2.json", "c3.json"]
     c2 = json.loads((hist / "c2.json").read_text())["cudabench_history"]
     assert c2["parent"] == "c1" and c2["verdicts"][STEADY]["verdict"] == "slower"
-    out = tmp_path / "report"
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "report.py"), "--history", str(hist),
+    out = tmp_path / "page"
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "history.py"), "page", str(tmp_path / "h"),
                         "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert (out / "trend.png").stat().st_size > 10000
-    md = (out / "history.md").read_text()
-    assert "`c2`" in md and f"{STEADY} slower +40.0%" in md
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "report.py"), "--history",
+    assert (out / "hist.png").stat().st_size > 10000
+    md = (out / "README.md").read_text()
+    assert "## hist" in md and STEADY in md
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "history.py"), "page",
                         str(tmp_path / "none"), "--out", str(out)], capture_output=True, text=True)
     assert r.returncode == 2 and "cannot read" in r.stderr
 

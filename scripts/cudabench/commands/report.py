@@ -1,7 +1,6 @@
 """Plots and a Markdown report from Google Benchmark JSON files.
 
     report.py RUN.json [RUN.json ...] --out DIR [--labels a,b,...] [--title T]
-    report.py --history DIR --out DIR [--title T]
 
 Writes into DIR (each file whole: temp file, then renamed):
   vector_add.png   GB/s against elements, one panel per implementation,
@@ -13,28 +12,19 @@ Writes into DIR (each file whole: temp file, then renamed):
                    compare.py verdicts against the first
 Plots that have no data in the files are left out.
 
---history DIR reads the per-commit results the revision gate keeps
-(scripts/regress.sh; one JSON per commit and machine, each with its
-process samples and its verdicts against its parent) and writes, in the
-manner of github-action-benchmark's charts:
-  trend.png        each benchmark's time over the commits (oldest left): the
-                   median of the process samples, a bar from the lowest to
-                   the highest, and the verdict against the parent marked
-                   (red up: slower, green down: faster, hollow: noisy)
-  history.md       the plot and a table: commit, date, subject, verdicts
+The gate's history has a page of its own: scripts/history.py page.
 """
 import argparse
 import os
 import re
 import sys
-import time
 from collections import defaultdict
 
 from ..base.errors import BadInput
-from ..base.files import hold_lock, make_folder, read_json, refuse_inputs_as_outputs, write_whole
+from ..base.files import hold_lock, make_folder, refuse_inputs_as_outputs, write_whole
 from ..base.cli import ArgParser, ensure_venv, output_folder, run_tool
 from ..base.text import table
-from ..results.gbench import finite_number, load, positive_number
+from ..results.gbench import load, positive_number
 from ..results.stats import median
 from ..results.context import set_labels
 from ..results.verdicts import judge_all
@@ -53,7 +43,6 @@ def import_matplotlib():
     plt = matplotlib.pyplot
 
 OUTPUTS = ("report.md", "vector_add.png", "transfer.png", "mnist.png")  # what it writes into --out
-HISTORY_OUTPUTS = ("history.md", "trend.png")  # what --history writes there
 NAME_RX = re.compile(r"^(?P<family>[^/]+)/(?P<impl>[^/]+)/(?P<arg>[a-z]+):(?P<value>\d+)(?:/dev:(?P<dev>\d+))?")
 
 
@@ -144,108 +133,6 @@ def headline_table(datasets, labels):
     return table(["benchmark"] + labels, rows, True) if rows else ""
 
 
-def load_history(folder):
-    """The per-commit files of one machine, oldest first, and their paths:
-    ([(info, {benchmark: [process samples, seconds]})], [path])."""
-    try:
-        names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
-    except OSError as e:
-        raise BadInput(f"{folder}: cannot read ({e.strerror})")
-    out, inputs = [], [os.path.join(folder, n) for n in names]
-    for path in inputs:
-        f = load(path)
-        info = read_json(path).get("cudabench_history")
-        if not isinstance(info, dict) or not isinstance(info.get("commit"), str):
-            raise BadInput(f"{path}: no 'cudabench_history' (written by scripts/ab.py run --history)")
-        t = info.get("time", 0)
-        if not finite_number(t) or t < 0:
-            raise BadInput(f"{path}: cudabench_history.time is {t!r}: expected seconds since 1970")
-        vs = info.get("verdicts", {})
-        if not isinstance(vs, dict) or not all(
-                isinstance(v, dict) and isinstance(v.get("verdict"), str)
-                and isinstance(v.get("change", 0.0), (int, float))
-                and not isinstance(v.get("change"), bool)  # NaN allowed: an error verdict has no change
-                and (v["verdict"] not in ("slower", "faster") or "change" in v) for v in vs.values()):
-            raise BadInput(f"{path}: cudabench_history.verdicts: expected {{name: {{verdict, change}}}}")
-        if not isinstance(info.get("subject", ""), str):
-            raise BadInput(f"{path}: cudabench_history.subject: expected a string")
-        out.append((info, {name: r.samples for name, r in f.runs.items() if r.samples and not r.error}))
-    if not out:
-        raise BadInput(f"{folder}: no per-commit JSON files")
-    if not any(d for _, d in out):
-        raise BadInput(f"{folder}: the per-commit files hold no benchmark results")
-    out.sort(key=lambda e: (e[0].get("time", 0), e[0]["commit"]))
-    return out, inputs
-
-
-MARKS = {"slower": ("^", "tab:red", "tab:red"), "faster": ("v", "tab:green", "tab:green"),
-         "noisy": ("o", "none", "tab:gray")}
-
-
-def plot_history(history, title, path):
-    benches = sorted({b for _, d in history for b in d})
-    cols = min(2, len(benches))
-    nrows = (len(benches) + cols - 1) // cols
-    fig, axes = plt.subplots(nrows, cols, figsize=(7 * cols, 2.8 * nrows), squeeze=False)
-    ticks = [info["commit"][:7] for info, _ in history]
-    for ax, b in zip(axes.flat, benches):
-        xs, med, lo, hi = [], [], [], []
-        for i, (_, d) in enumerate(history):
-            if b in d:
-                xs.append(i)
-                med.append(median(d[b]))
-                lo.append(min(d[b]))
-                hi.append(max(d[b]))
-        scale, unit = next(((s, u) for s, u in ((1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
-                            if max(med) >= s), (1e-9, "ns"))
-        m = [v / scale for v in med]
-        ax.errorbar(xs, m, yerr=[[(v - l) / scale for v, l in zip(med, lo)], [(h - v) / scale for v, h in zip(med, hi)]],
-                    fmt="-", color="tab:blue", ecolor="lightsteelblue", lw=1.2, capsize=2)
-        ax.plot(xs, m, "o", color="tab:blue", ms=3)
-        for i, y in zip(xs, m):
-            v = history[i][0].get("verdicts", {}).get(b, {}).get("verdict")
-            if v in MARKS:
-                marker, face, edge = MARKS[v]
-                ax.plot([i], [y], marker, ms=10, markerfacecolor=face, markeredgecolor=edge, label=v)
-        ax.set_title(b, fontsize=9)
-        ax.set_ylabel(unit)
-        ax.set_xticks(range(len(ticks)))
-        ax.set_xticklabels(ticks, rotation=60, fontsize=7)
-        ax.set_ylim(bottom=0)
-        ax.grid(True, alpha=0.3)
-        handles = dict(zip(*ax.get_legend_handles_labels()[::-1]))
-        if handles:
-            ax.legend(handles.values(), handles.keys(), fontsize=7)
-    for ax in axes.flat[len(benches):]:
-        ax.axis("off")
-    fig.suptitle(title)
-    fig.tight_layout()
-    save(fig, path)
-
-
-def history_report(folder, out, title):
-    history, inputs = load_history(folder)
-    prepare_out(out, HISTORY_OUTPUTS, inputs)
-    plot_history(history, title, os.path.join(out, "trend.png"))
-    rows = []
-    for info, _ in reversed(history):
-        vs = info.get("verdicts", {})
-        counts = {}
-        for v in vs.values():
-            counts[v.get("verdict")] = counts.get(v.get("verdict"), 0) + 1
-        flagged = [f"{n} {v['verdict']}" + ("" if v["verdict"] == "missing" else f" {100 * v['change']:+.1f}%")
-                   for n, v in sorted(vs.items()) if v.get("verdict") in ("slower", "faster", "missing")]
-        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(info["time"])) if "time" in info else "-"
-        summary = ", ".join(f"{k} {c}" for k, c in sorted(counts.items())) or "(no parent measured)"
-        rows.append([f"`{info['commit'][:10]}`", when, info.get("subject", "")[:60],
-                     summary + ("; " + "; ".join(flagged) if flagged else "")])
-    md = [f"# {title}", "", "![trend](trend.png)", "",
-          table(["commit", "date", "subject", "verdicts against the parent"], rows, True)]
-    write_whole(os.path.join(out, "history.md"), "\n".join(md) + "\n")
-    print(f"report: wrote {os.path.join(out, 'history.md')} ({len(history)} commits)")
-    return 0
-
-
 def file_report(a):
     """report.md and the plots of result files; every input is read and
     checked before anything is written."""
@@ -300,17 +187,12 @@ def main(argv=None):
     ap.add_argument("--out", required=True, type=output_folder, help="folder for the PNGs and report.md")
     ap.add_argument("--labels")
     ap.add_argument("--title", default="cudabench report")
-    ap.add_argument("--history", metavar="DIR", help="per-commit results (regress.sh) to draw as trends")
     a = ap.parse_args(argv)
 
     def body():
         import_matplotlib()
-        if a.history:
-            if a.files:
-                raise BadInput("give result files or --history DIR, not both")
-            return history_report(a.history, a.out, a.title)
         if not a.files:
-            raise BadInput("give result files, or --history DIR")
+            raise BadInput("give result files (the gate's history: scripts/history.py page)")
         return file_report(a)
 
     return run_tool("report", body)

@@ -1,0 +1,108 @@
+"""The gate's history (scripts/history.py): the page made from a history of
+22 commits with one step injected (its change point named by the commit
+that moved the row, loaded and undecided points marked), and the writer
+appending to a real bare repository standing in for the remote, with two
+writers racing: nothing is lost, nothing is force-pushed."""
+import json
+import os
+import subprocess
+import sys
+
+from conftest import ROOT
+
+HISTORY = os.path.join(ROOT, "scripts", "history.py")
+STEP, FLAT = "VectorAdd/cpu_scalar/n:1048576/real_time", "VectorAdd/cpu_omp_simd/n:1048576/real_time"
+
+
+def entry(i, step_at=12, loaded=(), undecided=()):
+    """One commit's gate result: 6 processes a row; STEP's time is 15% up from commit step_at on."""
+    benches = []
+    for row, base in ((STEP, 400e-6), (FLAT, 200e-6)):
+        level = base * (1.15 if row == STEP and i >= step_at else 1.0)
+        for p in range(6):
+            x = level * (1 + 0.004 * ((p * 5 + i * 3) % 7 - 3)) * (3 if i in loaded else 1)
+            e = {"name": row, "run_name": row, "run_type": "iteration", "real_time": x * 1e6, "time_unit": "us",
+                 "repetition_index": p}
+            if i in loaded:
+                e.update(load=0.5, loaded=True)
+            benches.append(e)
+    verdicts = {STEP: {"verdict": "undecided" if i in undecided else "slower" if i == step_at else "same"},
+                FLAT: {"verdict": "same"}}
+    return {"context": {}, "benchmarks": benches,
+            "cudabench_history": {"commit": f"{i:02d}" + "c0ffee" * 6, "time": 1_700_000_000 + 3600 * i,
+                                  "subject": f"commit number {i}", "verdicts": verdicts}}
+
+
+def write_history(folder, n=22, **kw):
+    os.makedirs(folder, exist_ok=True)
+    for i in range(n):
+        doc = entry(i, **kw)
+        with open(os.path.join(folder, doc["cudabench_history"]["commit"] + ".json"), "w") as f:
+            json.dump(doc, f)
+
+
+def run(*args, timeout=300):
+    return subprocess.run([sys.executable, HISTORY, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_the_page_marks_the_change_point_with_its_commit_and_the_loaded_and_undecided_points(tmp_path):
+    write_history(tmp_path / "h" / "vm-a", loaded=(5, 17), undecided=(9,))
+    r = run("page", tmp_path / "h", "--out", tmp_path / "page")
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "page" / "README.md").read_text()
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in md.splitlines() if line.startswith("| Vec")}
+    # The step is found at commit 12, named with its subject, as a speed (1/1.15 = 0.87x).
+    assert "`12c0ffe` commit number 12 (0.87x)" in rows[STEP][2], rows[STEP]
+    assert rows[FLAT][2] == "none", rows[FLAT]
+    # The loaded commits (5 and 17: three times as slow) are counted as such and moved nothing.
+    assert rows[STEP][4] == "2" and rows[FLAT][4] == "2" and rows[STEP][5] == "1", rows[STEP]
+    png = (tmp_path / "page" / "vm-a.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20000
+
+
+def git(*args, cwd=None):
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=60).stdout
+
+
+def test_two_writers_racing_for_the_history_branch_keep_every_entry(tmp_path):
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", str(remote))
+    # The remote takes a moment over each push, as a real one does: the
+    # writers' fetch-commit-push windows overlap.
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nsleep 0.3\n")
+    hook.chmod(0o755)
+    writers = []
+    for w in ("a", "b"):
+        git("clone", "-q", str(remote), str(tmp_path / w))
+        for i in range(4):
+            doc = entry(i)
+            doc["cudabench_history"]["commit"] = f"{w}{i}"
+            os.makedirs(tmp_path / f"e-{w}{i}" / f"vm-{w}")
+            (tmp_path / f"e-{w}{i}" / f"vm-{w}" / f"{w}{i}.json").write_text(json.dumps(doc))
+        script = "; ".join(f"{sys.executable} {HISTORY} push --no-page --repo {tmp_path / w} "
+                           f"--entries {tmp_path / f'e-{w}{i}'} || exit $?" for i in range(4))
+        writers.append(subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True))
+    outs = [p.communicate(timeout=300) for p in writers]
+    assert [p.returncode for p in writers] == [0, 0], outs
+    files = git("ls-tree", "-r", "--name-only", "bench-history", cwd=remote).split()
+    assert sorted(files) == sorted(f"vm-{w}/{w}{i}.json" for w in "ab" for i in range(4)), files
+    # Appended: eight commits in one line, none replaced (each adds one file).
+    log = git("log", "--format=%H %P", "bench-history", cwd=remote).splitlines()
+    assert len(log) == 8 and all(len(x.split()) == 2 for x in log[:-1]) and len(log[-1].split()) == 1, log
+    # Pushing an entry the branch has already leaves it as it is.
+    r = run("push", "--no-page", "--repo", tmp_path / "a", "--entries", tmp_path / "e-a0")
+    assert r.returncode == 0 and "has them all already" in r.stdout, r.stdout + r.stderr
+
+
+def test_the_writer_remakes_the_page_on_the_branch(tmp_path):
+    remote = tmp_path / "remote.git"
+    git("init", "-q", "--bare", str(remote))
+    git("clone", "-q", str(remote), str(tmp_path / "c"))
+    write_history(tmp_path / "e" / "vm-a", n=6)
+    r = run("push", "--repo", tmp_path / "c", "--entries", tmp_path / "e")
+    assert r.returncode == 0, r.stdout + r.stderr
+    files = git("ls-tree", "-r", "--name-only", "bench-history", cwd=remote).split()
+    assert "README.md" in files and "vm-a.png" in files and len([f for f in files if f.endswith(".json")]) == 6
