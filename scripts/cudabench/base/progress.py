@@ -62,9 +62,7 @@ class Progress:
         return (f"{self.tool}: {done}/{self.total} {self.unit} done, {clock(spent)} so far, {eta}"
                 + (f"; {what}" if what else ""))
 
-    def step(self, done, what="", total=None):
-        if total is not None:
-            self.total = total
+    def step(self, done, what=""):
         if not self.enabled:
             return
         now = time.monotonic()

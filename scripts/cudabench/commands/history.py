@@ -28,6 +28,7 @@ one); 3 git failed, or every try lost its race until --seconds.
 import argparse
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +42,8 @@ from ..base.text import slug, table
 from ..results.trend import load_history, trends
 
 GIT_SECONDS = 120  # every git call has this deadline
+# git push's words when another writer moved the branch first (the ref's old value no longer matches)
+LOST_RACE = re.compile(r"fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|stale info")
 
 
 def plot_machine(name, ts, path):
@@ -162,12 +165,13 @@ def attempt(a, files, work):
     """One try: the remote's tip, our entries added, the page remade, one
     commit pushed. Returns (pushed, added)."""
     ref = f"refs/heads/{a.branch}"
-    tip = git(a.repo, "fetch", "-q", "--no-tags", a.remote, f"+{ref}:refs/cudabench/history-tip", check=False)
-    parent = git(a.repo, "rev-parse", "-q", "--verify", "refs/cudabench/history-tip^{commit}",
-                 check=False).stdout.strip() if tip.returncode == 0 else ""
+    parent = ""
+    if git(a.repo, "ls-remote", "--exit-code", a.remote, ref, check=False).returncode != 2:  # 2: no such branch yet
+        git(a.repo, "fetch", "-q", "--no-tags", a.remote, f"+{ref}:refs/cudabench/history-tip")
+        parent = git(a.repo, "rev-parse", "--verify", "refs/cudabench/history-tip^{commit}").stdout.strip()
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    env = {"GIT_INDEX_FILE": os.path.join(work + ".index"), "GIT_WORK_TREE": work}
+    env = {"GIT_INDEX_FILE": work + ".index", "GIT_WORK_TREE": work}
     if os.path.exists(env["GIT_INDEX_FILE"]):
         os.remove(env["GIT_INDEX_FILE"])
     if parent:
@@ -192,6 +196,8 @@ def attempt(a, files, work):
     commit = git(a.repo, *who, "commit-tree", tree, *(["-p", parent] if parent else []), "-m",
                  f"history: {', '.join(added)}").stdout.strip()
     pushed = git(a.repo, "push", "-q", a.remote, f"{commit}:{ref}", check=False)
+    if pushed.returncode and not LOST_RACE.search(pushed.stderr):  # refused for another reason: no retry helps
+        raise ToolError(f"git push to {a.remote} failed: {one_line(pushed.stderr) or pushed.returncode}")
     return pushed.returncode == 0, added
 
 

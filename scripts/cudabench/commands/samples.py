@@ -302,9 +302,9 @@ def summary(doc):
             continue
         if r.too_loaded:  # shown as loaded, never as a result
             rows.append([n, f"{fmt_value(median(r.samples), 'time')} (loaded)", "-", "-", len(r.samples),
-                         f"could not tell: {len(set(r.loaded))} of {len(r.samples)} beside other load"])
+                         f"could not tell: {len(r.loaded)} of {len(r.samples)} beside other load"])
             continue
-        note = f"{len(set(r.loaded))} of {len(r.samples)} left out (beside other load)" if r.loaded else ""
+        note = f"{len(r.loaded)} of {len(r.samples)} left out (beside other load)" if r.loaded else ""
         r = r.clean()
         m = median(r.samples)
         spread = f"{100 * (min(r.samples) / m - 1):+.1f}% .. {100 * (max(r.samples) / m - 1):+.1f}%"
@@ -382,9 +382,9 @@ def cmd_run(a):
     write_json(a.out, doc)
     for n in notes:
         print(n, file=sys.stderr)
-    line = inconclusive_line(doc)
-    print("\n\n".join(x for x in (line, summary(doc), line) if x), flush=True)
     runs = load_doc(doc, "result").runs
+    line = inconclusive_line(runs, doc[META])
+    print("\n\n".join(x for x in (line, summary(doc), line) if x), flush=True)
     wide = [n for n in meta.get("wide", []) if not runs[n].too_loaded]  # the loaded ones have their own line
     if wide:
         print(f"samples: {len(wide)} row(s) still wider than +-{100 * WIDE:g}% after {len(docs['p'])} "
@@ -401,12 +401,11 @@ def cmd_run(a):
     return EXIT_INCONCLUSIVE if line else 0
 
 
-def inconclusive_line(doc):
+def inconclusive_line(runs, meta):
     """The "Inconclusive: ..." line for a run whose rows had too few samples without other load, or ""."""
-    f = load_doc(doc, "result")
-    rows = [r for r in f.runs.values() if r.samples and not r.error]
-    return inconclusive(len(rows), sum(r.too_loaded for r in rows), [x for x in doc[META].get("loads", []) if x],
-                        doc[META].get("busiest"))
+    rows = [r for r in runs.values() if r.samples and not r.error]
+    return inconclusive(len(rows), sum(r.too_loaded for r in rows), [x for x in meta.get("loads", []) if x],
+                        meta.get("busiest"))
 
 
 def add_process_seconds(p):

@@ -46,7 +46,7 @@ class Run:
     @property
     def too_loaded(self):
         """Fewer than MIN_CLEAN of its samples were taken without other load: nothing can be told from it."""
-        return bool(self.loaded) and len(self.samples) - len(set(self.loaded)) < MIN_CLEAN
+        return bool(self.loaded) and len(self.samples) - len(self.loaded) < MIN_CLEAN
 
 
 @dataclass

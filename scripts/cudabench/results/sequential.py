@@ -76,7 +76,7 @@ def look(files, verdicts, bar, confidence, n, decided):
         else:
             left.append(v.name)
             v.interval = (low, high, bar[v.name])
-            v.loaded_share = max(len(set(r.loaded)) / len(r.samples) for r in (a, b))
+            v.loaded_share = max(len(r.loaded) / len(r.samples) for r in (a, b))
     return left
 
 

@@ -125,7 +125,7 @@ def judge_all(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None
 def loaded_note(*runs):
     """Which side's samples ran beside other load, in words."""
     sides = ("baseline", "new") if len(runs) == 2 else ("this run",)
-    return "could not tell: " + "; ".join(f"{w} {len(set(r.loaded))} of {len(r.samples)} samples beside other load"
+    return "could not tell: " + "; ".join(f"{w} {len(r.loaded)} of {len(r.samples)} samples beside other load"
                                           for w, r in zip(sides, runs) if r.loaded)
 
 
