@@ -5,12 +5,17 @@
 #include "torch_versions.h"
 
 #include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <future>
@@ -122,17 +127,25 @@ void wait_for_count(c10d::Store& store, const std::string& key, int64_t want,
 // a watchdog thread is the one deadline that holds.
 class Deadline {
  public:
-  Deadline(std::chrono::milliseconds limit, std::string message) {
-    thread_ = std::thread([st = state_, limit, message = std::move(message)] {
+  using Message = std::function<std::string()>;  // called only if the deadline passes
+  Deadline(std::chrono::milliseconds limit, Message message) {
+    state_->message = std::move(message);
+    thread_ = std::thread([st = state_, limit] {
       std::unique_lock<std::mutex> lk(st->m);
       if (st->cv.wait_for(lk, limit, [&] { return st->disarmed; })) return;
-      std::cerr << message << std::endl;
+      std::cerr << st->message() << std::endl;
       std::_Exit(kExitFailed);
     });
   }
   ~Deadline() { disarm(); }
   Deadline(const Deadline&) = delete;
   Deadline& operator=(const Deadline&) = delete;
+  // What the process says if the deadline passes from now on: the step it
+  // is in, not the first one.
+  void say(Message message) {
+    std::lock_guard<std::mutex> lk(state_->m);
+    state_->message = std::move(message);
+  }
   void disarm() {
     {
       std::lock_guard<std::mutex> lk(state_->m);
@@ -147,10 +160,35 @@ class Deadline {
     std::mutex m;
     std::condition_variable cv;
     bool disarmed = false;
+    Message message;
   };
   std::shared_ptr<State> state_ = std::make_shared<State>();
   std::thread thread_;
 };
+
+// Whether anything at host:port accepts a TCP connection within a second.
+bool accepts_connections(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return false;
+  bool ok = false;
+  for (addrinfo* a = res; a && !ok; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof err;
+      ok = ::poll(&p, 1, 1000) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  return ok;
+}
 
 bool resolves(const std::string& host) {
   addrinfo hints{};
@@ -222,12 +260,23 @@ DistContext::DistContext(const Launch& launch, const std::string& backend, torch
     : launch_(launch), backend_(backend), device_(device), timeout_(timeout) {
   resolve_master();  // before the deadline: a slow name service is not a silent store
   const auto until = std::chrono::steady_clock::now() + timeout_;  // every rank's settings, by then
-  Deadline deadline(timeout_ + kRendezvousGrace,
-                    "train: rank " + std::to_string(launch_.rank) + ": stopped: the rendezvous at " +
-                        store_address() + " did not finish within " +
-                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()) +
-                        " s (--dist-timeout) and a grace; is another program listening on MASTER_PORT?");
+  const std::string head = "train: rank " + std::to_string(launch_.rank) + ": stopped: ";
+  const std::string within =
+      " within " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()) +
+      " s (--dist-timeout) and a grace";
+  // A loaded machine can keep TCPStore's client past its own timeout, and a
+  // program that accepts and never answers keeps it forever: the line names
+  // which, from whether anything accepts a connection there now.
+  const auto unreached = [this, head, within] {
+    return head + (accepts_connections(launch_.master_addr, launch_.master_port)
+                       ? "the rendezvous at " + store_address() + " did not answer" + within +
+                             "; is another program listening on MASTER_PORT?"
+                       : store_reach_failure("nothing accepted a connection" + within));
+  };
+  Deadline deadline(timeout_ + kRendezvousGrace, unreached);
   connect_store();
+  deadline.say([msg = head + "the rendezvous at " + store_address() + " did not finish" + within +
+                      "; is another program listening on MASTER_PORT?"] { return msg; });
   // A connection of its own: the main thread may sit in a store call.
   heartbeat_ = std::make_unique<Heartbeat>(store_->clone(), launch_.rank);
   try {
@@ -261,6 +310,13 @@ void DistContext::resolve_master() {
   throw GroupBadInput("MASTER_ADDR=" + launch_.master_addr + ": no such host (the name does not resolve)");
 }
 
+std::string DistContext::store_reach_failure(const std::string& why) const {
+  const bool server = launch_.rank == 0 && !launch_.agent_store;
+  return std::string(server ? "could not serve" : "could not reach") + " the rendezvous store at " + store_address() +
+         (server ? "" : (launch_.agent_store ? " (torchrun's agent)" : " (rank 0: did a process start with RANK=0?)")) +
+         ": " + why;
+}
+
 void DistContext::connect_store() {
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(launch_.master_port);
@@ -275,11 +331,7 @@ void DistContext::connect_store() {
                  : c10::static_intrusive_pointer_cast<c10d::Store>(
                        c10::make_intrusive<c10d::PrefixStore>(launch_.store_prefix, tcp));
   } catch (const std::exception& e) {
-    const auto m = error_line(e);
-    throw RankLost(std::string(o.isServer ? "could not serve" : "could not reach") + " the rendezvous store at " +
-                   store_address() +
-                   (o.isServer ? "" : (launch_.agent_store ? " (torchrun's agent)" : " (rank 0: did a process start with RANK=0?)")) +
-                   ": " + m);
+    throw RankLost(store_reach_failure(error_line(e)));
   }
 }
 
@@ -547,9 +599,9 @@ uint64_t DistContext::check_replicas(const std::vector<torch::Tensor>& params, c
 void DistContext::finish() {
   // The store's calls have no deadline of their own against a silent host.
   Deadline watchdog(2 * timeout_ + kRendezvousGrace,
-                    "train: rank " + std::to_string(launch_.rank) + ": stopped: the group did not finish leaving within " +
-                        "twice --dist-timeout (" + store_address() +
-                        " no longer answers)");
+                    [msg = "train: rank " + std::to_string(launch_.rank) +
+                           ": stopped: the group did not finish leaving within twice --dist-timeout (" +
+                           store_address() + " no longer answers)"] { return msg; });
   barrier();
   // As destroy_process_group does: NCCL's communicators and watchdog end
   // here, not in a destructor at exit.

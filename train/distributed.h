@@ -102,6 +102,7 @@ class DistContext {
  private:
   void resolve_master();
   void connect_store();
+  std::string store_reach_failure(const std::string& why) const;  // "could not reach the store at ...: why"
   void compare_settings(const Settings& mine, std::chrono::steady_clock::time_point until);
   void claim_rank();
   void await_every_rank(const std::string& key, std::chrono::steady_clock::time_point until);

@@ -80,7 +80,9 @@ def test_runner_interleaves_processes_and_merges_one_sample_per_process(tmp_path
 
 def test_a_process_that_ran_beside_other_load_runs_again(tmp_path):
     r, order = run_ab(tmp_path, "--max-interference", "0.05", a_env=["FAKE_GBENCH_BURN_FIRST=1"], processes=2)
-    assert r.returncode == 0, r.stderr
+    # Beside CTest's other tests, 5% of other load can last every process:
+    # then "could not tell" (5), said as such, is the one right answer.
+    assert r.returncode == 0 or (r.returncode == 5 and "Inconclusive: " in r.stdout + r.stderr), r.stderr
     # The first A ran beside busy processes and was run again, in its place
     # (other tests' load may add re-runs, never remove that one).
     assert "".join(order).startswith("AA"), r.stderr
