@@ -9,7 +9,7 @@ import pytest
 from cudabench.base.errors import BadInput
 from cudabench.base import files
 from cudabench.base.files import MAX_JSON_BYTES, check_writable, read_json, write_whole
-from cudabench.base.text import md_cell, table
+from cudabench.base.text import fmt_speed, md_cell, speed_of, table
 from cudabench.results.gbench import Run, load
 from cudabench.results.stats import min_p_value
 from cudabench.results.context import set_labels
@@ -101,6 +101,20 @@ def test_throughput_metric_counts_higher_as_better():
     v = verdicts("base.json", "improvement.json", metric="bytes_per_second")
     assert v[A].verdict == "faster"
     assert v[A].change < 0
+    # A rate's change is in time's terms, so that its speed is the rates' ratio.
+    assert speed_of(v[A].change) == pytest.approx(v[A].new / v[A].base)
+
+
+def test_every_comparison_shows_a_speed_as_the_machine_report_does():
+    """One convention: the baseline's time over the new one's, 0.83x for
+    20% more time, in compare's two-file table, its side by side and the
+    machine report alike; never "+20.0%"."""
+    two = next(l for l in run(f("base.json"), f("regression.json")).stdout.splitlines() if l.startswith(A))
+    three = next(l for l in run(f("base.json"), f("improvement.json"), f("regression.json")).stdout.splitlines()
+                 if l.startswith(A))
+    assert " 0.83x " in two and "%" not in two, two
+    assert "(0.83x, slower)" in three and "(1.2" in three and "%" not in three, three
+    assert [fmt_speed(x) for x in (0.0016, 0.93, 1.0, 250, float("nan"))] == ["0.0016x", "0.93x", "1.00x", "250x", "-"]
 
 
 def test_units_are_converted():

@@ -20,8 +20,19 @@ def fmt_value(x, metric):
     return f"{x:.3g}/s"
 
 
-def fmt_change(c):
-    return "-" if c != c else f"{100 * c:+.1f}%"
+def speed_of(change):
+    """The speed that a change (+ means slower: the new time over the
+    baseline's, less 1) is: the baseline's time over the new one's, 0.93 for
+    7.5% more time. Every comparison of two runs is shown as a speed."""
+    return float("nan") if change != change else 1 / (1 + change)
+
+
+def fmt_speed(x):
+    """0.93x; "-" for none. A speed far from 1 keeps two significant
+    digits (0.0016x, not 0.00x)."""
+    if x != x:
+        return "-"
+    return f"{x:.2f}x" if 0.1 <= x < 100 else f"{x:.2g}x" if x < 0.1 else f"{x:.0f}x"
 
 
 def md_cell(x):

@@ -38,7 +38,7 @@ import time
 from ..base.errors import BadInput, ToolError, one_line
 from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
 from ..base.files import make_folder, refuse_inputs_as_outputs, write_whole
-from ..base.text import slug, table
+from ..base.text import fmt_speed, slug, table
 from ..results.trend import load_history, trends
 
 GIT_SECONDS = 120  # every git call has this deadline
@@ -78,7 +78,7 @@ def plot_row(ax, t):
         ax.plot([first - 0.4, last + 0.4], [level * us] * 2, color="navy", lw=1)
     for i, sp in t.changes:
         ax.axvline(i - 0.5, color="tab:red", ls="--", lw=1)
-        ax.annotate(f"{t.points[i].commit[:7]} {sp:.2f}x", (i - 0.5, 1), xycoords=("data", "axes fraction"),
+        ax.annotate(f"{t.points[i].commit[:7]} {fmt_speed(sp)}", (i - 0.5, 1), xycoords=("data", "axes fraction"),
                     color="tab:red", fontsize=7, ha="left", va="top")
     loaded = [i for i, p in enumerate(t.points) if p.loaded]
     if loaded:
@@ -100,7 +100,7 @@ def machine_section(name, ts, png):
     rows = []
     for t in ts:
         now = next((p for p in reversed(t.points) if not p.loaded and p.value == p.value), None)
-        moved = "; ".join(f"`{t.points[i].commit[:7]}` {t.points[i].subject[:50]} ({sp:.2f}x)" for i, sp in t.changes)
+        moved = "; ".join(f"`{t.points[i].commit[:7]}` {t.points[i].subject[:50]} ({fmt_speed(sp)})" for i, sp in t.changes)
         rows.append([t.row, f"{now.value * 1e6:.3g} us" if now else "-", moved or "none",
                      "-" if t.noise != t.noise else f"{100 * t.noise:.1f}%",
                      sum(p.loaded for p in t.points), sum(p.verdict == "undecided" for p in t.points), len(t.points)])

@@ -13,7 +13,7 @@ that differ and bear on it, in FAMILIES' order: the likeliest cause first.
 import math
 import sys
 
-from ..base.text import fmt_value, table
+from ..base.text import fmt_speed, fmt_value, speed_of, table
 from ..results.gbench import HIGHER_IS_BETTER, compile_filter
 from ..results.stats import CONFIDENCE, median, speed
 from ..results.context import context_differences
@@ -68,11 +68,11 @@ def causes(base, other, verdicts):
         if not rows:
             continue
         total = sum(1 for v in verdicts if family_of(v.name) is fam and v.verdict not in ("only", "skipped"))
-        sp = median([1 / (1 + v.change) for v in rows])
+        sp = median([speed_of(v.change) for v in rows])
         diffs = [f"{label} {as_text(fact_value(other, k))} against {as_text(fact_value(base, k))}"
                  for k, label in fam.facts if differs(k, fact_value(base, k), fact_value(other, k))]
         why = "; ".join(diffs) if diffs else "no recorded fact differs (the same hardware and stack: rerun, or look at load)"
-        out.append(f"{fam.label} {sp:.2f}x ({len(rows)} of {total} slower): {why}")
+        out.append(f"{fam.label} {fmt_speed(sp)} ({len(rows)} of {total} slower): {why}")
     return out
 
 
@@ -81,11 +81,12 @@ def counts_line(other, base, verdicts):
     return f"{other.label} against {base.label}: " + ", ".join(words)
 
 
-def fmt_speed(sp):
+def fmt_interval(sp):
+    """(point, low, high) as ("0.93x", "0.90x .. 0.96x")."""
     point, lo, hi = sp
     if point != point:
         return "-", "-"
-    return f"{point:.2f}x", "-" if lo != lo else f"{lo:.2f}x .. {hi:.2f}x"
+    return fmt_speed(point), "-" if lo != lo else f"{fmt_speed(lo)} .. {fmt_speed(hi)}"
 
 
 def render(files, names, results, metric, threshold, alpha, markdown):
@@ -97,13 +98,13 @@ def render(files, names, results, metric, threshold, alpha, markdown):
     out.append(table(["context"] + [f.label for f in files], [[k] + v for k, v in diffs], markdown)
                if diffs else "nothing in the recorded context")
     what = "time" if metric == "time" else metric
-    out += ["", f"{h}Rows: {what}; speed = {base.label} / machine (above 1 is faster); a change > {100 * threshold:g}% "
+    out += ["", f"{h}Rows: {what}; speed = {base.label}'s time / the machine's (below 1x: slower); a change > {100 * threshold:g}% "
                 f"with Mann-Whitney p < {alpha:g} is a verdict; interval: {100 * CONFIDENCE:g}% for the speed"]
     if len(files) == 2:
         rows = []
         for v in results[files[1].label]:
             a, b = base.runs.get(v.name), files[1].runs.get(v.name)
-            sp, iv = fmt_speed(speed(a, b, metric)) if a and b else ("-", "-")
+            sp, iv = fmt_interval(speed(a, b, metric)) if a and b else ("-", "-")
             rows.append([v.name, fmt(a, metric), fmt(b, metric), sp, iv, "-" if v.p != v.p else f"{v.p:.3g}",
                          f"{v.n_base}/{v.n_new}", v.verdict, v.note])
         out.append(table(["benchmark", base.label, files[1].label, "speed", "95% interval", "p", "samples",
@@ -140,7 +141,7 @@ def wide_rows(files, names, results, metric):
                 row.append(fmt(r, metric) + star)
                 continue
             v = results[f.label][i]
-            sp = fmt_speed(speed(runs[0], r, metric))[0] if runs[0] and r else "-"
+            sp = fmt_interval(speed(runs[0], r, metric))[0] if runs[0] and r else "-"
             row.append("-" if v.verdict == "absent" else v.note if v.verdict == "skipped" else
                        f"{fmt(r, metric)}{star} ({sp}, {v.verdict})")
         rows.append(row)

@@ -6,7 +6,7 @@ from collections import Counter
 
 from ..base.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, EXIT_TOOL
 from ..base.files import write_whole
-from ..base.text import fmt_change, fmt_value, table
+from ..base.text import fmt_speed, fmt_value, speed_of, table
 from ..results.stats import median
 from ..results.context import context_differences
 from ..results.verdicts import VERDICTS, inconclusive
@@ -39,15 +39,16 @@ def render(files, names, results, metric, threshold, alpha, markdown, rule=None)
     what = "time (lower is better)" if metric == "time" else f"{metric} (higher is better)"
     floored = any(v.floor == v.floor for vs in results.values() for v in vs)
     bar = f"max({100 * threshold:g}%, the noise floor)" if floored else f"{100 * threshold:g}%"
-    out.append(f"{h}Benchmarks: {what}; " + (rule or f"change > {bar} with Mann-Whitney p < {alpha:g} is a verdict"))
+    out.append(f"{h}Benchmarks: {what}; speed = the baseline's time / the new one's (below 1x: slower); "
+               + (rule or f"a change beyond {bar} with Mann-Whitney p < {alpha:g} is a verdict"))
     if len(files) == 2:
         rows = []
         for v in results[files[1].label]:
-            row = [v.name, fmt_value(v.base, metric), fmt_value(v.new, metric), fmt_change(v.change)]
+            row = [v.name, fmt_value(v.base, metric), fmt_value(v.new, metric), fmt_speed(speed_of(v.change))]
             if floored:
                 row.append("-" if v.floor != v.floor else f"{100 * v.floor:.1f}%")
             rows.append(row + ["-" if v.p != v.p else f"{v.p:.3g}", f"{v.n_base}/{v.n_new}", v.verdict, v.note])
-        out.append(table(["benchmark", files[0].label, files[1].label, "change"] + (["floor"] if floored else [])
+        out.append(table(["benchmark", files[0].label, files[1].label, "speed"] + (["floor"] if floored else [])
                          + ["p", "samples", "verdict", "note"], rows, markdown))
     else:
         rows = []
@@ -57,7 +58,7 @@ def render(files, names, results, metric, threshold, alpha, markdown, rule=None)
             for f in files[1:]:
                 v = results[f.label][i]
                 row.append("-" if v.verdict == "absent" else v.note if v.verdict == "skipped" else
-                           f"{fmt_value(v.new, metric)} ({fmt_change(v.change)}, {v.verdict})")
+                           f"{fmt_value(v.new, metric)} ({fmt_speed(speed_of(v.change))}, {v.verdict})")
             rows.append(row)
         out.append(table(["benchmark"] + [f.label + (" (baseline)" if j == 0 else "") for j, f in enumerate(files)],
                          rows, markdown))

@@ -24,7 +24,7 @@ machine gives one level, the log of its median; the run gives its own:
 import math
 from dataclasses import dataclass
 
-from ..base.text import fmt_value, table
+from ..base.text import fmt_speed, fmt_value, speed_of, table
 from ..results.context import context_keys
 from ..results.gbench import HIGHER_IS_BETTER
 from ..results.stats import CONFIDENCE, machine_bounds, median, median_se, speed, t_quantile
@@ -163,16 +163,12 @@ def pattern_note(pattern):
             f"family's level on this machine: a pattern no recorded machine shows")
 
 
-def fmt_speed(x):
-    return "-" if x != x else f"{x:.2f}x"
-
-
 def bound(x):
-    return "<0.1x" if x < 0.1 else ">10x" if x > 10 else f"{x:.2f}x"
+    return "<0.1x" if x < 0.1 else ">10x" if x > 10 else fmt_speed(x)
 
 
 def row_cells(v, metric):
-    sp = fmt_speed(1 / (1 + v.change)) if v.change == v.change else "-"
+    sp = fmt_speed(speed_of(v.change))
     bounds = "-" if v.low != v.low else f"{bound(v.low)} .. {bound(v.high)}"
     spread = "-" if v.spread != v.spread or v.machines < 2 else f"{100 * v.spread:.0f}%"
     new = fmt_value(v.new, metric) + (" (loaded)" if v.verdict == "loaded" else "")
@@ -206,14 +202,14 @@ def family_line(fam, vs, machines, f):
     """What the run's rows of one family say, in words a user can act on."""
     k = max(v.machines for v in vs)
     spread = max((v.spread for v in vs if v.machines >= 2 and v.spread == v.spread), default=math.nan)
-    sp = median([1 / (1 + v.change) for v in vs if v.change == v.change] or [math.nan])
+    sp = median([speed_of(v.change) for v in vs if v.change == v.change] or [math.nan])
     differ = f"they differ by up to {100 * spread:.0f}%" if spread == spread else ""
     slower = [v for v in vs if v.verdict == "slower"]
     faster = [v for v in vs if v.verdict == "faster"]
     undecided = [v for v in vs if v.verdict == "undecided" and v.beyond == v.beyond]  # not the one-machine rows
     loaded = [v for v in vs if v.verdict == "loaded"]
     if k == 1 and sp == sp:
-        return (f"{fam.label}: {sp:.2f}x the one recorded machine of this kind; no verdict, since one machine "
+        return (f"{fam.label}: {fmt_speed(sp)} the one recorded machine of this kind; no verdict, since one machine "
                 f"cannot show how machines of this kind differ")
     if slower:
         why = causes(fam, machines, f)

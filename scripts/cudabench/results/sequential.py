@@ -5,6 +5,7 @@ GATE_PROCESSES a side, or the time budget; at each look every open row's
 interval of the change is held against its bar."""
 import math
 
+from ..base.text import fmt_speed, speed_of
 from .gbench import Run
 from .stats import noise_floor, speed
 
@@ -80,6 +81,11 @@ def look(files, verdicts, bar, confidence, n, decided):
     return left
 
 
+def speeds(low, high):
+    """A change's interval as the speeds it spans: "0.91x .. 0.95x"."""
+    return f"{fmt_speed(speed_of(high))} .. {fmt_speed(speed_of(low))}"
+
+
 def settle(v, decided, n, why, threshold):
     """The final verdict of one row: what its look decided, or undecided
     with why; a row whose noise floor sets its bar says that it cannot gate
@@ -87,7 +93,7 @@ def settle(v, decided, n, why, threshold):
     if v.name in decided:
         verdict, low, high, at, bar = decided[v.name]
         v.verdict, v.floor = verdict, bar
-        v.note = f"change {100 * low:+.1f}% .. {100 * high:+.1f}% after {at} vs {at} processes"
+        v.note = f"speed {speeds(low, high)} after {at} vs {at} processes"
     elif hasattr(v, "interval") and v.loaded_share and (v.loaded_share >= LOADED_SHARE or v.interval[0] != v.interval[0]):
         # open for the load: its share of loaded processes, or no interval from the rest
         v.verdict, v.floor, v.change = "loaded", v.interval[2], float("nan")  # no speed from loaded medians
@@ -97,8 +103,8 @@ def settle(v, decided, n, why, threshold):
     elif hasattr(v, "interval"):
         low, high, bar = v.interval
         v.verdict, v.floor = "undecided", bar
-        v.note = (f"could not tell: change {100 * low:+.1f}% .. {100 * high:+.1f}% after {n} vs {n} processes "
-                  f"straddles the bar of {100 * bar:.1f}% ({why})")
+        v.note = (f"could not tell: speed {speeds(low, high)} after {n} vs {n} processes straddles the "
+                  f"{100 * bar:.1f}% bar ({fmt_speed(speed_of(bar))} / {fmt_speed(speed_of(-bar))}) ({why})")
     else:
         return
     if v.floor > threshold:

@@ -18,7 +18,7 @@ class Verdict:
     verdict: str
     base: float = float("nan")
     new: float = float("nan")
-    change: float = float("nan")  # + means slower (worse)
+    change: float = float("nan")  # new time / baseline time - 1: + means slower (text.speed_of shows it)
     p: float = float("nan")
     n_base: int = 0
     n_new: int = 0
@@ -57,9 +57,9 @@ def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05, pool=
     ma, mb = median(a.samples), median(b.samples)
     if ma == 0:
         return Verdict(name, "error", note="baseline median is zero")
-    change = (mb - ma) / ma
-    if metric in HIGHER_IS_BETTER:
-        change = -change
+    # The change in time's terms whatever the metric: the new time over the
+    # old, less 1 (a rate's time is its inverse), so that speed_of is exact.
+    change = mb / ma - 1 if metric not in HIGHER_IS_BETTER else (ma / mb - 1 if mb else float("inf"))
     v = Verdict(name, "", ma, mb, change, n_base=len(a.samples), n_new=len(b.samples))
     if pool:
         v.floor = noise_floor(pool, len(a.samples), len(b.samples))
