@@ -128,15 +128,28 @@ configure_and_build_source() {
   cmake --build "$dir" ${CUDABENCH_BUILD_TARGET:+--target "$CUDABENCH_BUILD_TARGET"} || return 3
 }
 
+# progress_seconds: CUDABENCH_PROGRESS_SECONDS (default 10) in whole
+# seconds, or one line naming it and status 2, as the Python tools refuse
+# it (cudabench/base/progress.py). The scripts that show progress check it
+# before they start: PROGRESS_EVERY="$(progress_seconds)" || exit 2.
+progress_seconds() {
+  local raw="${CUDABENCH_PROGRESS_SECONDS:-10}"
+  if [[ "$raw" =~ ^([0-9]{1,5})(\.[0-9]*)?$ ]] && [ "${BASH_REMATCH[1]}" -le 86400 ]; then
+    echo "$((10#${BASH_REMATCH[1]}))"
+  else
+    echo "${0##*/}: CUDABENCH_PROGRESS_SECONDS=$raw: expected seconds between progress lines, 0 to 86400" >&2
+    return 2
+  fi
+}
+
 # say_progress WHAT DONE ALL UNIT START: what is done, what is left and an
 # estimate of the time left (from the time per step since START, in
 # $SECONDS), on stderr: on a terminal one line redrawn, in a log one line
-# every CUDABENCH_PROGRESS_SECONDS (default 10) and at the end. The Python
-# tools print the same lines (cudabench/base/progress.py).
+# every PROGRESS_EVERY seconds (progress_seconds) and at the end. The
+# Python tools print the same lines (cudabench/base/progress.py).
 PROGRESS_SHOWN=0
 say_progress() {
-  local what="$1" done="$2" all="$3" unit="$4" start="$5" every="${CUDABENCH_PROGRESS_SECONDS:-10}" eta
-  [[ "$every" =~ ^[0-9]+$ ]] || every=10
+  local what="$1" done="$2" all="$3" unit="$4" start="$5" every="${PROGRESS_EVERY:-10}" eta
   if [ "$done" -gt 0 ]; then eta="about $(( (SECONDS - start) * (all - done) / done )) s left"; else eta=estimating; fi
   local line="$what: $done/$all $unit done, $((SECONDS - start)) s so far, $eta"
   if [ -t 2 ]; then

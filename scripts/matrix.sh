@@ -40,6 +40,7 @@ while [ $# -gt 0 ]; do
     *) echo "matrix: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+PROGRESS_EVERY="$(progress_seconds)" || exit 2
 rounds="${CUDABENCH_MATRIX_ROUNDS:-5}"
 case "$rounds" in ""|*[!0-9]*|0) echo "matrix: CUDABENCH_MATRIX_ROUNDS=$rounds: expected a whole number of rounds, 1 or more" >&2; exit 2 ;; esac
 if [ "${#stacks[@]}" -eq 0 ]; then  # the default pair

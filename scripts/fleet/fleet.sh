@@ -119,6 +119,7 @@ done
 
 # ---- check everything before anything is built or submitted ----
 command -v python3 >/dev/null || die 3 "the fleet mode needs python3, which is not on PATH"
+PROGRESS_EVERY="$(progress_seconds)" || exit 2
 count_ok() { [[ "$2" =~ ^[1-9][0-9]{0,3}$ ]] || die 2 "$1 $2: expected a whole number from 1 to 9999"; }
 [ -z "$tasks" ] || count_ok --tasks "$tasks"
 count_ok --processes "$processes"

@@ -4,8 +4,10 @@ sampler and the A/B gate, real processes); a row whose samples all ran
 loaded is never same, slower or faster (compare, the machine report, the
 gate); long runs show progress with an estimate. Run alone (CTest
 RUN_SERIAL): the load beside them is the test's own."""
+import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -62,6 +64,28 @@ def test_the_default_run_beside_a_busy_loop_is_inconclusive_and_names_it(tmp_pat
     assert doc["cudabench_samples"]["busiest"][0]["name"] == LOOP
     table = [x for x in r.stdout.splitlines() if x.startswith("VectorAdd/")]
     assert len(table) == 2 and all("(loaded)" in x and "could not tell" in x for x in table), table
+
+
+@needs_bench
+def test_run_bench_beside_a_busy_loop_writes_its_result_compares_and_exits_5(busy_loop):
+    """The README's default command, end to end on one row: the result is
+    written, the comparison with the reference still runs, and the exit is
+    5 with the line naming the loop (the reference's rows this run's filter
+    left out are not counted as judged)."""
+    label = f"cudabench-test-inconclusive-{os.getpid()}"
+    env = {"CUDABENCH_FILTER": "^VectorAdd/cpu_scalar/n:4096/", "CUDABENCH_PROCESSES": "2",
+           "CUDABENCH_MIN_TIME": "0.01"}
+    try:
+        r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "run-bench.sh"), "--label", label],
+                           capture_output=True, text=True, timeout=600, env={**os.environ, **env})
+        assert r.returncode == EXIT_INCONCLUSIVE, r.stdout + r.stderr
+        lines = [x for x in r.stdout.splitlines() if x.startswith("Inconclusive: ")]
+        assert lines and all(x.startswith("Inconclusive: 1 of 1 rows") and f"`{LOOP}`, pid {busy_loop.pid}" in x
+                             for x in lines), r.stdout
+        written = glob.glob(os.path.join(ROOT, "results", label, "*", "latest.json"))
+        assert len(written) == 1 and json.load(open(written[0]))["benchmarks"], r.stderr
+    finally:
+        shutil.rmtree(os.path.join(ROOT, "results", label), ignore_errors=True)
 
 
 def test_the_gate_beside_a_busy_loop_is_inconclusive_and_names_it(tmp_path, busy_loop):

@@ -489,3 +489,39 @@ def test_ab_on_a_full_disk_names_it_before_and_during_the_run(tmp_path):
     assert r.returncode == 3 and len(lines) == 1, r.stderr
     assert f"process 0 of B ({b}) failed without a result (exit 3): no space left on device in {fs}/ab/processes" \
         in lines[0] and "so its log is empty" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("cmd", [
+    [PY, os.path.join(SCRIPTS, "samples.py"), "run", "--bench", FAKE, "--out", "r.json"],
+    [PY, os.path.join(SCRIPTS, "ab.py"), "run", "--a", FAKE, "--b", FAKE],
+    ["bash", os.path.join(SCRIPTS, "regress.sh")],
+    ["bash", os.path.join(SCRIPTS, "matrix.sh"), "--stack", "13.0:2.11.0"],
+    ["bash", os.path.join(SCRIPTS, "fleet", "fleet.sh"), "--report-only"],
+], ids=["samples", "ab", "regress", "matrix", "fleet"])
+def test_a_bad_progress_interval_is_exit_2_naming_it_before_any_work(cmd, tmp_path):
+    """The Python tools and the shell scripts refuse it alike."""
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                       env={**os.environ, "CUDABENCH_PROGRESS_SECONDS": "soon"})
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().endswith("CUDABENCH_PROGRESS_SECONDS=soon: expected seconds between progress lines, "
+                                     "0 to 86400"), r.stderr
+    assert r.stderr.count("\n") == 1 and not os.listdir(tmp_path), r.stderr
+
+
+def test_the_scripts_progress_lines_count_steps_and_estimate(tmp_path):
+    """lib.sh's say_progress and build_progress, which regress.sh's builds,
+    the matrix's rounds and the fleet's --wait print through: every step in
+    a log at PROGRESS_EVERY=0, only the last at the default interval;
+    "estimating" before the first step is done; ninja's other lines dropped."""
+    def sh(body, every):
+        return subprocess.run(["bash", "-c", f". {SCRIPTS}/lib.sh\nPROGRESS_EVERY={every}\n{body}"],
+                              capture_output=True, text=True, timeout=60)
+    build = "printf '[1/3] cc a\\nwarning: x\\n[2/3] cc b\\n[3/3] link\\n' | build_progress 'regress: building'"
+    r = sh(build, 0)
+    assert r.stderr.splitlines() == [f"regress: building: {i}/3 build steps done, 0 s so far, about 0 s left"
+                                     for i in (1, 2, 3)], r.stderr
+    assert sh(build, 10).stderr.splitlines() == ["regress: building: 3/3 build steps done, 0 s so far, about 0 s left"]
+    r = sh('SECONDS=0; say_progress "matrix: round 1/2" 0 4 "bench runs" 0; SECONDS=30; '
+           'say_progress "matrix: round 2/2" 3 4 "bench runs" 0', 0)
+    assert r.stderr.splitlines() == ["matrix: round 1/2: 0/4 bench runs done, 0 s so far, estimating",
+                                     "matrix: round 2/2: 3/4 bench runs done, 30 s so far, about 10 s left"], r.stderr

@@ -9,6 +9,7 @@ import sys
 
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL, BadInput, ToolError, one_line
 from .processes import Terminated, raise_terminated
+from .progress import log_interval
 
 
 def ensure_venv(tool="compare", modules=("scipy.stats",)):
@@ -101,13 +102,16 @@ def run_tool(tool, body):
     """Run body() and map every failure to its own exit code, in one line:
     2 bad input, 3 the tool could not run (never 1, which means slower),
     128 + the signal when stopped. Standard output is checked (stdout_failed).
-    No traceback reaches the terminal; CUDABENCH_DEBUG=1 prints it after the line."""
+    No traceback reaches the terminal; CUDABENCH_DEBUG=1 prints it after the line.
+    The environment every tool reads (CUDABENCH_PROGRESS_SECONDS) is checked
+    first, before any work."""
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) == signal.SIG_DFL:
             signal.signal(sig, raise_terminated)
     if not isinstance(sys.stdout, _CheckedStdout):
         sys.stdout = _CheckedStdout(sys.stdout)
     try:
+        log_interval()
         rc = body()
         sys.stdout.flush()
         return rc

@@ -231,7 +231,7 @@ def gate_run(args, extra, out, floors, progress=True):
         say_look(shown, n, spent, decided, left)
         if not left:
             break
-        if all(x > args.max_interference for x in lo["A"] + lo["B"]):
+        if samples.stays_busy(lo["A"] + lo["B"], args.max_interference):
             why = "every process of the last look ran beside other load, after re-runs: the machine stays busy"
             break
         # The next look's time from this look's processes: decided rows have left them.

@@ -330,6 +330,12 @@ def wide_rows(doc):
     return out
 
 
+def stays_busy(loads, limit):
+    """Whether the processes just run all ran beside more than `limit` of
+    other load, their re-runs included: running more only doubles the time."""
+    return bool(loads) and all(x > limit for x in loads)
+
+
 def more_processes(arm, s, work, docs, loads, meta, a, progress):
     """Processes beyond the first --processes, for the rows whose median is
     still wide, two at a time, until none is, --most processes, or the
@@ -338,7 +344,7 @@ def more_processes(arm, s, work, docs, loads, meta, a, progress):
     while True:
         wide = wide_rows(merge(docs, "run", meta, loads))
         each = (time.monotonic() - started) / len(docs)
-        busy = all(x > s.max_interference for x in loads[-2:])  # the last ones loaded even after re-runs
+        busy = stays_busy(loads[-2:], s.max_interference)
         if not wide or busy or len(docs) >= a.most or time.monotonic() - started + 2 * each > a.seconds:
             meta["wide"] = wide  # still wide at the end: the budget ended first
             break

@@ -109,7 +109,8 @@ def report_verdicts(files, names, results, metric="time", threshold=0.05, alpha=
 
 def load_line(files, results):
     """The "Inconclusive: ..." line when rows could not be judged for other load (verdicts.inconclusive)."""
-    vs = [v for vs in results.values() for v in vs if v.verdict not in ("missing", "new", "skipped", "absent")]
+    judged = lambda v: v.verdict not in ("missing", "new", "skipped", "absent", "only")  # rows both sides measured
+    vs = [v for vs in results.values() for v in vs if judged(v)]
     loads = [x for f in files for r in f.runs.values() for x in r.loads]
     busiest = sorted((b for f in files for b in f.meta.get("busiest") or [] if isinstance(b, dict)),
                      key=lambda b: -b.get("cpu_s", 0))

@@ -240,7 +240,7 @@ def render(machines, hw, f, results, metric, markdown, run_path, kept=""):
     if facts:
         out += [table(["fact"] + [m.name for m in machines] + [f.label], facts, markdown), ""]
     what = "time" if metric == "time" else metric
-    out += [f"{h}Rows: {what}; speed = the recorded machines' geometric mean / this machine (above 1 is faster); bounds: where "
+    out += [f"{h}Rows: {what}; speed = the recorded machines' geometric mean time / this machine's (below 1x: slower); bounds: where "
             f"{100 * MACHINE_CONFIDENCE:g}% of machines of this kind fall (with one machine: the {100 * CONFIDENCE:g}% "
             f"interval of this run against it)"]
     out.append(table(["benchmark", "recorded machines", f.label, "speed", "machines", "they differ", "bounds",

@@ -86,6 +86,15 @@ def speeds(low, high):
     return f"{fmt_speed(speed_of(high))} .. {fmt_speed(speed_of(low))}"
 
 
+def open_for_load(v):
+    """Whether an open row is open because of load: a quarter or more of a
+    side's processes ran beside it, or those left gave no interval."""
+    if not hasattr(v, "interval") or not v.loaded_share:
+        return False
+    no_interval = v.interval[0] != v.interval[0]
+    return v.loaded_share >= LOADED_SHARE or no_interval
+
+
 def settle(v, decided, n, why, threshold):
     """The final verdict of one row: what its look decided, or undecided
     with why; a row whose noise floor sets its bar says that it cannot gate
@@ -94,8 +103,7 @@ def settle(v, decided, n, why, threshold):
         verdict, low, high, at, bar = decided[v.name]
         v.verdict, v.floor = verdict, bar
         v.note = f"speed {speeds(low, high)} after {at} vs {at} processes"
-    elif hasattr(v, "interval") and v.loaded_share and (v.loaded_share >= LOADED_SHARE or v.interval[0] != v.interval[0]):
-        # open for the load: its share of loaded processes, or no interval from the rest
+    elif open_for_load(v):
         v.verdict, v.floor, v.change = "loaded", v.interval[2], float("nan")  # no speed from loaded medians
         v.note = (f"could not tell: {100 * v.loaded_share:.0f}% of a side's {n} processes ran beside other load "
                   f"({why})")
