@@ -30,11 +30,18 @@ ADD_IMPLS="cuda_v1 cuda_v2 cuda_v3 cuda_v4 cuda_v5 cublas_geam thrust"
 COPY_IMPLS="cuda_kernel cuda_float4 cuda_memcpy"
 MNIST_VARIANTS="cuda cuda_graph cuda_bf16 cuda_channels_last cuda_tf32_on cuda_tf32_off"
 
-# worst RC...: 1 if any is 1 (a wrong result), else 3 if any failed, else 0.
+# worst RC...: 1 if any is 1 (a wrong result), else 3 if any failed, else 5
+# if any ran beside other load (samples.py: checked, but not a measurement),
+# else 0.
 worst() {
   local w=0 rc
   for rc in "$@"; do
-    if [ "$rc" = 1 ]; then w=1; elif [ "$rc" != 0 ] && [ "$w" = 0 ]; then w=3; fi
+    case "$rc" in
+      0) ;;
+      1) w=1 ;;
+      5) [ "$w" != 0 ] || w=5 ;;
+      *) [ "$w" = 1 ] || w=3 ;;
+    esac
   done
   return $w
 }
@@ -394,10 +401,12 @@ check_sync() {
 }
 
 # Faults the tests of the check inject: CUDABENCH_TEST_GPU_CHECK_FAULT=STEP:hang
-# (a step that overruns its limit) or STEP:fail (one that exits 7).
+# (a step that overruns its limit), STEP:fail (one that exits 7) or
+# STEP:loaded (one whose rows ran beside other load, exit 5).
 case "${CUDABENCH_TEST_GPU_CHECK_FAULT:-}" in
   "${1:-}:hang") echo "injected: hangs"; sleep 3600 ;;
   "${1:-}:fail") echo "injected: fails"; exit 7 ;;
+  "${1:-}:loaded") echo "injected: Inconclusive: 1 of 1 rows ran beside other load"; exit 5 ;;
 esac
 # The steps that read the dataset get its folder, and only they.
 case "${1:-}" in

@@ -29,7 +29,9 @@
 #
 # Exit: 0 every step ran and passed; 1 a check, test or sanitizer found a
 # wrong result; 2 bad usage; 3 the preflight, the build or a step failed or
-# timed out; 4 a step was skipped. The worst of the steps wins (1, 3, 4, 0).
+# timed out; 5 a measuring step's rows ran beside other load (checked, but
+# not a measurement); 4 a step was skipped. The worst of the steps wins
+# (1, 3, 5, 4, 0).
 # CUDABENCH_PROBE_SECONDS (default 15) bounds each probe of the driver and
 # each nvidia-smi call.
 set -uo pipefail
@@ -137,11 +139,11 @@ status=0
 
 elapsed() { echo $(( $(date +%s) - start )); }
 log() { echo "gpu-check [$(elapsed) s]: $*" >&2; }
-# The run's status: the worst so far (1 wrong, 3 broke, 4 skipped, 0 ok).
+# The run's status: the worst so far (1 wrong, 3 broke, 5 loaded, 4 skipped, 0 ok).
 worsen() {
-  local rank=(0 4 3 1) i j
-  for i in 0 1 2 3; do [ "${rank[$i]}" = "$status" ] && break; done
-  for j in 0 1 2 3; do [ "${rank[$j]}" = "$1" ] && break; done
+  local rank=(0 4 5 3 1) i j
+  for i in 0 1 2 3 4; do [ "${rank[$i]}" = "$status" ] && break; done
+  for j in 0 1 2 3 4; do [ "${rank[$j]}" = "$1" ] && break; done
   [ "$j" -le "$i" ] || status="$1"
 }
 # steps.txt: name, result, seconds, detail; one line per step.
@@ -210,6 +212,7 @@ run_step() {
     0) record "$name" ok "$took" ;;
     1) record "$name" WRONG "$took" "a check found a wrong result"; worsen 1 ;;
     4) record "$name" skipped "$took" "$(sed -n 's/^skipped: //p' "$GC_RES/logs/$name.log" | tail -n1)"; worsen 4 ;;
+    5) record "$name" loaded "$took" "checked, but its rows ran beside other load: not a measurement"; worsen 5 ;;
     124|137) if [ "$took" -ge "$cap" ]; then record "$name" timed-out "$took" "stopped at its ${cap} s limit"
              else record "$name" failed "$took" "killed (exit $rc) before its ${cap} s limit: out of memory?"; fi
              worsen 3 ;;

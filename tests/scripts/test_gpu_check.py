@@ -125,6 +125,16 @@ def test_a_failed_step_is_exit_3_with_its_code_and_log_in_the_summary(tmp_path):
     assert "| injected: fails" in r.stderr
 
 
+def test_a_measuring_step_beside_other_load_is_loaded_exit_5_not_failed(tmp_path):
+    """samples.py's exit 5: the rows were checked but ran beside other load.
+    The step is "loaded", the run exits 5 (worse than a skip, better than a
+    failure), and the summary says so."""
+    r, _ = gpu_check(tmp_path, CUDABENCH_TEST_GPU_CHECK_FAULT="tests:loaded")
+    assert r.returncode == 5, r.stderr
+    assert steps(tmp_path)["tests"] == ("loaded", "checked, but its rows ran beside other load: not a measurement")
+    assert "Status: exit 5 (a step's rows ran beside other load)" in summary(tmp_path)
+
+
 def test_a_step_past_its_limit_is_stopped_and_the_rest_are_skipped(tmp_path):
     # A step that fits by its estimate can still hang. 35 s: 20 kept for the
     # end, so the preflight (estimated 5 s, 11 with its margin) gets 15.

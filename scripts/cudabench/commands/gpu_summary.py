@@ -228,10 +228,10 @@ def machine_lines(d, env):
 # and how bad it is: the run's status is the worst step's. A step of the
 # plan that steps.txt does not have yet was not reached (a run still going,
 # or one that ended early).
-STEP_EXIT = {"ok": (0, 0), "skipped": (4, 1), "not-reached": (4, 1), "failed": (3, 2), "timed-out": (3, 2),
-             "stopped": (3, 2), "WRONG": (1, 3)}
+STEP_EXIT = {"ok": (0, 0), "skipped": (4, 1), "not-reached": (4, 1), "loaded": (5, 2), "failed": (3, 3),
+             "timed-out": (3, 3), "stopped": (3, 3), "WRONG": (1, 4)}
 STATUS_TEXT = {0: "every step ran and passed", 1: "a wrong result", 3: "a step failed or timed out",
-               4: "a step was skipped"}
+               4: "a step was skipped", 5: "a step's rows ran beside other load"}
 
 
 def read_text(path):
@@ -268,7 +268,7 @@ def steps_lines(d):
         row = done.get(name) or f"{name:<10s} not-reached"
         result = row.split()[1] if len(row.split()) > 1 else ""
         lines.append(f"  {row}  {plan.get(name, '')}".rstrip())
-        code, rank = STEP_EXIT.get(result, (3, 2))
+        code, rank = STEP_EXIT.get(result, (3, 3))
         worst = max(worst, (rank, code))
         if result not in ("ok", "skipped", "not-reached"):
             lines.extend("    | " + l for l in log_tail(os.path.join(d, "logs", name + ".log")))
