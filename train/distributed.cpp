@@ -311,7 +311,7 @@ void DistContext::resolve_master() {
 }
 
 std::string DistContext::store_reach_failure(const std::string& why) const {
-  const bool server = launch_.rank == 0 && !launch_.agent_store;
+  const bool server = launch_.serves_store();
   return std::string(server ? "could not serve" : "could not reach") + " the rendezvous store at " + store_address() +
          (server ? "" : (launch_.agent_store ? " (torchrun's agent)" : " (rank 0: did a process start with RANK=0?)")) +
          ": " + why;
@@ -320,7 +320,7 @@ std::string DistContext::store_reach_failure(const std::string& why) const {
 void DistContext::connect_store() {
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(launch_.master_port);
-  o.isServer = launch_.rank == 0 && !launch_.agent_store;
+  o.isServer = launch_.serves_store();
   o.numWorkers = launch_.world;
   o.waitWorkers = false;  // a rank that never comes is named by its missing heartbeat
   o.timeout = timeout_;
@@ -352,7 +352,7 @@ void DistContext::compare_settings(const Settings& mine, std::chrono::steady_clo
   store_->add(key + "read", 1);
   if (differs.empty()) return;
   // A rank that died before reading must not turn this into a timeout.
-  if (launch_.rank == 0 && !launch_.agent_store)
+  if (launch_.serves_store())
     wait_for_count(*store_, key + "read", launch_.world, std::chrono::steady_clock::now() + kDiagnoseWindow);
   stop_heartbeat();
   throw GroupBadInput(differs);
@@ -398,7 +398,7 @@ void DistContext::await_every_rank(const std::string& key, std::chrono::steady_c
     }
     // Rank 0 serves the store: it leaves once every rank here has seen why.
     store_->add("cudabench/gave-up", 1);
-    if (launch_.rank == 0 && !launch_.agent_store)
+    if (launch_.serves_store())
       wait_for_count(*store_, "cudabench/gave-up", present, std::chrono::steady_clock::now() + kDiagnoseWindow);
     stop_heartbeat();
     const std::string world = std::to_string(launch_.world);
@@ -507,7 +507,7 @@ std::string diagnose_with(const DiagnoseInput& in) {
     const int lost_count = std::atoi(published->substr(0, bar).c_str());
     verdict = published->substr(bar + 1);
     store.add(read_key, 1);
-    if (l.rank == 0 && !l.agent_store) {
+    if (l.serves_store()) {
       // A survivor still waiting on a live peer gets here when its own
       // collective times out: wait that long, and no longer.
       wait_for_count(store, read_key, l.world - lost_count,
@@ -541,7 +541,7 @@ std::string DistContext::diagnose() {
     }
   }).detach();
   auto allowed = kDiagnoseWindow + std::chrono::milliseconds(2000);
-  if (launch_.rank == 0 && !launch_.agent_store) allowed += timeout_;
+  if (launch_.serves_store()) allowed += timeout_;
   if (result.wait_for(allowed) != std::future_status::ready) return store_gone;
   try {
     return result.get();
@@ -608,7 +608,7 @@ void DistContext::finish() {
   pg_->shutdown();
   stop_heartbeat();
   const std::string left = "cudabench/left";
-  if (launch_.rank != 0 || launch_.agent_store) {
+  if (!launch_.serves_store()) {
     store_->add(left, 1);
     return;
   }

@@ -31,6 +31,8 @@ struct Launch {
   // live under "/worker/attempt_<restart count>", as torch.distributed does.
   bool agent_store = false;
   std::string store_prefix;
+  // This process serves the rendezvous store (rank 0 without torchrun's agent).
+  bool serves_store() const { return rank == 0 && !agent_store; }
 };
 
 using EnvLookup = std::function<const char*(const char*)>;
