@@ -166,14 +166,21 @@ class Deadline {
   std::thread thread_;
 };
 
-// Whether anything at host:port accepts a TCP connection within a second.
-bool accepts_connections(const std::string& host, int port) {
+// host:port's addresses, looked up now: the watchdog's probe must not wait
+// on a name service (nullptr when the name does not resolve).
+std::shared_ptr<addrinfo> addresses(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return false;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return nullptr;
+  return std::shared_ptr<addrinfo>(res, ::freeaddrinfo);
+}
+
+// Whether anything at those addresses accepts a TCP connection, within a
+// second for each.
+bool accepts_connections(const addrinfo* addrs) {
   bool ok = false;
-  for (addrinfo* a = res; a && !ok; a = a->ai_next) {
+  for (const addrinfo* a = addrs; a && !ok; a = a->ai_next) {
     const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK, a->ai_protocol);
     if (fd < 0) continue;
     if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
@@ -186,7 +193,6 @@ bool accepts_connections(const std::string& host, int port) {
     }
     ::close(fd);
   }
-  ::freeaddrinfo(res);
   return ok;
 }
 
@@ -267,8 +273,8 @@ DistContext::DistContext(const Launch& launch, const std::string& backend, torch
   // A loaded machine can keep TCPStore's client past its own timeout, and a
   // program that accepts and never answers keeps it forever: the line names
   // which, from whether anything accepts a connection there now.
-  const auto unreached = [this, head, within] {
-    return head + (accepts_connections(launch_.master_addr, launch_.master_port)
+  const auto unreached = [this, head, within, addrs = addresses(launch_.master_addr, launch_.master_port)] {
+    return head + (accepts_connections(addrs.get())
                        ? "the rendezvous at " + store_address() + " did not answer" + within +
                              "; is another program listening on MASTER_PORT?"
                        : store_reach_failure("nothing accepted a connection" + within));
