@@ -119,9 +119,10 @@ std::string loaded_path_of(void* handle);
 // run (a `import torch` that crashes or hangs is what the user may be
 // asking about), except for imports() below.
 struct PythonScanInput {
-  // PATH, HOME, VIRTUAL_ENV, CONDA_PREFIX, CONDA_EXE, PYENV_ROOT,
-  // LD_LIBRARY_PATH, PYTHONNOUSERSITE, CUDABENCH_VENV, CUDABENCH_CACHE
+  // PATH, HOME, VIRTUAL_ENV, CONDA_PREFIX, each manager's setting, ...
+  // (python_places.cpp's scan_variables())
   std::map<std::string, std::string> env;
+  std::string cwd;  // a project's own .venv, .pixi/envs, .hatch: here or in a parent
   std::vector<std::string> given;          // bench --env --python PATH (in order)
   std::vector<std::string> project_sites;  // the site of the LibTorch this program loaded
   std::string ld_so_conf = "/etc/ld.so.conf";

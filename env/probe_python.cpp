@@ -1,5 +1,5 @@
 // The user's own Python environments, read from files. Where they are:
-// candidates(); what one holds: read_env(); each package: read_torch(),
+// candidates() (python_places.cpp); what one holds: read_env(); each package: read_torch(),
 // read_jax(), read_tensorflow(), read_cupy(); where a CUDA library would be
 // loaded from: resolve_library(), the loader's own order over files.
 // Nothing here imports or runs Python (imports() in python_import.cpp does,
@@ -15,7 +15,7 @@
 
 #include "files.h"
 #include "parsers.h"
-#include "probe.h"
+#include "python_scan.h"
 
 namespace cudabench::env {
 namespace fs = std::filesystem;
@@ -25,97 +25,13 @@ namespace {
 // Python environment).
 std::vector<fs::path> entries(const fs::path& d, std::size_t limit = 4096) { return list_dir(d, limit); }
 bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-std::string get(const std::map<std::string, std::string>& env, const std::string& k) {
-  const auto it = env.find(k);
-  return it == env.end() ? "" : it->second;
-}
-
-// ---- where the environments are ----
-
-struct Candidate {
-  fs::path prefix;
-  std::string kind;  // "" = from the folder
-  std::string via;
-};
+// ---- what one environment holds ----
 
 std::string kind_of(const fs::path& prefix) {
   if (path_exists(prefix / "pyvenv.cfg")) return "venv";
   if (path_exists(prefix / "conda-meta")) return "conda";
   return "system";
 }
-
-// An interpreter (prefix/bin/python3), an environment, or a site folder.
-std::optional<Candidate> classify(const fs::path& p, const std::string& via) {
-  const std::string name = p.filename().string();
-  if (is_dir(p) && (name == "site-packages" || name == "dist-packages")) return Candidate{p, "site", via};
-  if (is_dir(p) && (path_exists(p / "pyvenv.cfg") || path_exists(p / "conda-meta") || path_exists(p / "bin/python3") ||
-                    path_exists(p / "bin/python")))
-    return Candidate{p, "", via};
-  std::error_code ec;
-  if (fs::is_regular_file(p, ec) && starts(name, "python") && p.parent_path().filename() == "bin")
-    return Candidate{p.parent_path().parent_path(), "", via};
-  return std::nullopt;
-}
-
-// A real interpreter on PATH, not a launcher script (pyenv's shims are).
-bool is_binary(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec) && read_text_file(p.string(), 4).rfind("\x7f" "ELF", 0) == 0;
-}
-
-void conda_candidates(const PythonScanInput& in, std::vector<Candidate>& out) {
-  const std::string home = get(in.env, "HOME");
-  std::set<std::string> bases;
-  if (const std::string exe = get(in.env, "CONDA_EXE"); !exe.empty())
-    bases.insert(fs::path(exe).parent_path().parent_path().string());
-  if (const fs::path p = get(in.env, "CONDA_PREFIX"); !p.empty())
-    bases.insert(p.parent_path().filename() == "envs" ? p.parent_path().parent_path().string() : p.string());
-  for (const char* b : {"miniconda3", "anaconda3", "miniforge3", "mambaforge", "micromamba"}) {
-    if (!home.empty()) bases.insert(home + "/" + b);
-    bases.insert(std::string("/opt/") + b);
-  }
-  bases.insert("/opt/conda");
-  if (!home.empty()) bases.insert(home + "/.conda");
-  for (const auto& b : bases) {
-    if (path_exists(fs::path(b) / "conda-meta")) out.push_back({b, "conda", "conda install " + b});
-    for (const auto& e : entries(fs::path(b) / "envs", 256))
-      if (path_exists(e / "conda-meta")) out.push_back({e, "conda", "conda envs of " + b});
-  }
-  if (home.empty()) return;
-  std::stringstream list(read_text_file(home + "/.conda/environments.txt"));
-  for (std::string line; std::getline(list, line);)
-    if (!line.empty() && line[0] == '/') out.push_back({line, "conda", "~/.conda/environments.txt"});
-}
-
-std::vector<Candidate> candidates(const PythonScanInput& in) {
-  std::vector<Candidate> out;
-  for (const auto& g : in.given)
-    if (auto c = classify(g, "--python " + g)) out.push_back(*c);
-  if (const std::string v = get(in.env, "VIRTUAL_ENV"); !v.empty()) out.push_back({v, "", "VIRTUAL_ENV"});
-  if (const std::string v = get(in.env, "CONDA_PREFIX"); !v.empty()) out.push_back({v, "", "CONDA_PREFIX"});
-  for (const auto& dir : split(get(in.env, "PATH"), ':'))
-    for (const char* exe : {"python3", "python"})
-      if (is_binary(fs::path(dir) / exe))  // /bin/python3 is /usr's where /bin links to /usr/bin
-        out.push_back({fs::path(canonical_str(dir)).parent_path(), "", std::string("PATH ") + exe});
-  conda_candidates(in, out);
-  const std::string home = get(in.env, "HOME");
-  const std::string pyenv = !get(in.env, "PYENV_ROOT").empty() ? get(in.env, "PYENV_ROOT") : home.empty() ? "" : home + "/.pyenv";
-  if (!pyenv.empty())
-    for (const auto& v : entries(fs::path(pyenv) / "versions", 64)) out.push_back({v, "pyenv", "pyenv versions"});
-  if (!home.empty())
-    for (const auto& d : entries(fs::path(home) / ".local/lib", 64))
-      if (is_dir(d / "site-packages")) out.push_back({d / "site-packages", "user-site", "the user site"});
-  for (const auto& s : in.project_sites)
-    if (auto c = classify(s, "cudabench's own venv (its LibTorch)")) out.push_back(*c);
-  const std::string cache = !get(in.env, "CUDABENCH_CACHE").empty() ? get(in.env, "CUDABENCH_CACHE")
-                            : home.empty()                           ? ""
-                                                                     : home + "/.cache/cudabench";
-  for (const std::string v : {get(in.env, "CUDABENCH_VENV"), cache.empty() ? "" : cache + "/venv"})
-    if (!v.empty() && is_dir(v)) out.push_back({v, "", "cudabench's own venv"});
-  return out;
-}
-
-// ---- what one environment holds ----
 
 // A key of pyvenv.cfg ("key = value"; "" when absent).
 std::string cfg_value(const fs::path& prefix, const std::string& key) {
@@ -164,12 +80,12 @@ std::vector<std::string> own_sites(const fs::path& prefix, const std::string& py
 // (an .egg-link) before the site holding it.
 std::vector<std::string> import_order(const PythonScanInput& in, const PythonEnv& e) {
   std::vector<std::string> sites;
-  const std::string home = get(in.env, "HOME");
+  const std::string home = env_var(in, "HOME");
   const bool venv = e.kind == "venv";
   if (e.kind == "site" || e.kind == "user-site") return {canonical_str(e.prefix)};
   const std::string user = home + "/.local/lib/python" + e.python + "/site-packages";
   const bool user_site = !venv || cfg_value(e.prefix, "include-system-site-packages") == "true";
-  if (user_site && !home.empty() && !e.python.empty() && get(in.env, "PYTHONNOUSERSITE").empty() && is_dir(user))
+  if (user_site && !home.empty() && !e.python.empty() && env_var(in, "PYTHONNOUSERSITE").empty() && is_dir(user))
     sites.push_back(canonical_str(user));
   for (const auto& s : own_sites(e.prefix, e.python)) sites.push_back(s);
   if (venv && cfg_value(e.prefix, "include-system-site-packages") == "true")
@@ -466,7 +382,7 @@ PythonScan probe_python(const PythonScanInput& in) {
   const auto start = std::chrono::steady_clock::now();
   PythonScan scan;
   scan.scanned = true;
-  const Loader ld{split(get(in.env, "LD_LIBRARY_PATH"), ':'), ld_so_conf_dirs(in.ld_so_conf), in.default_lib_dirs};
+  const Loader ld{split(env_var(in, "LD_LIBRARY_PATH"), ':'), ld_so_conf_dirs(in.ld_so_conf), in.default_lib_dirs};
   std::map<std::string, std::size_t> seen;  // canonical prefix -> index
   for (const auto& c : candidates(in)) {
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -499,10 +415,11 @@ PythonScan probe_python(const PythonScanInput& in) {
 PythonScanInput PythonScanInput::from_process(const std::vector<std::string>& given, bool import,
                                               const TorchInfo& torch) {
   PythonScanInput in;
-  for (const char* k : {"PATH", "HOME", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_EXE", "PYENV_ROOT", "LD_LIBRARY_PATH",
-                        "PYTHONNOUSERSITE", "CUDABENCH_VENV", "CUDABENCH_CACHE", "CUDABENCH_IMPORT_SECONDS"})
-    if (const char* v = std::getenv(k)) in.env[k] = v;
-  if (const int s = std::atoi(get(in.env, "CUDABENCH_IMPORT_SECONDS").c_str()); s > 0) in.import_seconds = std::min(s, 600);
+  for (const auto& k : scan_variables())
+    if (const char* v = std::getenv(k.c_str())) in.env[k] = v;
+  if (const int s = std::atoi(env_var(in, "CUDABENCH_IMPORT_SECONDS").c_str()); s > 0) in.import_seconds = std::min(s, 600);
+  std::error_code ec;
+  in.cwd = fs::current_path(ec).string();
   in.given = given;
   in.import = import;
   // .../site-packages/torch/lib/libtorch_cpu.so: the venv the set-up made.

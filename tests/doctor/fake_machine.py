@@ -43,6 +43,7 @@ class Machine:
         self.libcuda_dir = FAKES + "/cuda"
         self.nvml_dir = FAKES + "/nvml"
         self.preload = []
+        self.cwd = tmp  # bench looks for a project's own environments here and in its parents
         for i in range(gpus):
             g = copy.deepcopy(H200)
             g["pci_bus_id"] = "0000:%02x:00.0" % (0x19 + 0x22 * i)
@@ -119,7 +120,8 @@ class Machine:
         if self.preload:
             env["LD_PRELOAD"] = ":".join(self.preload)
         env.update(self.env)
-        return subprocess.run([BENCH, *args], capture_output=True, text=True, env=env, input=stdin, timeout=120)
+        return subprocess.run([BENCH, *args], capture_output=True, text=True, env=env, input=stdin, timeout=120,
+                              cwd=self.cwd)
 
     def report(self):
         r = self.run("--env=json")
