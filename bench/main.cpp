@@ -54,7 +54,7 @@ int print_env(const BenchOptions& o, const env::Report& report) {
     std::cerr << "bench: --env-out=" << o.env_out << ": cannot write: " << why << "\n";
     return kExitFailed;
   }
-  if (o.check && env::has_errors(report)) return kExitWrongResult;
+  if (!o.check.empty() && env::has_errors(report, o.check == "python")) return kExitWrongResult;
   return require_gpu(o, report);
 }
 
@@ -216,7 +216,7 @@ int run(int argc, char** argv, StandardOutput* out) {
   if (o.explain || o.env_format) {
     const auto scan = env::PythonScanInput::from_process(o.python, o.import, doctor::examine().torch);
     const env::Report with_python = doctor::examine_with_python(scan);
-    return o.explain ? doctor::explain_command(*o.explain, with_python) : print_env(o, with_python);
+    return o.explain ? doctor::explain_command(*o.explain, with_python, !o.check.empty()) : print_env(o, with_python);
   }
   const env::Report& report = doctor::examine();
   if (const int rc = require_gpu(o, report)) return rc;

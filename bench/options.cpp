@@ -283,7 +283,7 @@ Google Benchmark flags (all of them work; the common ones):
 
 // Flags whose values are typed here after parsing.
 struct RawFlags {
-  std::string env_format, explain, l2_flush = "read";
+  std::string env_format, explain, check, l2_flush = "read";
 };
 
 void add_flags(CLI::App& app, BenchOptions* o, RawFlags* raw) {
@@ -292,7 +292,11 @@ void add_flags(CLI::App& app, BenchOptions* o, RawFlags* raw) {
       ->default_str("text")
       ->check(CLI::IsMember({"", "text", "json"}));
   app.add_option("--env-out", o->env_out, "with --env: write the report to FILE instead of stdout");
-  app.add_flag("--check", o->check, "with --env: exit 1 when any verdict is an error");
+  app.add_option("--check", raw->check,
+                 "with --env: exit 1 when any verdict is an error (--check=python: any verdict on the user's own "
+                 "Python environments); with --explain: exit 1 when a cause shows on this machine")
+      ->expected(0, 1)
+      ->check(CLI::IsMember({"", "all", "python"}));
   app.add_option("--explain", raw->explain,
                  "name the CUDA set-up failure behind a pasted error message ('-': read it from stdin) and check "
                  "this machine for its cause (stdin is read up to 64 MiB, and from a pipe for 20 s): exit 0 "
@@ -328,8 +332,8 @@ double default_stall_seconds(const BenchmarkFlags& b) {
 
 // Flags that only go together, said in one line; 0 when all is well.
 int check_combinations(const CLI::App& app, const BenchOptions& o) {
-  if (!o.env_format && (o.check || !o.env_out.empty())) {
-    std::cerr << "bench: --check and --env-out go with --env\n";
+  if (!o.env_format && (!o.check.empty() || !o.env_out.empty()) && !(o.explain && o.env_out.empty() && o.check == "all")) {
+    std::cerr << "bench: --check and --env-out go with --env (and --check, alone, with --explain)\n";
     return kExitBadInput;
   }
   if (o.env_format && !app.remaining().empty()) {
@@ -393,6 +397,7 @@ std::optional<int> parse_options(int argc, char** argv, BenchOptions* o) {
   add_flags(app, o, &raw);
   if (auto rc = parse_command_line(app, argc, argv, "bench")) return rc;
   if (app.count("--env") > 0) o->env_format = raw.env_format.empty() ? "text" : raw.env_format;
+  if (app.count("--check") > 0) o->check = raw.check.empty() ? "all" : raw.check;
   if (app.count("--explain") > 0) o->explain = raw.explain;
   o->l2_flush = *parse_l2_flush(raw.l2_flush);  // checked by CLI11
   // Everything the user gave is checked before anything runs or is written.

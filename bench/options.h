@@ -65,7 +65,7 @@ std::vector<int> parse_devices(const std::string& spec, int available);
 struct BenchOptions {
   std::optional<std::string> env_format;  // --env: "text" or "json"
   std::string env_out;                    // --env-out
-  bool check = false;                     // --check
+  std::string check;  // --check: "" not given; "all" (every verdict) or "python" (the user's environments alone)
   bool require_gpu = false;               // --require-gpu
   std::optional<std::string> explain;     // --explain TEXT ('-': stdin)
   std::vector<std::string> python;        // --python PATH (repeatable): environments to scan besides those found

@@ -300,7 +300,7 @@ class BoundedStdin : public std::streambuf {
   }
 };
 
-int explain_command(const std::string& given, const Report& examined) {
+int explain_command(const std::string& given, const Report& examined, bool check) {
   BoundedStdin stdin_buf;
   std::istream stdin_stream(&stdin_buf);
   const Pasted pasted = given == "-" ? scan_pasted(stdin_stream) : scan_pasted(given);
@@ -316,7 +316,9 @@ int explain_command(const std::string& given, const Report& examined) {
       for (auto& v : lookups_of_named_libraries(pasted.libraries, r)) r.verdicts.push_back(std::move(v));
   const Explanation e = explain(pasted, r);
   std::cout << explanation_text(e);
-  return kExitOk;  // whether a cause shows here is the answer, not a failure
+  // Whether a cause shows here is the answer, not a failure; a script that
+  // asks (--check) gets 1 when one does, as --env --check for an error.
+  return check && e.cause_found ? kExitWrongResult : kExitOk;
 }
 
 }  // namespace cudabench::doctor

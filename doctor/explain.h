@@ -63,8 +63,8 @@ std::string explanation_text(const Explanation& e);
 // The whole of `bench --explain TEXT` ("-": standard input, bounded by size
 // and, for a pipe, by time): prints the explanation, which says whether a
 // cause shows here, and returns the exit code (0, or 2 for a text that is
-// not a set-up error it knows).
+// not a set-up error it knows; with `check`, 1 when a cause shows here).
 // `r`: the report to check, examine_with_python()'s.
-int explain_command(const std::string& text, const env::Report& r);
+int explain_command(const std::string& text, const env::Report& r, bool check = false);
 
 }  // namespace cudabench::doctor

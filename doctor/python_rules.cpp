@@ -3,14 +3,12 @@
 // if not, why (with the evidence) and the one fix, naming the build that
 // fits from the table the set-up uses (scripts/stacks.json).
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
 #include "env/parsers.h"
 #include "env/report.h"
 #include "explain.h"
 #include "fatbin.h"
 #include "rules.h"
-#include "stacks_json.h"
 
 namespace cudabench::doctor {
 using namespace env;
@@ -33,11 +31,6 @@ bool gpu_hardware(const Report& r) {
          std::any_of(r.system.pci.begin(), r.system.pci.end(), [](const PciDevice& p) { return p.is_gpu(); });
 }
 
-int driver_cuda(const Report& r) {
-  const DriverInfo& d = r.driver;
-  return d.libcuda_found && !d.libcuda_is_stub ? d.cuda_version : 0;
-}
-
 std::string driver_words(const Report& r) {
   const DriverInfo& d = r.driver;
   const std::string v = !d.nvml_driver_version.empty() ? d.nvml_driver_version : d.libcuda_file_version;
@@ -56,59 +49,37 @@ std::string archs_of_list(const std::vector<std::string>& listed) {
   return s;
 }
 
-std::string build_archs(const TorchBuild& b) {
-  std::string s;
-  for (int a : b.sass) s += (s.empty() ? "" : ";") + std::to_string(a) + "-real";
-  for (int a : b.ptx) s += (s.empty() ? "" : ";") + std::to_string(a) + "-virtual";
-  return s;
+// How each package says it has no GPU.
+std::string no_gpu_words(const std::string& package) {
+  if (package == "torch") return "torch.cuda.is_available() is False";
+  if (package == "jax") return "jax.devices('cuda') fails (\"Unable to initialize backend 'cuda'\")";
+  if (package == "tensorflow") return "tf.config.list_physical_devices('GPU') is empty";
+  return "cupy.cuda.runtime.getDeviceCount() fails";
 }
 
-bool covers_every_gpu(const std::string& archs, const Report& r) {
-  for (const auto& g : gpus_with_cc(r))
-    if (arch_verdict(archs, g.cc_major, g.cc_minor, g.name).level == L::Error) return false;
-  return true;
-}
-
-// The build to install instead, as one line.
-std::string fix_for(const std::string& package, const Report& r) {
-  const int dc = driver_cuda(r);
-  const int major = dc ? Version::from_cuda_int(dc).major : 0;
-  const std::string cu = major >= 13 ? "13" : "12";
-  if (package == "jax") return "pip install -U \"jax[cuda" + cu + "]\" (JAX's CUDA " + cu + " plugin and its wheels)";
-  if (package == "tensorflow") return "pip install \"tensorflow[and-cuda]\" (TensorFlow's CUDA 12 wheels)";
-  if (package == "cupy") return "pip install cupy-cuda" + cu + "x (uninstall the other cupy first)";
-  if (const TorchBuild* b = fitting_torch_build(r)) return torch_build_fix(*b);
-  const TorchBuild& newest = torch_builds().at(0);
-  if (!covers_every_gpu(build_archs(newest), r))
-    return "no torch build in cudabench's table covers these GPUs: an older torch whose release notes list them, or "
-           "a build from source with TORCH_CUDA_ARCH_LIST naming them";
-  return "no torch build in cudabench's table runs on " + driver_words(r) + ": update the driver (>= " +
-         newest.oldest_driver + " for torch " + newest.torch + ")";
-}
-
-// The machine keeps every CUDA build off the GPU: no driver, no device nodes.
+// The machine keeps every CUDA build off the GPU: no device nodes (the
+// driver's fit is still checked: it is the next cause the user meets), a
+// stuck driver, no driver (nothing more can be checked: true).
 bool machine_cause(const PythonPackage& p, const std::string& who, const Report& r, std::vector<Verdict>& out) {
-  if (const Verdict* m = machine_verdict(r, {"driver.device_nodes"})) {
+  if (const Verdict* m = machine_verdict(r, {"driver.device_nodes"}))
     out.push_back(make("python.device_nodes", L::Error,
                        who + " cannot reach a GPU: this container has no /dev/nvidia* device nodes (" + m->id + ")",
                        m->fix, {m->message}));
-    return true;
-  }
   if (!r.driver.probe_failure.empty()) {
     const Verdict stuck = driver_stuck_verdict(r.driver);
     out.push_back(make("python.driver_stuck", L::Error,
                        who + " cannot reach the GPU now: " + r.driver.probe_failure +
-                           ", and torch.cuda.is_available() or any first CUDA call hangs or crashes there too",
+                           ", and its first CUDA call hangs or crashes there too",
                        stuck.fix, {stuck.message}));
     return true;
   }
-  if (driver_cuda(r) > 0) return false;
+  if (usable_driver_cuda(r) > 0 || machine_verdict(r, {"driver.device_nodes"})) return false;
   const Verdict* m = machine_verdict(r, {"driver.module_missing", "driver.stub", "driver.missing"});
   const bool gpu = gpu_hardware(r);
   out.push_back(make("python.no_driver", gpu ? L::Error : L::Warning,
                      who + " is a CUDA " + p.cuda + " build, but this machine has no NVIDIA driver" +
-                         (gpu ? "" : " (and no NVIDIA GPU)") + ": torch.cuda.is_available() is False, and CUDA calls "
-                         "raise \"Found no NVIDIA driver on your system\"",
+                         (gpu ? "" : " (and no NVIDIA GPU)") + ": " + no_gpu_words(p.name) +
+                         (p.name == "torch" ? ", and CUDA calls raise \"Found no NVIDIA driver on your system\"" : ""),
                      (Version::parse(p.cuda).known() ? "on a GPU machine install the NVIDIA driver, >= " +
                                                            min_driver_for_major(Version::parse(p.cuda).major) + " for CUDA " +
                                                            std::to_string(Version::parse(p.cuda).major) + ".x"
@@ -121,9 +92,9 @@ bool machine_cause(const PythonPackage& p, const std::string& who, const Report&
 // The build's CUDA against the driver's, with minor-version compatibility:
 // a 12.4 build runs on a 12.2 driver; a 13.0 build needs a 13.x driver.
 void driver_fit(const PythonPackage& p, const std::string& who, const Report& r, std::vector<Verdict>& out) {
-  const Version need = Version::parse(p.cuda), have = Version::from_cuda_int(driver_cuda(r));
+  const Version need = Version::parse(p.cuda), have = Version::from_cuda_int(usable_driver_cuda(r));
   if (!need.known()) return;
-  const std::vector<std::string> seen = {"the package's CUDA: " + p.cuda, "cuDriverGetVersion: " + std::to_string(driver_cuda(r))};
+  const std::vector<std::string> seen = {"the package's CUDA: " + p.cuda, "cuDriverGetVersion: " + std::to_string(usable_driver_cuda(r))};
   if (need.major > have.major)
     out.push_back(make("python.driver_too_old", L::Error,
                        who + " needs a CUDA " + std::to_string(need.major) + ".x driver, and " + driver_words(r) +
@@ -188,57 +159,117 @@ void import_verdict(const PythonImport& i, const PythonEnv& e, std::vector<Verdi
                      "", ev));
 }
 
+// "pip install --force-reinstall --no-deps torch==2.5.1 --index-url
+// .../cu124": the same build again, for an install whose files broke.
+std::string reinstall(const PythonPackage& p) {
+  std::string v = p.version.rfind("jaxlib ", 0) == 0 ? p.version.substr(7, p.version.find(',') - 7) : p.version;
+  const std::string dist = p.name == "jax" ? "jaxlib" : p.name;
+  const auto plus = v.find('+');
+  const std::string tag = plus == std::string::npos ? "" : v.substr(plus + 1);
+  if (v.empty()) return "pip install --force-reinstall --no-deps " + dist;
+  if (p.name == "torch" && !tag.empty())
+    return "pip install --force-reinstall --no-deps torch==" + v.substr(0, plus) +
+           " --index-url https://download.pytorch.org/whl/" + tag;
+  return "pip install --force-reinstall --no-deps " + dist + "==" + v;
+}
+
+// The import itself fails: a version file that cannot be read, a CUDA
+// library that resolves nowhere. The first causes the user meets.
+void import_blockers(const PythonPackage& p, const std::string& who, std::vector<Verdict>& out) {
+  std::vector<std::string> broken, incomplete;
+  for (const auto& u : p.unread)
+    if (u.find("dist-info") == std::string::npos)
+      (u.find("no __version__") != std::string::npos || u.find("truncated") != std::string::npos ? incomplete : broken).push_back(u);
+  if (!broken.empty() || !incomplete.empty())
+    out.push_back(make("python.broken_install", broken.empty() ? L::Warning : L::Error,
+                       who + ": " + join(broken.empty() ? incomplete : broken, "; ") +
+                           (broken.empty() ? ": an incomplete file, import " + p.name + " may fail"
+                                           : ": import " + p.name + " fails (a FIFO: it hangs)"),
+                       reinstall(p), {}));
+  if (p.build != "cuda") return;
+  for (const auto& l : p.libraries) {
+    if (!l.resolved.empty()) continue;
+    static const std::vector<std::pair<std::string, std::string>> wheels = {
+        {"libcudart.", "nvidia-cuda-runtime"}, {"libcublas", "nvidia-cublas"}, {"libcudnn", "nvidia-cudnn"}, {"libnccl", "nvidia-nccl"}};
+    std::string wheel;
+    for (const auto& [lib, w] : wheels)
+      if (l.name.rfind(lib, 0) == 0) wheel = w;
+    std::string req;
+    for (const auto& q : p.requires_cuda)
+      if (!wheel.empty() && q.rfind(wheel, 0) == 0) req = q.substr(0, q.find(';'));
+    const std::string major = p.cuda.substr(0, p.cuda.find('.'));
+    out.push_back(make("python.library_missing", L::Error,
+                       who + " needs " + l.name + ", which is in no folder the loader searches: import " + p.name +
+                           " fails (\"" + l.name + ": cannot open shared object file\")",
+                       "pip install \"" + (req.empty() ? wheel + "-cu" + major : req) + "\" in this environment (" + p.name +
+                           "'s own wheel of it), or put the folder that holds " + l.name + " on LD_LIBRARY_PATH",
+                       {l.name + ": not in " + (p.kernel_library.empty() ? std::string("the package's library") : p.kernel_library) +
+                            "'s RPATH/RUNPATH, LD_LIBRARY_PATH, /etc/ld.so.conf or the default folders"}));
+  }
+}
+
+// Not a CUDA build: CPU-only, ROCm, or one cudabench could not tell.
+bool not_cuda(const PythonPackage& p, const std::string& who, const Report& r, std::vector<Verdict>& out) {
+  const L level = gpu_hardware(r) ? L::Warning : L::Info;
+  if (p.build == "cpu")
+    out.push_back(make("python.cpu_only", level,
+                       who + " is a CPU-only build: " + no_gpu_words(p.name) +
+                           (p.name == "torch" ? " (\"Torch not compiled with CUDA enabled\")" : ""),
+                       fix_for(p.name, r), {p.location + " (" + p.build_from + ")"}));
+  else if (p.build == "rocm")
+    out.push_back(make("python.rocm", level,
+                       who + " is a ROCm build" + (p.rocm.empty() ? "" : " (ROCm " + p.rocm + ")") +
+                           ", for AMD GPUs: it cannot use an NVIDIA GPU, and " + no_gpu_words(p.name),
+                       fix_for(p.name, r), {p.location + " (" + p.build_from + ")"}));
+  else if (p.build == "unknown")
+    out.push_back(make("python.build_unknown", L::Warning,
+                       who + ": which build this is (CUDA, ROCm or CPU-only) shows in none of its files",
+                       reinstall(p), {p.location}));
+  return p.build != "cuda";
+}
+
+// One package's verdicts, in the order the user meets their causes: the
+// import, the build, the machine, the driver, the kernels, the libraries.
+std::vector<Verdict> package_verdicts(const PythonPackage& p, const std::string& who, const Report& r) {
+  std::vector<Verdict> out;
+  if (!p.shadowed_by.empty()) {
+    out.push_back(make("python.shadowed_install", L::Warning, who + " is never imported: Python finds " + p.shadowed_by + " first",
+                       "pip uninstall one of them (the first: " + p.shadowed_by + ")", {p.location, p.shadowed_by}));
+    return out;
+  }
+  import_blockers(p, who, out);
+  if (not_cuda(p, who, r, out) || machine_cause(p, who, r, out)) return out;
+  if (usable_driver_cuda(r) > 0) driver_fit(p, who, r, out);
+  architectures(p, who, r, out);
+  libraries(p, who, out);
+  return out;
+}
+
+// Every blocking cause is named, in order ("cause 1 of 2: ..."), and every
+// verdict says which evidence could not be read.
+void numbered_causes(const PythonPackage& p, std::vector<Verdict>& mine) {
+  const auto n = std::count_if(mine.begin(), mine.end(), [](const Verdict& v) { return v.level == L::Error; });
+  int k = 0;
+  for (auto& v : mine) {
+    if (n > 1 && v.level == L::Error) v.message = "cause " + std::to_string(++k) + " of " + std::to_string(n) + ": " + v.message;
+    for (const auto& u : p.unread) v.evidence.push_back("not read: " + u);
+    if (!p.unread.empty() && !p.build_from.empty()) v.evidence.push_back("the build named by: " + p.build_from);
+  }
+}
+
 }  // namespace
 
-const std::vector<TorchBuild>& torch_builds() {
-  static const std::vector<TorchBuild> all = [] {
-    std::vector<TorchBuild> out;
-    const auto table = nlohmann::json::parse(kStacksJson);  // alive through the loop
-    for (const auto& j : table.at("stacks"))
-      out.push_back({j.at("torch"), j.at("cuda"), j.at("driver_cuda"), j.at("oldest_driver"), j.at("sass"), j.at("ptx")});
-    return out;
-  }();
-  return all;
-}
-
-const TorchBuild* fitting_torch_build(const Report& r) {
-  const int dc = driver_cuda(r);
-  for (const auto& b : torch_builds())
-    if ((dc == 0 || dc >= b.driver_cuda) && covers_every_gpu(build_archs(b), r)) return &b;
-  return nullptr;
-}
-
-std::string torch_build_fix(const TorchBuild& b) {
-  std::string cu = b.cuda;
-  cu.erase(std::remove(cu.begin(), cu.end(), '.'), cu.end());
-  return "install torch " + b.torch + ", the cu" + cu + " build (CUDA " + b.cuda + "): pip install torch==" + b.torch +
-         " --index-url https://download.pytorch.org/whl/cu" + cu;
+int usable_driver_cuda(const Report& r) {
+  const DriverInfo& d = r.driver;
+  return d.libcuda_found && !d.libcuda_is_stub ? d.cuda_version : 0;
 }
 
 std::vector<Verdict> python_env_verdicts(const PythonEnv& e, const Report& r) {
   std::vector<Verdict> out;
   for (const auto& p : e.packages) {
-    const std::string who = p.name + " " + p.version + " in " + e.prefix;
-    if (!p.shadowed_by.empty()) {
-      out.push_back(make("python.shadowed_install", L::Warning,
-                         who + " is never imported: Python finds " + p.shadowed_by + " first",
-                         "pip uninstall one of them (the first: " + p.shadowed_by + ")", {p.location, p.shadowed_by}));
-      continue;
-    }
-    if (p.cuda.empty()) {
-      const std::string says = p.name == "torch" ? "torch.cuda.is_available() is always False (\"Torch not compiled with "
-                                                   "CUDA enabled\")"
-                               : p.name == "jax" ? "jax.devices('cuda') fails (\"Unable to initialize backend 'cuda'\")"
-                                                 : "it lists no GPU";
-      out.push_back(make("python.cpu_only", gpu_hardware(r) ? L::Warning : L::Info,
-                         who + " is a CPU-only build: " + says,
-                         fix_for(p.name, r), {p.location}));
-      continue;
-    }
-    if (machine_cause(p, who, r, out)) continue;
-    driver_fit(p, who, r, out);
-    architectures(p, who, r, out);
-    libraries(p, who, out);
+    std::vector<Verdict> mine = package_verdicts(p, p.name + " " + p.version + " in " + e.prefix, r);
+    numbered_causes(p, mine);
+    out.insert(out.end(), mine.begin(), mine.end());
   }
   for (const auto& i : e.imports) import_verdict(i, e, out);
   const bool pip_cuda = std::any_of(e.cuda_wheels.begin(), e.cuda_wheels.end(),

@@ -37,6 +37,23 @@ const std::vector<TorchBuild>& torch_builds();
 const TorchBuild* fitting_torch_build(const Report& r);
 // "install torch 2.10.0, the cu128 build (CUDA 12.8): pip install ...".
 std::string torch_build_fix(const TorchBuild& b);
+// A build of a user's package the doctor can recommend (python_fixes.cpp).
+struct PackageBuild {
+  std::string package;        // torch | jax | tensorflow | cupy
+  std::string name;           // "cupy-cuda12x", "torch 2.10.0 (cu128)"
+  std::string cuda;           // the CUDA it is built for
+  int driver_cuda;            // the oldest driver CUDA that runs it
+  std::string oldest_driver;  // the oldest Linux driver that does
+  std::string install;        // the command
+};
+// `package`'s builds, newest first (torch's: those covering every GPU here).
+std::vector<PackageBuild> package_builds(const std::string& package, const Report& r);
+// The fix for `package` on this machine: the newest build this driver runs,
+// and the oldest driver each newer build needs (or, when none runs, each
+// build's oldest driver).
+std::string fix_for(const std::string& package, const Report& r);
+// cuDriverGetVersion's number where a real libcuda answered, else 0.
+int usable_driver_cuda(const Report& r);
 // The scenarios' checks alone (scenario_rules.cpp).
 std::vector<Verdict> scenario_verdicts(const Report& r);
 

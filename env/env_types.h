@@ -259,7 +259,11 @@ struct PythonPackage {
   std::string version;   // "2.11.0+cu130"
   std::string location;  // its folder (or the file that told)
   std::string site;      // the site folder it is in
-  std::string cuda;      // the CUDA it is built for: "13.0", "12" (major only); "" a CPU-only build
+  std::string build;     // cuda | rocm | cpu | unknown (no evidence told)
+  std::string build_from;  // the evidence that named it: "torch/version.py", "the local tag of 2.5.1+cu124", ...
+  std::string cuda;      // the CUDA it is built for: "13.0", "12" (major only); "" when not a CUDA build
+  std::string rocm;      // a ROCm build's ROCm version ("6.2"), "" none
+  std::vector<std::string> unread;  // evidence that could not be read, and why: "torch/version.py: a FIFO, not a file"
   std::string cudnn;     // the cuDNN it asks for, "" unknown
   std::vector<std::string> requires_cuda;  // its nvidia-* / cuda-toolkit requirements (dist-info)
   std::string kernel_library;  // the file whose fatbin holds its kernels ("" none)
@@ -277,7 +281,7 @@ struct PythonImport {
   std::string version;
   bool cuda_available = false;
   int device_count = 0;
-  std::vector<std::string> warnings;  // what it printed (warnings, log lines), at most 20 lines
+  std::vector<std::string> warnings;  // what it printed (warnings, log lines): its last 20 lines
 };
 
 struct PythonEnv {

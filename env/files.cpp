@@ -1,6 +1,12 @@
 #include "files.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <sstream>
 
 namespace cudabench::env {
@@ -29,6 +35,29 @@ std::vector<fs::path> list_dir(const fs::path& d, std::size_t limit) {
     out.push_back(it->path());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::string file_problem(const fs::path& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) return errno == ENOENT ? "missing" : std::string("unreadable: ") + std::strerror(errno);
+  const bool link = S_ISLNK(st.st_mode);
+  if (::stat(p.c_str(), &st) != 0) {
+    if (errno == ELOOP) return "a link loop";
+    if (errno == ENOENT && link) return "a dangling link";
+    return std::string("unreadable: ") + std::strerror(errno);
+  }
+  if (S_ISDIR(st.st_mode)) return "a folder, not a file";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO, not a file";
+  if (!S_ISREG(st.st_mode)) return "a device or socket, not a file";
+  const int fd = ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::string("unreadable: ") + std::strerror(errno);
+  char buf[4096];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  const int err = errno;
+  ::close(fd);
+  if (n < 0) return std::string("unreadable: ") + std::strerror(err);
+  if (std::memchr(buf, '\0', static_cast<std::size_t>(n))) return "not text: it holds NUL bytes";
+  return "";
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {

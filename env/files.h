@@ -17,6 +17,10 @@ bool is_dir(const std::filesystem::path& p);
 std::string canonical_str(const std::filesystem::path& p);
 // The entries of a folder, sorted; at most `limit` of them are read.
 std::vector<std::filesystem::path> list_dir(const std::filesystem::path& d, std::size_t limit = SIZE_MAX);
+// Why `p` cannot be read as a text file, in words ("a FIFO, not a file",
+// "a dangling link", "a link loop", "unreadable: Permission denied", "not
+// text: it holds NUL bytes"); "" when it can. Never blocks: a FIFO is not opened.
+std::string file_problem(const std::filesystem::path& p);
 // The non-empty parts of `s` between `sep`s ("a::b" -> a, b).
 std::vector<std::string> split(const std::string& s, char sep);
 

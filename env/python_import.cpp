@@ -65,12 +65,16 @@ PythonImport import_one(const std::string& interpreter, const std::string& packa
   const ChildResult c = run_command({interpreter, "-c", kScript, package}, o);
   nlohmann::json answer;
   std::istringstream lines(c.output);
+  std::size_t dropped = 0;  // the last 20 lines are kept: a traceback names its error last
   for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("cudabench-import: ", 0) == 0)
+    if (line.rfind("cudabench-import: ", 0) == 0) {
       answer = nlohmann::json::parse(line.substr(18), nullptr, false);
-    else if (line.find_first_not_of(" \t\r") != std::string::npos && r.warnings.size() < 20)
+    } else if (line.find_first_not_of(" \t\r") != std::string::npos) {
       r.warnings.push_back(kept(line));
+      if (r.warnings.size() > 20) r.warnings.erase(r.warnings.begin()), ++dropped;
+    }
   }
+  if (dropped) r.warnings.insert(r.warnings.begin(), "(" + std::to_string(dropped) + " earlier lines not kept)");
   if (!c.started) {
     r.error = "import " + package + ": could not start " + interpreter;
     return r;

@@ -30,4 +30,13 @@ const std::vector<std::string>& scan_variables();
 // The value of an environment variable of the scan's input ("" unset).
 std::string env_var(const PythonScanInput& in, const std::string& key);
 
+// The dynamic loader's folders, as the scan walks them over files.
+struct Loader {
+  std::vector<std::string> ld_library_path, conf_dirs, default_dirs;
+};
+// Every torch, jax, tensorflow and cupy of `e`'s sites, in import order
+// (python_packages.cpp): the first install of a name is the one Python
+// imports; later ones are shadowed by it.
+void read_packages(PythonEnv& e, const Loader& ld);
+
 }  // namespace cudabench::env

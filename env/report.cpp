@@ -439,11 +439,14 @@ std::string fatbin_summary(const FatbinArchs& f) {
   return s.empty() ? "no kernels" : s;
 }
 
-bool has_errors(const Report& r) {
+bool has_errors(const Report& r, bool python_only) {
   auto error = [](const Verdict& v) { return v.level == Verdict::Level::Error; };
-  if (std::any_of(r.verdicts.begin(), r.verdicts.end(), error)) return true;
-  for (const auto& e : r.python.envs)
-    if (std::any_of(e.verdicts.begin(), e.verdicts.end(), error)) return true;
+  if (!python_only && std::any_of(r.verdicts.begin(), r.verdicts.end(), error)) return true;
+  for (const auto& e : r.python.envs) {
+    const bool ours = std::all_of(e.found_via.begin(), e.found_via.end(),
+                                  [](const std::string& v) { return v.rfind("cudabench's own venv", 0) == 0; });
+    if (!(python_only && ours) && std::any_of(e.verdicts.begin(), e.verdicts.end(), error)) return true;
+  }
   return false;
 }
 

@@ -21,8 +21,9 @@ std::vector<std::pair<std::string, std::string>> context_entries(const Report& r
 // or the sampling scripts write (env/context_keys.json): a user's
 // --benchmark_context must not take one.
 bool is_context_key(const std::string& key);
-// Any verdict an error: the machine's or a Python environment's (--check).
-bool has_errors(const Report& r);
+// Any verdict an error: the machine's or a Python environment's (--check), or only the
+// environments' (--check=python: the user's problem, not cudabench's own build).
+bool has_errors(const Report& r, bool python_only = false);
 // A verdict as the report prints it (its level, message, seen: and fix:
 // lines under it, each line starting with `indent`), and as JSON.
 std::string verdict_text(const Verdict& v, const std::string& indent);

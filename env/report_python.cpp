@@ -22,7 +22,8 @@ json package_json(const PythonPackage& p) {
     libs.push_back({{"name", l.name}, {"resolved", l.resolved}, {"via", l.via}, {"version", l.version},
                     {"own", l.own}, {"own_version", l.own_version}, {"shadowed", l.shadowed()}});
   return {{"name", p.name}, {"version", p.version}, {"location", p.location}, {"site", p.site},
-          {"cuda", p.cuda}, {"cuda_build", !p.cuda.empty()}, {"cudnn", p.cudnn}, {"requires_cuda", p.requires_cuda},
+          {"build", p.build}, {"build_from", p.build_from}, {"unread", p.unread}, {"cuda", p.cuda},
+          {"cuda_build", p.build == "cuda"}, {"rocm", p.rocm}, {"cudnn", p.cudnn}, {"requires_cuda", p.requires_cuda},
           {"kernel_library", p.kernel_library}, {"fatbin", fatbin_of(p.fatbin)}, {"archs_listed", p.archs_listed},
           {"libraries", libs}, {"shadowed_by", p.shadowed_by}};
 }
@@ -41,10 +42,17 @@ json env_json(const PythonEnv& e) {
   return j;
 }
 
+std::string build_text(const PythonPackage& p) {
+  if (p.build == "cuda") return "CUDA " + p.cuda + (p.cudnn.empty() ? "" : ", cuDNN " + p.cudnn);
+  if (p.build == "rocm") return "ROCm build" + (p.rocm.empty() ? "" : " (ROCm " + p.rocm + ")");
+  if (p.build == "cpu") return "CPU-only build";
+  return "build unknown";
+}
+
 std::string package_text(const PythonPackage& p) {
-  std::string t = "    " + p.name + " " + p.version + ": " +
-                  (p.cuda.empty() ? std::string("CPU-only build") : "CUDA " + p.cuda) +
-                  (p.cudnn.empty() ? "" : ", cuDNN " + p.cudnn) + "  (" + p.location + ")";
+  std::string t = "    " + p.name + " " + (p.version.empty() ? "(version unknown)" : p.version) + ": " + build_text(p) +
+                  (p.unread.empty() || p.build_from.empty() ? "" : ", named by " + p.build_from) + "  (" + p.location + ")";
+  for (const auto& u : p.unread) t += "\n      NOT READ: " + u;
   if (!p.shadowed_by.empty()) t += "\n      SHADOWED: Python imports " + p.shadowed_by + " first";
   if (!p.fatbin.file.empty()) t += "\n      kernels (fatbin): " + fatbin_summary(p.fatbin);
   if (!p.archs_listed.empty()) t += "\n      kernels (build info): " + join(p.archs_listed, " ");

@@ -4,12 +4,37 @@ a bare site with packages written into it as pip lays them out, and
 import json
 import os
 import shutil
+import subprocess
+
+import pytest
 
 # The variables that move an environment manager's folders: cleared for
 # every scan, so that the tests' own environment never leaks into it.
 MANAGER_VARS = ("POETRY_VIRTUALENVS_PATH", "POETRY_CACHE_DIR", "XDG_CACHE_HOME", "XDG_DATA_HOME", "WORKON_HOME",
                 "HATCH_DATA_DIR", "PIXI_HOME", "MAMBA_ROOT_PREFIX", "CONDARC", "CONDA_ENVS_PATH", "CONDA_ENVS_DIRS",
                 "UV_PROJECT_ENVIRONMENT", "CONDA_EXE", "PYENV_ROOT")
+
+NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+
+
+@pytest.fixture(scope="module")
+def kernels(tmp_path_factory):
+    """Two libraries holding sm_90 SASS only and needing libcudart.so.13 (a
+    shared runtime): one asking the loader with DT_RPATH, one with
+    DT_RUNPATH, both pointing at a wheel's nvidia/cu13/lib."""
+    if not os.access(NVCC, os.X_OK):
+        pytest.skip("no nvcc to make a fatbin with")
+    d = tmp_path_factory.mktemp("kernels")
+    (d / "k.cu").write_text("__global__ void k(float* x) { x[threadIdx.x] += 1; }\n"
+                            "void launch(float* x) { k<<<1, 32>>>(x); }\n")
+    out = {}
+    for tag, flag in (("rpath", "--disable-new-dtags"), ("runpath", "--enable-new-dtags")):
+        lib = d / ("lib_%s.so" % tag)
+        subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_90,code=sm_90", "-cudart", "shared", "-o", str(lib),
+                        str(d / "k.cu"), "-Xlinker", flag, "-Xlinker", "-rpath,$ORIGIN/../../nvidia/cu13/lib"],
+                       check=True, capture_output=True, timeout=300)
+        out[tag] = lib
+    return out
 
 
 class Env:

@@ -14,32 +14,9 @@ import subprocess
 import pytest
 
 from fake_machine import Machine
-from fake_python import Env, driver, env_of, errors, scan, verdict
+from fake_python import Env, driver, env_of, errors, kernels, scan, verdict  # noqa: F401 (kernels: a fixture)
 
 from conftest import ROOT
-
-NVCC = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
-
-
-@pytest.fixture(scope="module")
-def kernels(tmp_path_factory):
-    """Two libraries holding sm_90 SASS only and needing libcudart.so.13 (a
-    shared runtime): one asking the loader with DT_RPATH, one with
-    DT_RUNPATH, both pointing at a wheel's nvidia/cu13/lib."""
-    if not os.access(NVCC, os.X_OK):
-        pytest.skip("no nvcc to make a fatbin with")
-    d = tmp_path_factory.mktemp("kernels")
-    (d / "k.cu").write_text("__global__ void k(float* x) { x[threadIdx.x] += 1; }\n"
-                            "void launch(float* x) { k<<<1, 32>>>(x); }\n")
-    out = {}
-    for tag, flag in (("rpath", "--disable-new-dtags"), ("runpath", "--enable-new-dtags")):
-        lib = d / ("lib_%s.so" % tag)
-        subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_90,code=sm_90", "-cudart", "shared", "-o", str(lib),
-                        str(d / "k.cu"), "-Xlinker", flag, "-Xlinker", "-rpath,$ORIGIN/../../nvidia/cu13/lib"],
-                       check=True, capture_output=True, timeout=300)
-        out[tag] = lib
-    return out
-
 
 # ---------------------------------------------------------------- builds against the driver
 
