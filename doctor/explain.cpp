@@ -105,7 +105,8 @@ const std::vector<Scenario>& scenarios() {
     const auto table = nlohmann::json::parse(kScenariosJson);
     for (const auto& j : table.at("scenarios"))
       out.push_back({j.at("number"), j.at("id"), j.at("title"), j.at("codes"), j.at("names"), j.at("patterns"),
-                     j.at("verdict_ids"), j.at("checked"), j.at("fix")});
+                     j.at("verdict_ids"), j.at("checked"), j.at("fix"),
+                     j.value("covers", std::vector<std::string>{})});
     return out;
   }();
   return all;
@@ -158,6 +159,7 @@ Pasted scan_pasted(std::istream& in) {
   constexpr std::size_t kChunk = 1 << 20, kOverlap = 4096, kMaxLibraries = 64;
   std::set<const Scenario*> found;
   std::set<std::string> libraries;
+  std::vector<std::pair<std::string, std::string>> decoded;
   std::string window, chunk(kChunk, '\0');
   for (bool more = true; more;) {
     more = static_cast<bool>(in.read(chunk.data(), static_cast<std::streamsize>(kChunk)));
@@ -168,6 +170,8 @@ Pasted scan_pasted(std::istream& in) {
     const std::size_t end = last_line == std::string::npos ? window.size() : last_line + 1;
     const std::string text = window.substr(0, end);
     for (const Scenario* s : match_scenarios(text)) found.insert(s);
+    for (auto& d : decode_message(normalize(text)))
+      if (decoded.size() < 16 && std::find(decoded.begin(), decoded.end(), d) == decoded.end()) decoded.push_back(d);
     for (auto& l : libraries_named(text))
       if (libraries.size() < kMaxLibraries) libraries.insert(l);
     // The last lines scanned (about 4 KiB, from a line's start) stay, for a
@@ -180,6 +184,7 @@ Pasted scan_pasted(std::istream& in) {
   for (const auto& s : scenarios())
     if (found.count(&s)) p.scenarios.push_back(&s);
   p.libraries.assign(libraries.begin(), libraries.end());
+  p.decoded = std::move(decoded);
   return p;
 }
 
@@ -195,11 +200,18 @@ Explanation explain(const Pasted& pasted, const Report& r) {
   std::vector<Verdict> all = r.verdicts;  // the machine's, then each Python environment's
   for (const auto& env : r.python.envs) all.insert(all.end(), env.verdicts.begin(), env.verdicts.end());
   for (const Scenario* s : pasted.scenarios) {
-    Explanation::Item item{s, {}};
+    Explanation::Item item{s, {}, {}};
     for (const auto& v : all)
       if ((v.level == Verdict::Level::Warning || v.level == Verdict::Level::Error) &&
           std::find(s->verdict_ids.begin(), s->verdict_ids.end(), v.id) != s->verdict_ids.end())
         item.causes.push_back(v);
+    for (const auto& [id, text] : pasted.decoded)
+      if (id == s->id) item.decoded.push_back(text);
+    // One that another matched scenario covers is its last cause: named there, not apart.
+    const bool covered = std::any_of(pasted.scenarios.begin(), pasted.scenarios.end(), [&](const Scenario* o) {
+      return std::find(o->covers.begin(), o->covers.end(), s->id) != o->covers.end();
+    });
+    if (covered && item.causes.empty()) continue;
     e.cause_found = e.cause_found || !item.causes.empty();
     e.items.push_back(std::move(item));
   }
@@ -214,6 +226,7 @@ std::string explanation_text(const Explanation& e) {
   for (const auto& item : e.items) {
     const Scenario& s = *item.scenario;
     o << "\n[" << s.number << "] " << s.title << "\n";
+    for (const auto& d : item.decoded) o << "  in the message: " << d << "\n";
     if (item.causes.empty()) {
       o << "  not on this machine: the probe checked " << s.checked << " and found no such cause\n";
       o << "  where it happened: " << s.fix << "\n";

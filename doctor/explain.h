@@ -24,6 +24,7 @@ struct Scenario {
   std::vector<std::string> verdict_ids;  // the verdicts that are its cause
   std::string checked;       // what the probe looks at, for "not seen here"
   std::string fix;           // the usual fix, for when it happened elsewhere
+  std::vector<std::string> covers;  // scenarios whose cause is among its own: not listed apart when both match
 };
 
 // The scenarios, in order: the one table of them, doctor/scenarios.json
@@ -41,7 +42,14 @@ std::vector<std::string> libraries_named(const std::string& text);
 struct Pasted {
   std::vector<const Scenario*> scenarios;
   std::vector<std::string> libraries;
+  std::vector<std::pair<std::string, std::string>> decoded;  // scenario id, what its numbers mean (decode.cpp)
 };
+// What the numbers in a message mean, read out of it (lower-cased, white
+// space collapsed): "found version 11040" is CUDA 11.4, JAX's "Found cuDNN
+// version 8600, but JAX was built against version 8800" names cuDNN 8.6.0
+// against 8.8.0, "sm_120 is not compatible" names the builds that carry it.
+// Each with the id of the scenario it explains.
+std::vector<std::pair<std::string, std::string>> decode_message(const std::string& normalized);
 Pasted scan_pasted(std::istream& in);
 Pasted scan_pasted(const std::string& text);
 
@@ -49,6 +57,7 @@ struct Explanation {
   struct Item {
     const Scenario* scenario;
     std::vector<env::Verdict> causes;  // this machine's verdicts that are its cause (Warning/Error)
+    std::vector<std::string> decoded;  // what the message's numbers mean, for this scenario
   };
   std::vector<Item> items;
   bool cause_found = false;

@@ -79,6 +79,13 @@ std::vector<PackageBuild> package_builds(const std::string& package, const Repor
   return out;
 }
 
+std::vector<const TorchBuild*> torch_builds_for(int cc_major, int cc_minor) {
+  std::vector<const TorchBuild*> out;
+  for (const auto& b : torch_builds())
+    if (arch_verdict(build_archs(b), cc_major, cc_minor, "").level != Verdict::Level::Error) out.push_back(&b);
+  return out;
+}
+
 const TorchBuild* fitting_torch_build(const Report& r) {
   const int dc = usable_driver_cuda(r);
   for (const auto& b : torch_builds())

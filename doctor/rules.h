@@ -37,6 +37,9 @@ const std::vector<TorchBuild>& torch_builds();
 const TorchBuild* fitting_torch_build(const Report& r);
 // "install torch 2.10.0, the cu128 build (CUDA 12.8): pip install ...".
 std::string torch_build_fix(const TorchBuild& b);
+// The torch builds whose kernels run on compute capability major.minor
+// (its SASS, or PTX to JIT), newest first.
+std::vector<const TorchBuild*> torch_builds_for(int cc_major, int cc_minor);
 // A build of a user's package the doctor can recommend (python_fixes.cpp).
 struct PackageBuild {
   std::string package;        // torch | jax | tensorflow | cupy
@@ -56,6 +59,9 @@ std::string fix_for(const std::string& package, const Report& r);
 int usable_driver_cuda(const Report& r);
 // The scenarios' checks alone (scenario_rules.cpp).
 std::vector<Verdict> scenario_verdicts(const Report& r);
+// Scenario 27's causes, "CUDA unknown error" (uvm_rules.cpp): driver.uvm_missing,
+// driver.uvm_node_missing, driver.bad_state.
+void unified_memory(const Report& r, std::vector<Verdict>& out);
 
 // NVIDIA's minimum Linux driver for a toolkit release (CUDA release notes,
 // "CUDA Toolkit and Corresponding Driver Versions"); "" when not in the table.

@@ -776,6 +776,7 @@ std::vector<Verdict> scenario_verdicts(const Report& r) {
   driver_too_old(r, out);
   fabric_manager(r, out);
   visible_devices(r, out);
+  unified_memory(r, out);
   architectures(r, out);
   libraries(r, out);
   nvml_gpus(r, out);

@@ -206,6 +206,7 @@ struct SystemInfo {
   std::string kernel_release;          // /proc/sys/kernel/osrelease
   bool nvidia_module_loaded = false;   // /sys/module/nvidia
   bool nouveau_module_loaded = false;  // /sys/module/nouveau
+  bool uvm_module_loaded = false;      // /sys/module/nvidia_uvm (CUDA's unified memory; loaded at first use)
   std::vector<std::string> module_files;  // nvidia.ko* under /lib/modules/<release>
   int secure_boot = -1;                // EFI SecureBoot variable: 1 on, 0 off, -1 unknown
   std::vector<std::string> device_nodes;  // /dev/nvidia*, /dev/dxg

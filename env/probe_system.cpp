@@ -74,6 +74,7 @@ SystemInfo probe_system(const std::string& root_dir) {
   s.kernel_release = read_first_line((root / "proc/sys/kernel/osrelease").string());
   s.nvidia_module_loaded = present(root / "sys/module/nvidia");
   s.nouveau_module_loaded = present(root / "sys/module/nouveau");
+  s.uvm_module_loaded = present(root / "sys/module/nvidia_uvm");
   s.module_files = module_files(root, s.kernel_release);
   // EFI variable: 4 bytes of attributes, then the value (1 = enforcing).
   const std::string sb = read_text_file(

@@ -55,6 +55,7 @@ class Machine:
                    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  %s  Release Build  Tue Sep 23 2025\n"
                    "GCC version:  gcc version 13.3.0" % DRIVER)
         self.mkdir("sys/module/nvidia")
+        self.mkdir("sys/module/nvidia_uvm")
         self.write("lib/modules/%s/updates/dkms/nvidia.ko.zst" % KERNEL, "")
         for n in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"):
             self.write("dev/" + n, "")
