@@ -224,7 +224,10 @@ std::optional<PythonPackage> read_tensorflow(const std::string& site, const Load
     p.cudnn = python_dict_entry(info, "cudnn_version").value_or("");
     p.archs_listed = split(python_dict_entry(info, "cuda_compute_capabilities").value_or(""), ',');
   }
-  decide_build(p, said, file, python_dict_entry(info, "is_rocm_build").value_or("") == "True" ? "ROCm" : "");
+  if (python_dict_entry(info, "is_rocm_build").value_or("") == "True")
+    p.rocm = python_dict_entry(info, "rocm_version").value_or(""), set_build(p, "rocm", "", file);
+  else
+    decide_build(p, said, file);
   const std::string major = p.cuda.substr(0, p.cuda.find('.'));
   if (const std::string lib = site + "/tensorflow/libtensorflow_framework.so.2"; path_exists(lib) && !p.cuda.empty())
     p.libraries = libraries_of(lib, {"libcudart.so." + major, "libcudnn.so." + p.cudnn.substr(0, p.cudnn.find('.'))}, ld);
