@@ -205,7 +205,8 @@ std::optional<PythonPackage> read_jax(const std::string& site, const Loader& ld)
   }
   std::string hip;
   for (const auto& d : entries(site))
-    if (const auto [name, v] = dist_info_name_version(d.filename().string()); starts(name, "jax_rocm")) hip = name.substr(8, 1) + "." + name.substr(9, 1);
+    if (const auto [name, v] = dist_info_name_version(d.filename().string()); starts(name, "jax_rocm"))
+      hip = name.size() > 9 ? name.substr(8, 1) + "." + name.substr(9, 1) : "?";  // jax_rocm60_plugin: 6.0
   decide_build(p, hip.empty() ? said : std::nullopt, "jaxlib and its plugins' dist-info", hip);
   return p;
 }
@@ -249,7 +250,8 @@ std::optional<PythonPackage> read_cupy(const std::string& site, const Loader&) {
   if (starts(name, "cupy_cuda") && name.size() > 9)
     set_build(p, "cuda", name.substr(9, name.find_first_not_of("0123456789", 9) - 9), fs::path(dist).filename().string());
   else if (starts(name, "cupy_rocm"))
-    p.rocm = name.substr(10, 1) + "." + name.substr(12, 1), set_build(p, "rocm", "", fs::path(dist).filename().string());
+    p.rocm = name.size() > 12 ? name.substr(10, 1) + "." + name.substr(12, 1) : "",  // cupy_rocm_6_0: 6.0
+    set_build(p, "rocm", "", fs::path(dist).filename().string());
   else
     set_build(p, "cuda", "?", "a source build (cupy): whatever toolkit it found");
   return p;
