@@ -199,8 +199,9 @@ void import_blockers(const PythonPackage& p, const std::string& who, std::vector
       if (!wheel.empty() && q.rfind(wheel, 0) == 0) req = q.substr(0, q.find(';'));
     const std::string major = p.cuda.substr(0, p.cuda.find('.'));
     out.push_back(make("python.library_missing", L::Error,
-                       who + " needs " + l.name + ", which is in no folder the loader searches: import " + p.name +
-                           " fails (\"" + l.name + ": cannot open shared object file\")",
+                       who + " needs " + l.name + ", which is in no folder the loader searches: " +
+                           (p.name == "torch" ? "import torch fails" : "it cannot load it, and runs without the GPU") +
+                           " (\"" + l.name + ": cannot open shared object file\")",
                        "pip install \"" + (req.empty() ? wheel + "-cu" + major : req) + "\" in this environment (" + p.name +
                            "'s own wheel of it), or put the folder that holds " + l.name + " on LD_LIBRARY_PATH",
                        {l.name + ": not in " + (p.kernel_library.empty() ? std::string("the package's library") : p.kernel_library) +
