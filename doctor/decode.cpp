@@ -3,6 +3,7 @@
 // "Found cuDNN version 8600, but JAX was built against version 8800") and
 // the architecture a torch build lacks ("sm_120 is not compatible"), each
 // turned into words for the scenario it belongs to.
+#include <algorithm>
 #include <cctype>
 
 #include "explain.h"
@@ -24,6 +25,7 @@ std::string digits_at(const std::string& t, std::size_t p) {
 // count major*10000 + minor*100 + patch; the CUDA runtime, major*1000 + minor*10.
 std::string library_version(const std::string& lib, int n) {
   if (lib == "cuda") return Version::from_cuda_int(n).major_minor();
+  if (lib == "cupti") return std::to_string(n);  // CUPTI counts its API versions: no scheme to read
   const bool wide = (lib == "cudnn" && n >= 90000) || (lib == "cublas" && n >= 100000);
   const int major = wide ? n / 10000 : n / 1000, minor = wide ? n / 100 % 100 : n / 100 % 10;
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(n % 100);
@@ -83,7 +85,7 @@ void torch_arch(const std::string& t, Decoded& out) {
     std::string carry, first;
     for (const TorchBuild* b : torch_builds_for(major, minor)) {
       std::string cu = b->cuda;
-      cu.erase(cu.find('.'), 1);
+      cu.erase(std::remove(cu.begin(), cu.end(), '.'), cu.end());
       carry += (carry.empty() ? "" : ", ") + ("torch " + b->torch + " (cu" + cu + ", driver >= " + b->oldest_driver + ")");
       first = "torch " + b->torch + " (cu" + cu + ")";
     }

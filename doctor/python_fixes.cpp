@@ -113,7 +113,10 @@ std::string fix_for(const std::string& package, const Report& r) {
   const std::string driver = "this driver (CUDA " + Version::from_cuda_int(dc).major_minor() + ")";
   if (fits == all.end())
     return "no " + package + " build runs on " + driver + ": update the driver (" + newer + ")";
-  std::string fix = (package == "torch" ? "" : "the newest " + package + " build " + driver + " runs: ") + fits->install;
+  std::string fix = (package == "torch" ? ""
+                     : dc == 0   ? "the newest " + package + " build: "
+                                 : "the newest " + package + " build " + driver + " runs: ") +
+                    fits->install;
   if (package == "cupy") fix += " (uninstall the other cupy first)";
   if (!newer.empty()) fix += "; a newer build needs a newer driver (" + newer + ")";
   return fix;

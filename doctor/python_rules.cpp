@@ -3,6 +3,7 @@
 // if not, why (with the evidence) and the one fix, naming the build that
 // fits from the table the set-up uses (scripts/stacks.json).
 #include <algorithm>
+#include <filesystem>
 
 #include "env/parsers.h"
 #include "env/report.h"
@@ -163,7 +164,11 @@ void import_verdict(const PythonImport& i, const PythonEnv& e, std::vector<Verdi
 // .../cu124": the same build again, for an install whose files broke.
 std::string reinstall(const PythonPackage& p) {
   std::string v = p.version.rfind("jaxlib ", 0) == 0 ? p.version.substr(7, p.version.find(',') - 7) : p.version;
-  const std::string dist = p.name == "jax" ? "jaxlib" : p.name;
+  std::string dist = p.name == "jax" ? "jaxlib" : p.name;
+  if (p.name == "cupy" && p.build_from.rfind("cupy_", 0) == 0) {  // cupy_cuda12x-13.3.0.dist-info: cupy-cuda12x
+    dist = p.build_from.substr(0, p.build_from.find('-'));
+    std::replace(dist.begin(), dist.end(), '_', '-');
+  }
   const auto plus = v.find('+');
   const std::string tag = plus == std::string::npos ? "" : v.substr(plus + 1);
   if (v.empty()) return "pip install --force-reinstall --no-deps " + dist;
@@ -175,20 +180,33 @@ std::string reinstall(const PythonPackage& p) {
 
 // The import itself fails: a version file that cannot be read, a CUDA
 // library that resolves nowhere. The first causes the user meets.
-void import_blockers(const PythonPackage& p, const std::string& who, std::vector<Verdict>& out) {
+// torch's own fallback (_preload_cuda_deps): a library its loader misses is
+// looked for in every site's nvidia/*/lib.
+bool in_a_wheel(const std::string& name, const std::vector<std::string>& sites) {
+  for (const auto& site : sites) {
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(site + "/nvidia", ec), end; !ec && it != end; it.increment(ec))
+      if (std::error_code e2; std::filesystem::exists(it->path() / "lib" / name, e2)) return true;
+  }
+  return false;
+}
+
+void import_blockers(const PythonPackage& p, const std::string& who, const std::vector<std::string>& sites,
+                     std::vector<Verdict>& out) {
   std::vector<std::string> broken, incomplete;
   for (const auto& u : p.unread)
-    if (u.find("dist-info") == std::string::npos)
+    if (u.find("dist-info") == std::string::npos && u.find("editable install") == std::string::npos)
       (u.find("no __version__") != std::string::npos || u.find("truncated") != std::string::npos ? incomplete : broken).push_back(u);
   if (!broken.empty() || !incomplete.empty())
     out.push_back(make("python.broken_install", broken.empty() ? L::Warning : L::Error,
                        who + ": " + join(broken.empty() ? incomplete : broken, "; ") +
                            (broken.empty() ? ": an incomplete file, import " + p.name + " may fail"
-                                           : ": import " + p.name + " fails (a FIFO: it hangs)"),
+                                           : ": import " + p.name + " fails" +
+                                                 (join(broken).find("FIFO") != std::string::npos ? " (or, on the FIFO, hangs)" : "")),
                        reinstall(p), {}));
   if (p.build != "cuda") return;
   for (const auto& l : p.libraries) {
-    if (!l.resolved.empty()) continue;
+    if (!l.resolved.empty() || (p.name == "torch" && in_a_wheel(l.name, sites))) continue;
     static const std::vector<std::pair<std::string, std::string>> wheels = {
         {"libcudart.", "nvidia-cuda-runtime"}, {"libcublas", "nvidia-cublas"}, {"libcudnn", "nvidia-cudnn"}, {"libnccl", "nvidia-nccl"}};
     std::string wheel;
@@ -231,14 +249,15 @@ bool not_cuda(const PythonPackage& p, const std::string& who, const Report& r, s
 
 // One package's verdicts, in the order the user meets their causes: the
 // import, the build, the machine, the driver, the kernels, the libraries.
-std::vector<Verdict> package_verdicts(const PythonPackage& p, const std::string& who, const Report& r) {
+std::vector<Verdict> package_verdicts(const PythonPackage& p, const std::string& who, const PythonEnv& e,
+                                      const Report& r) {
   std::vector<Verdict> out;
   if (!p.shadowed_by.empty()) {
     out.push_back(make("python.shadowed_install", L::Warning, who + " is never imported: Python finds " + p.shadowed_by + " first",
                        "pip uninstall one of them (the first: " + p.shadowed_by + ")", {p.location, p.shadowed_by}));
     return out;
   }
-  import_blockers(p, who, out);
+  import_blockers(p, who, e.sites, out);
   if (not_cuda(p, who, r, out) || machine_cause(p, who, r, out)) return out;
   if (usable_driver_cuda(r) > 0) driver_fit(p, who, r, out);
   architectures(p, who, r, out);
@@ -268,7 +287,7 @@ int usable_driver_cuda(const Report& r) {
 std::vector<Verdict> python_env_verdicts(const PythonEnv& e, const Report& r) {
   std::vector<Verdict> out;
   for (const auto& p : e.packages) {
-    std::vector<Verdict> mine = package_verdicts(p, p.name + " " + p.version + " in " + e.prefix, r);
+    std::vector<Verdict> mine = package_verdicts(p, p.name + " " + p.version + " in " + e.prefix, e, r);
     numbered_causes(p, mine);
     out.insert(out.end(), mine.begin(), mine.end());
   }

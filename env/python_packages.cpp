@@ -18,6 +18,15 @@ namespace fs = std::filesystem;
 namespace {
 
 bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+// A regular file (never a FIFO, which would block the ELF reader).
+bool regular(const std::string& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+bool is_link(const std::string& p) {
+  std::error_code ec;
+  return fs::is_symlink(p, ec);
+}
 std::vector<fs::path> entries(const fs::path& d) { return list_dir(d, 4096); }
 
 // The version of a library file: its versioned real name, else the wheel
@@ -92,10 +101,26 @@ std::string pinned(const std::vector<std::string>& reqs, const std::string& dist
   return "";
 }
 
+// An editable install (pip install -e): its source is elsewhere, named by
+// an __editable__ .pth or the dist-info's direct_url.json.
+bool editable(const std::string& site, const std::string& name) {
+  for (const auto& d : entries(site)) {
+    const std::string n = d.filename().string();
+    if (starts(n, "__editable__." + name + "-") || starts(n, "__editable___" + name + "_")) return true;
+    if (starts(n, name + "-") && n.size() > 10 && n.compare(n.size() - 10, 10, ".dist-info") == 0 &&
+        read_text_file((d / "direct_url.json").string(), 1 << 16).find("\"editable\": true") != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
 // A version file as Python source: its text, or "" with why not in `unread`.
 std::string source_of(PythonPackage& p, const std::string& site, const std::string& rel) {
   if (const std::string problem = file_problem(site + "/" + rel); !problem.empty()) {
-    p.unread.push_back(rel + ": " + problem);
+    const std::string dist = p.name == "jax" ? "jaxlib" : p.name;
+    p.unread.push_back(rel + ": " + (problem == "missing" && editable(site, dist)
+                                         ? "not in the site (an editable install: its source is elsewhere)"
+                                         : problem));
     return "";
   }
   return read_text_file(site + "/" + rel);
@@ -116,11 +141,17 @@ std::pair<std::string, std::string> build_of_tag(const std::string& version) {
 
 // The CUDA the requirements pin: the runtime wheel's version
 // (nvidia-cuda-runtime-cu12==12.4.127 -> 12.4), else a "-cuNN" wheel's major.
-std::string cuda_of_requirements(const std::vector<std::string>& reqs) {
+// Requirements behind an extra ("; extra == \"and-cuda\"") are left out:
+// installing the package does not install them.
+std::string cuda_of_requirements(const std::vector<std::string>& all) {
+  std::vector<std::string> reqs;
+  for (const auto& r : all)
+    if (r.find("extra ==") == std::string::npos) reqs.push_back(r);
   if (const Version v = Version::parse(pinned(reqs, "nvidia-cuda-runtime")); v.known()) return v.major_minor();
   for (const auto& r : reqs)
-    if (const auto cu = r.find("-cu"); cu != std::string::npos && cu + 3 < r.size() && std::isdigit(r[cu + 3]))
-      return r.substr(cu + 3, r.find_first_not_of("0123456789", cu + 3) - cu - 3);
+    for (auto cu = r.find("-cu"); cu != std::string::npos; cu = r.find("-cu", cu + 1))
+      if (cu + 3 < r.size() && std::isdigit(static_cast<unsigned char>(r[cu + 3])))
+        return r.substr(cu + 3, r.find_first_not_of("0123456789", cu + 3) - cu - 3);
   return "";
 }
 
@@ -158,7 +189,7 @@ void decide_build(PythonPackage& p, const std::optional<std::string>& said, cons
 std::optional<PythonPackage> read_torch(const std::string& site, const Loader& ld) {
   std::string dist;
   const std::string dist_v = dist_version(site, "torch", &dist);
-  if (dist.empty() && !path_exists(site + "/torch/version.py") && !fs::is_symlink(site + "/torch/version.py"))
+  if (dist.empty() && !path_exists(site + "/torch/version.py") && !is_link(site + "/torch/version.py"))
     return std::nullopt;
   PythonPackage p{"torch", "", site + "/torch", site};
   const std::string text = source_of(p, site, "torch/version.py");
@@ -169,7 +200,7 @@ std::optional<PythonPackage> read_torch(const std::string& site, const Loader& l
   if (!dist.empty()) p.requires_cuda = cuda_requirements(dist);
   else p.unread.push_back("torch's dist-info: missing");
   p.cudnn = pinned(p.requires_cuda, "nvidia-cudnn");
-  if (const std::string lib = site + "/torch/lib/libtorch_cuda.so"; path_exists(lib)) {
+  if (const std::string lib = site + "/torch/lib/libtorch_cuda.so"; regular(lib)) {
     p.kernel_library = lib;
     p.libraries = libraries_of(lib, {}, ld);
   }
@@ -189,8 +220,9 @@ std::optional<PythonPackage> read_jax(const std::string& site, const Loader& ld)
   if (!version && dist.empty()) return std::nullopt;
   p.version = "jaxlib " + (version ? *version : dist_v);
   std::optional<std::string> said = std::string();  // jaxlib alone is a CPU build
-  if (const auto plus = p.version.find("+cuda"); plus != std::string::npos)  // jaxlib 0.4.x: 0.4.26+cuda12.cudnn89
-    said = p.version.substr(plus + 5, p.version.find('.', plus) - plus - 5);
+  for (const std::string& v : {p.version, dist_v})  // jaxlib 0.4.x: 0.4.25+cuda12.cudnn89 (the file or the dist-info)
+    if (const auto plus = v.find("+cuda"); plus != std::string::npos)
+      said = v.substr(plus + 5, v.find('.', plus) - plus - 5);
   for (const char* major : {"13", "12", "11"}) {
     std::string plugin;
     const std::string v = dist_version(site, std::string("jax_cuda") + major + "_plugin", &plugin);
@@ -200,7 +232,7 @@ std::optional<PythonPackage> read_jax(const std::string& site, const Loader& ld)
     p.requires_cuda = cuda_requirements(plugin);
     p.cudnn = pinned(p.requires_cuda, "nvidia-cudnn");
     const std::string lib = site + "/jax_plugins/xla_cuda" + major + "/xla_cuda_plugin.so";
-    if (path_exists(lib)) p.libraries = libraries_of(lib, {"libcudart.so." + std::string(major)}, ld);
+    if (regular(lib)) p.libraries = libraries_of(lib, {"libcudart.so." + std::string(major)}, ld);
     break;
   }
   std::string hip;
@@ -213,8 +245,10 @@ std::optional<PythonPackage> read_jax(const std::string& site, const Loader& ld)
 
 std::optional<PythonPackage> read_tensorflow(const std::string& site, const Loader& ld) {
   std::string dist;
-  std::string version = dist_version(site, "tensorflow", &dist);
-  if (version.empty() && (version = dist_version(site, "tensorflow_gpu", &dist)).empty()) return std::nullopt;
+  std::string version;
+  for (const char* name : {"tensorflow", "tensorflow_gpu", "tensorflow_rocm"})
+    if (version.empty()) version = dist_version(site, name, &dist);
+  if (version.empty()) return std::nullopt;
   PythonPackage p{"tensorflow", version, site + "/tensorflow", site};
   const std::string file = "tensorflow/python/platform/build_info.py";
   const std::string info = source_of(p, site, file);
@@ -225,13 +259,15 @@ std::optional<PythonPackage> read_tensorflow(const std::string& site, const Load
     p.cudnn = python_dict_entry(info, "cudnn_version").value_or("");
     p.archs_listed = split(python_dict_entry(info, "cuda_compute_capabilities").value_or(""), ',');
   }
-  if (python_dict_entry(info, "is_rocm_build").value_or("") == "True")
+  if (python_dict_entry(info, "is_rocm_build").value_or("") == "True" || dist.find("tensorflow_rocm-") != std::string::npos)
     p.rocm = python_dict_entry(info, "rocm_version").value_or(""), set_build(p, "rocm", "", file);
   else
     decide_build(p, said, file);
   const std::string major = p.cuda.substr(0, p.cuda.find('.'));
-  if (const std::string lib = site + "/tensorflow/libtensorflow_framework.so.2"; path_exists(lib) && !p.cuda.empty())
-    p.libraries = libraries_of(lib, {"libcudart.so." + major, "libcudnn.so." + p.cudnn.substr(0, p.cudnn.find('.'))}, ld);
+  std::vector<std::string> by_name = {"libcudart.so." + major};  // loaded later by name
+  if (!p.cudnn.empty()) by_name.push_back("libcudnn.so." + p.cudnn.substr(0, p.cudnn.find('.')));
+  if (const std::string lib = site + "/tensorflow/libtensorflow_framework.so.2"; regular(lib) && !p.cuda.empty() && p.cuda != "?")
+    p.libraries = libraries_of(lib, by_name, ld);
   return p;
 }
 
@@ -247,8 +283,12 @@ std::optional<PythonPackage> read_cupy(const std::string& site, const Loader&) {
   p.version = version ? *version : dist_v;
   const std::string name = dist_info_name_version(fs::path(dist).filename().string()).first;
   if (!dist.empty()) p.requires_cuda = cuda_requirements(dist);
-  if (starts(name, "cupy_cuda") && name.size() > 9)
-    set_build(p, "cuda", name.substr(9, name.find_first_not_of("0123456789", 9) - 9), fs::path(dist).filename().string());
+  if (starts(name, "cupy_cuda") && name.size() > 9) {  // cupy_cuda12x: 12; cupy_cuda110: 11.0; cupy_cuda102: 10.2
+    const std::string d = name.substr(9, name.find_first_not_of("0123456789", 9) - 9);
+    const bool major_only = name.size() > 9 + d.size() && name[9 + d.size()] == 'x';
+    set_build(p, "cuda", major_only || d.size() < 3 ? d : d.substr(0, d.size() - 1) + "." + d.back(),
+              fs::path(dist).filename().string());
+  }
   else if (starts(name, "cupy_rocm"))
     p.rocm = name.size() > 12 ? name.substr(10, 1) + "." + name.substr(12, 1) : "",  // cupy_rocm_6_0: 6.0
     set_build(p, "rocm", "", fs::path(dist).filename().string());

@@ -105,7 +105,7 @@ std::vector<std::string> condarc_envs_dirs(const std::string& text, const std::s
         for (auto& item : split(rest.substr(open + 1, rest.find(']') - open - 1), ',')) add(item);
     } else if (in_list && line.find_first_not_of(" \t") != std::string::npos) {
       const auto dash = line.find_first_not_of(" \t");
-      if (line[dash] != '-' || dash == 0) in_list = false;
+      if (line[dash] != '-') in_list = false;  // "- /a" at column 0 is YAML's list too
       else add(line.substr(dash + 1));
     }
   }

@@ -3,6 +3,8 @@ in the manager's documented default place (under a fake $HOME, or a
 project's folder above the current one), and one moved by the manager's own
 setting. Each is a venv (or a conda env) with a CPU-only torch, so the
 report lists the package it read there and says which manager led to it."""
+import os
+
 import pytest
 
 from fake_machine import Machine
@@ -31,7 +33,7 @@ def test_a_manager_s_environments_are_found_where_it_keeps_them(tmp_path, name, 
     env = env_of(report, at_home.prefix)
     assert env["packages"][0]["version"] == "2.11.0+cpu"
     assert any(v.startswith(name.split()[0]) for v in env["found_via"]), env["found_via"]
-    assert str(moved.prefix) not in [e["prefix"] for e in report["python"]["envs"]]
+    assert os.path.realpath(moved.prefix) not in [e["prefix"] for e in report["python"]["envs"]]
 
     m.env[setting] = str(tmp_path / "elsewhere")
     report, _ = scan(m)
@@ -52,7 +54,7 @@ def test_a_project_s_own_environment_is_found_from_a_folder_below_it(tmp_path, w
     env = env_of(scan(m)[0], e.prefix)
     assert any(str(project) in v for v in env["found_via"]), env["found_via"]
     m.cwd = tmp_path  # above the project: not in reach
-    assert str(e.prefix) not in [x["prefix"] for x in scan(m)[0]["python"]["envs"]]
+    assert os.path.realpath(e.prefix) not in [x["prefix"] for x in scan(m)[0]["python"]["envs"]]
 
 
 @pytest.mark.parametrize("value", ["envs/app", "/ABS"])
@@ -74,7 +76,7 @@ def test_conda_s_envs_dirs_from_condarc(tmp_path, style):
     m = Machine(tmp_path)
     home = tmp_path / "home"
     e = Env(tmp_path / "scratch/conda-envs/work", kind="conda").torch("2.11.0+cpu", None)
-    text = ("envs_dirs:\n  - ~/nowhere  # a comment\n  - %s\nchannels:\n  - conda-forge\n" if style == "block"
+    text = ("envs_dirs:\n  - ~/nowhere  # a comment\n- %s\nchannels:\n  - conda-forge\n" if style == "block"
             else "channels: [conda-forge]\nenvs_dirs: [~/nowhere, '%s']\n") % (tmp_path / "scratch/conda-envs")
     home.mkdir()
     (home / ".condarc").write_text(text)
@@ -83,7 +85,7 @@ def test_conda_s_envs_dirs_from_condarc(tmp_path, style):
     # moved by CONDARC: the file named there is read
     (home / ".condarc").unlink()
     (tmp_path / "site.condarc").write_text(text)
-    assert str(e.prefix) not in [x["prefix"] for x in scan(m)[0]["python"]["envs"]]
+    assert os.path.realpath(e.prefix) not in [x["prefix"] for x in scan(m)[0]["python"]["envs"]]
     m.env["CONDARC"] = str(tmp_path / "site.condarc")
     env = env_of(scan(m)[0], e.prefix)
     assert any("site.condarc" in v for v in env["found_via"]), env["found_via"]
