@@ -355,12 +355,14 @@ void DistContext::compare_settings(const Settings& mine, std::chrono::steady_clo
     all.push_back(decode_settings(std::string(bytes.begin(), bytes.end())));
   }
   const std::string differs = settings_disagreement(all);
+  // The heartbeat stops before this rank says it has read: rank 0 may leave
+  // at once, and a heartbeat that saw it go would name a lost rank 0 instead.
+  if (!differs.empty()) stop_heartbeat();
   store_->add(key + "read", 1);
   if (differs.empty()) return;
   // A rank that died before reading must not turn this into a timeout.
   if (launch_.serves_store())
     wait_for_count(*store_, key + "read", launch_.world, std::chrono::steady_clock::now() + kDiagnoseWindow);
-  stop_heartbeat();
   throw GroupBadInput(differs);
 }
 
@@ -402,18 +404,23 @@ void DistContext::await_every_rank(const std::string& key, std::chrono::steady_c
       if (store_->check({(duplicate ? kRankKey : key) + std::to_string(r)})) ++present;
       else missing += (missing.empty() ? "" : ", ") + std::to_string(r);
     }
-    // Rank 0 serves the store: it leaves once every rank here has seen why.
+    // Everything is read from the store, and the heartbeat stopped, before
+    // this rank says it has seen why: rank 0 serves the store and leaves once
+    // every rank here has (a heartbeat that saw it go would name a lost rank 0).
+    std::string dup;
+    if (duplicate) {
+      const auto v = store_->get(kDuplicateKey);
+      dup.assign(v.begin(), v.end());
+    }
+    stop_heartbeat();
     store_->add("cudabench/gave-up", 1);
     if (launch_.serves_store())
       wait_for_count(*store_, "cudabench/gave-up", present, std::chrono::steady_clock::now() + kDiagnoseWindow);
-    stop_heartbeat();
     const std::string world = std::to_string(launch_.world);
-    if (duplicate) {
-      const auto dup = store_->get(kDuplicateKey);
-      throw GroupBadInput("RANK=" + std::string(dup.begin(), dup.end()) + " is given to two processes" +
+    if (duplicate)
+      throw GroupBadInput("RANK=" + dup + " is given to two processes" +
                           (missing.empty() ? "" : ", so rank " + missing + " never came") + ": each of the WORLD_SIZE=" +
                           world + " ranks must be one process");
-    }
     throw RankLost("rank " + missing + " of " + world + " never arrived within " +
                    std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()) +
                    " s (--dist-timeout): was a process started with RANK=" + missing + "?");
