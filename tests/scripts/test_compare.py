@@ -115,6 +115,9 @@ def test_every_comparison_shows_a_speed_as_the_machine_report_does():
     assert " 0.83x " in two and "%" not in two, two
     assert "(0.83x, slower)" in three and "(1.2" in three and "%" not in three, three
     assert [fmt_speed(x) for x in (0.0016, 0.93, 1.0, 250, float("nan"))] == ["0.0016x", "0.93x", "1.00x", "250x", "-"]
+    # a new time of 0 (the fuzzer's find: change -1 divided by zero) or a negative one
+    assert speed_of(-1.0) == float("inf") and speed_of(-2.0) != speed_of(-2.0)
+    assert fmt_speed(speed_of(-1.0)) == "-" and fmt_speed(speed_of(-2.0)) == "-"
 
 
 def test_units_are_converted():

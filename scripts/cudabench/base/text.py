@@ -23,14 +23,18 @@ def fmt_value(x, metric):
 def speed_of(change):
     """The speed that a change (+ means slower: the new time over the
     baseline's, less 1) is: the baseline's time over the new one's, 0.93 for
-    7.5% more time. Every comparison of two runs is shown as a speed."""
-    return float("nan") if change != change else 1 / (1 + change)
+    7.5% more time. Every comparison of two runs is shown as a speed. A new
+    time of 0 (change -1) is an infinite speed; a negative one, none."""
+    if change != change or change < -1:
+        return float("nan")
+    return float("inf") if change == -1 else 1 / (1 + change)
 
 
 def fmt_speed(x):
     """0.93x; "-" for none. A speed far from 1 keeps two significant
-    digits (0.0016x, not 0.00x)."""
-    if x != x:
+    digits (0.0016x, not 0.00x). An infinite one (a time of 0) is no
+    measurement: "-" too."""
+    if x != x or x == float("inf"):
         return "-"
     return f"{x:.2f}x" if 0.1 <= x < 100 else f"{x:.2g}x" if x < 0.1 else f"{x:.0f}x"
 
