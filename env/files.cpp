@@ -22,6 +22,16 @@ bool is_dir(const fs::path& p) {
   return fs::is_directory(p, ec);
 }
 
+bool is_regular(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+bool is_link(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_symlink(p, ec);
+}
+
 std::string canonical_str(const fs::path& p) {
   std::error_code ec;
   const fs::path c = fs::canonical(p, ec);

@@ -13,6 +13,12 @@ namespace cudabench::env {
 
 bool path_exists(const std::filesystem::path& p);
 bool is_dir(const std::filesystem::path& p);
+// A regular file (a link to one counts; a FIFO or a device does not).
+bool is_regular(const std::filesystem::path& p);
+// A symbolic link, dangling or not.
+bool is_link(const std::filesystem::path& p);
+// `s` begins with `prefix`.
+inline bool starts(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 // The canonical path, or `p` normalised when it cannot be resolved.
 std::string canonical_str(const std::filesystem::path& p);
 // The entries of a folder, sorted; at most `limit` of them are read.

@@ -24,7 +24,6 @@ namespace {
 // The entries of a folder, sorted, at most `limit` (a huge folder is not a
 // Python environment).
 std::vector<fs::path> entries(const fs::path& d, std::size_t limit = 4096) { return list_dir(d, limit); }
-bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 // ---- what one environment holds ----
 
 std::string kind_of(const fs::path& prefix) {
@@ -177,8 +176,7 @@ PythonLibrary resolve_library(const std::string& object, const ElfDynamic& dyn, 
   PythonLibrary l;
   l.name = name;
   for (const auto& [dir, why] : order) {
-    std::error_code ec;
-    if (!fs::is_regular_file(fs::path(dir) / name, ec)) continue;
+    if (!is_regular(fs::path(dir) / name)) continue;
     if (l.resolved.empty()) {
       l.resolved = canonical_str(fs::path(dir) / name);
       l.via = why;

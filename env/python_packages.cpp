@@ -17,16 +17,6 @@ namespace cudabench::env {
 namespace fs = std::filesystem;
 namespace {
 
-bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-// A regular file (never a FIFO, which would block the ELF reader).
-bool regular(const std::string& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec);
-}
-bool is_link(const std::string& p) {
-  std::error_code ec;
-  return fs::is_symlink(p, ec);
-}
 std::vector<fs::path> entries(const fs::path& d) { return list_dir(d, 4096); }
 
 // The version of a library file: its versioned real name, else the wheel
@@ -200,7 +190,7 @@ std::optional<PythonPackage> read_torch(const std::string& site, const Loader& l
   if (!dist.empty()) p.requires_cuda = cuda_requirements(dist);
   else p.unread.push_back("torch's dist-info: missing");
   p.cudnn = pinned(p.requires_cuda, "nvidia-cudnn");
-  if (const std::string lib = site + "/torch/lib/libtorch_cuda.so"; regular(lib)) {
+  if (const std::string lib = site + "/torch/lib/libtorch_cuda.so"; is_regular(lib)) {
     p.kernel_library = lib;
     p.libraries = libraries_of(lib, {}, ld);
   }
@@ -232,7 +222,7 @@ std::optional<PythonPackage> read_jax(const std::string& site, const Loader& ld)
     p.requires_cuda = cuda_requirements(plugin);
     p.cudnn = pinned(p.requires_cuda, "nvidia-cudnn");
     const std::string lib = site + "/jax_plugins/xla_cuda" + major + "/xla_cuda_plugin.so";
-    if (regular(lib)) p.libraries = libraries_of(lib, {"libcudart.so." + std::string(major)}, ld);
+    if (is_regular(lib)) p.libraries = libraries_of(lib, {"libcudart.so." + std::string(major)}, ld);
     break;
   }
   std::string hip;
@@ -266,7 +256,7 @@ std::optional<PythonPackage> read_tensorflow(const std::string& site, const Load
   const std::string major = p.cuda.substr(0, p.cuda.find('.'));
   std::vector<std::string> by_name = {"libcudart.so." + major};  // loaded later by name
   if (!p.cudnn.empty()) by_name.push_back("libcudnn.so." + p.cudnn.substr(0, p.cudnn.find('.')));
-  if (const std::string lib = site + "/tensorflow/libtensorflow_framework.so.2"; regular(lib) && !p.cuda.empty() && p.cuda != "?")
+  if (const std::string lib = site + "/tensorflow/libtensorflow_framework.so.2"; is_regular(lib) && !p.cuda.empty() && p.cuda != "?")
     p.libraries = libraries_of(lib, by_name, ld);
   return p;
 }

@@ -14,8 +14,6 @@ namespace cudabench::env {
 namespace fs = std::filesystem;
 namespace {
 
-bool starts(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
-
 // A manager's folder of environments: the first way whose variable is set
 // (its own setting, then XDG's folder, then $HOME's default), and the
 // folder below that variable's value. `depth`: how many folders down an
@@ -157,8 +155,7 @@ void conda_candidates(const PythonScanInput& in, std::vector<Candidate>& out) {
 
 // A real interpreter on PATH, not a launcher script (pyenv's shims are).
 bool is_binary(const fs::path& p) {
-  std::error_code ec;
-  return fs::is_regular_file(p, ec) && read_text_file(p.string(), 4).rfind("\x7f" "ELF", 0) == 0;
+  return is_regular(p) && starts(read_text_file(p.string(), 4), "\x7f" "ELF");
 }
 
 void cudabench_candidates(const PythonScanInput& in, std::vector<Candidate>& out) {
@@ -185,8 +182,7 @@ std::optional<Candidate> classify(const fs::path& p, const std::string& via) {
   if (is_dir(p) && (path_exists(p / "pyvenv.cfg") || path_exists(p / "conda-meta") || path_exists(p / "bin/python3") ||
                     path_exists(p / "bin/python")))
     return Candidate{p, "", via};
-  std::error_code ec;
-  if (fs::is_regular_file(p, ec) && starts(name, "python") && p.parent_path().filename() == "bin")
+  if (is_regular(p) && starts(name, "python") && p.parent_path().filename() == "bin")
     return Candidate{p.parent_path().parent_path(), "", via};
   return std::nullopt;
 }
