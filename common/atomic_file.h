@@ -147,6 +147,28 @@ inline int open_temp_beside(const std::string& target, std::string* tmp, std::un
   return -1;
 }
 
+// What `path` is to this process when it is the running program or a file
+// mapped into it (a library it loaded), else "": replacing either breaks
+// this run and every later one, so an output there is refused.
+inline std::string in_use_here(const std::string& path) {
+  struct stat out {}, st {};
+  if (::stat(path.c_str(), &out) != 0 || !S_ISREG(out.st_mode)) return "";
+  auto same = [&](const char* p) { return ::stat(p, &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino; };
+  if (same("/proc/self/exe")) return "the running program";
+  std::unique_ptr<FILE, int (*)(FILE*)> maps(std::fopen("/proc/self/maps", "re"), std::fclose);
+  char line[4352];
+  std::string last;
+  while (maps && std::fgets(line, sizeof line, maps.get())) {
+    const char* file = std::strchr(line, '/');
+    if (!file) continue;
+    std::string name(file, std::strcspn(file, "\n"));
+    if (name == last) continue;
+    last = name;
+    if (same(name.c_str())) return "a library this program loaded (" + name + ")";
+  }
+  return "";
+}
+
 // Whether `path` can be written: not "-", not a folder, and a file can be
 // created beside its target (tried, then removed). On failure `why` says why.
 inline bool check_writable(const std::string& path, std::string* why) {
@@ -156,6 +178,7 @@ inline bool check_writable(const std::string& path, std::string* why) {
   };
   if (path == "-") return fail("'-' is not a file name here");
   if (is_stream(path)) return ::access(path.c_str(), W_OK) == 0 ? true : fail(std::strerror(errno));
+  if (const std::string what = in_use_here(path); !what.empty()) return fail("it is " + what + ": give another file");
   const std::string target = resolve_links(path);
   struct stat st {};
   const bool exists = ::stat(target.c_str(), &st) == 0;
@@ -213,6 +236,10 @@ inline bool write_file_atomically(const std::string& path, const std::string& te
     }
     if (!ok && why) *why = std::strerror(err);
     return ok;
+  }
+  if (const std::string what = in_use_here(path); !what.empty()) {
+    if (why) *why = "it is " + what;
+    return false;
   }
   const std::string target = resolve_links(path);
   std::string tmp;

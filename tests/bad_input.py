@@ -222,6 +222,25 @@ def bench_copy(tmp, name="bench.py"):
     return path
 
 
+def program_copy(program, name):
+    """A case's first word: a copy of `program` at tmp/name, run from there
+    (an output given that path is the running program)."""
+    def make(tmp):
+        if not os.access(program, os.X_OK):
+            pytest.skip(f"{program} is not built")
+        shutil.copy(program, os.path.join(tmp, name))
+        return os.path.join(tmp, name)
+    make.program = program  # what the table's coverage test counts
+    return make
+
+
+def preloaded_copy(tmp, library="libm.so.6"):
+    """A copy of a system library at tmp/library, for LD_PRELOAD: a library
+    the program has loaded, whose path an output must never take."""
+    shutil.copy(os.path.join("/lib/x86_64-linux-gnu", library), os.path.join(tmp, library))
+    return os.path.join(tmp, library)
+
+
 def history(tmp, folder):
     """A machine folder of the gate's history (history.py page): two per-commit results, c1 and c2."""
     os.makedirs(os.path.join(tmp, folder))

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from conftest import BENCH, PY, SCRIPTS, TRAIN
-from bad_input import (BASE, bench, dataset, dev_full_is_intact, idx_images, idx_labels, needs, run_case,
-                       symlink_loop, temporaries)
+from bad_input import (BASE, Case, bench, dataset, dev_full_is_intact, idx_images, idx_labels, needs,
+                       preloaded_copy, program_copy, run_case, symlink_loop, temporaries)
 
 OUT = "{tmp}/out.json"
 PRE = "{tmp}/pre.json"   # exists before the run, with known content
@@ -132,6 +132,15 @@ CASES = [
     bench("--env", "--python", lambda t: (os.mkdir(t + "/bin"), shutil.copy("/bin/true", t + "/bin/python3"))[1],
           "--env-out={tmp}/bin/python3", id="bench-env-out-is-the-python", rc=2, names="that is the interpreter",
           outputs=["{tmp}/bin/python3"]),
+    # An output that is the running program, or a library it loaded.
+    Case(cmd=[program_copy(BENCH, "x"), "--env", "--env-out={tmp}/x"], id="bench-env-out-is-the-program", rc=2,
+         names="--env-out={tmp}/x: cannot write: it is the running program", outputs=["{tmp}/x"]),
+    Case(cmd=[program_copy(BENCH, "x"), "--benchmark_filter=VectorAdd/cpu_scalar/n:4096/",
+              lambda t: (os.symlink("x", t + "/out.json"), "--benchmark_out=" + t + "/out.json")[1]],
+         id="bench-out-links-to-the-program", rc=2, names="it is the running program", outputs=["{tmp}/x"]),
+    bench("--env", lambda t: "--env-out=" + preloaded_copy(t), id="bench-env-out-is-a-loaded-library", rc=2,
+          names="it is a library this program loaded", env={"LD_PRELOAD": "{tmp}/libm.so.6"},
+          outputs=["{tmp}/libm.so.6"]),
 ]
 
 
@@ -141,7 +150,8 @@ def test_bad_input(case, tmp_path):
 
 
 def test_the_table_covers_the_program():
-    progs = {os.path.basename(c.cmd[1] if c.cmd[0] in (PY, "bash") else c.cmd[0]) for c in CASES}
+    progs = {os.path.basename(c.cmd[1] if c.cmd[0] in (PY, "bash") else getattr(c.cmd[0], "program", c.cmd[0]))
+             for c in CASES}
     assert progs == {"bench"}, progs
     assert len(CASES) >= 60
 

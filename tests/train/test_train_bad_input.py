@@ -13,7 +13,7 @@ import pytest
 
 from conftest import PY, TRAIN
 from bad_input import (Case, TRAIN_PERTURBED, dataset, dev_full_is_intact, gzip_bomb, idx_images, idx_labels, needs,
-                       run_case, symlink_loop, temporaries, train)
+                       program_copy, run_case, symlink_loop, temporaries, train)
 
 
 CASES = [
@@ -106,6 +106,8 @@ CASES = [
     train("--data-dir", lambda t: dataset(t + "/d"), "--json",
           lambda t: (os.symlink(t + "/d/t10k-images-idx3-ubyte", t + "/link.json"), t + "/link.json")[1],
           id="train-json-links-to-the-dataset", rc=2, names="an input", outputs=["{tmp}/d/t10k-images-idx3-ubyte"]),
+    Case(cmd=[program_copy(TRAIN, "t"), "--json", lambda t: (os.link(t + "/t", t + "/hard.json"), t + "/hard.json")[1]],
+         id="train-json-hard-links-to-the-program", rc=2, names="it is the running program", outputs=["{tmp}/t"]),
 ]
 
 
@@ -115,7 +117,8 @@ def test_bad_input(case, tmp_path):
 
 
 def test_the_table_covers_the_program():
-    progs = {os.path.basename(c.cmd[1] if c.cmd[0] in (PY, "bash") else c.cmd[0]) for c in CASES}
+    progs = {os.path.basename(c.cmd[1] if c.cmd[0] in (PY, "bash") else getattr(c.cmd[0], "program", c.cmd[0]))
+             for c in CASES}
     assert progs <= {"train", "train_perturbed"} and "train" in progs, progs
     assert len(CASES) >= 50
 
