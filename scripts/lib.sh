@@ -102,6 +102,31 @@ stack_cmake_args() {
 # CUDABENCH_BUILD_TARGET builds one target instead of all.
 # Usage: configure_and_build_source <source-dir> <build-dir> [cmake args...]
 configure_and_build_source() {
+  local rc=0
+  hold_build_lock "$2" || return
+  configure_and_build_locked "$@" || rc=$?
+  exec 8>&-  # the lock ends here (and with this shell, if it is stopped)
+  return "$rc"
+}
+
+# One configure and build of a folder at a time: two runs in one checkout
+# (run-bench.sh twice) would configure build/ over each other. The second
+# waits, saying for whom, up to BUILD_LOCK_SECONDS (an hour); past that,
+# one line and status 3. The lock is fd 8, held until the caller closes it.
+hold_build_lock() {
+  local dir="$1" lock="$1/.build.lock"
+  mkdir -p "$dir" && exec 8<>"$lock" || { echo "build: $dir: cannot make its lock file $lock" >&2; return 3; }
+  if ! flock -n 8; then
+    echo "build: waiting for another build of $dir ($(head -c 200 "$lock" | tr -d '\n'))" >&2
+    flock -w "${BUILD_LOCK_SECONDS:-3600}" 8 || {
+      echo "build: $dir: another build still held it after ${BUILD_LOCK_SECONDS:-3600} s: stop it, or build elsewhere" >&2
+      exec 8>&-; return 3
+    }
+  fi
+  echo "pid $$ (${0##*/}), since $(date '+%F %T')" >"$lock"
+}
+
+configure_and_build_locked() {
   local src="$1" dir="$2"; shift 2
   local log launcher=() stack_args=() torch_dir=""
   stack_plan || return

@@ -10,6 +10,9 @@
     program hangs, ignores TERM, or leaves a child holding its output
     (lib.sh's probe: machine_label's nvidia-smi, toolkit_label's bench
     --env; driver_probe.run_bounded, which stacks.py's probes use);
+  - one configure and build of a folder at a time (lib.sh's
+    hold_build_lock): a second run waits, saying for whom, or gives up in
+    one line at its deadline;
   - setup.sh --plan past a libcuda that hangs or crashes (the tests' fake,
     tests/fakes): the plan goes on without the GPU and says why in its one
     line.
@@ -304,3 +307,32 @@ def test_setup_plans_without_a_libcuda_that_hangs_or_crashes(tmp_path, key, faul
     assert line.startswith(f"setup: libcuda {said}: a stuck GPU"), line
     assert "so the GPU is counted out; no NVIDIA driver: the newest, LibTorch" in line
     assert "stack: cuda13.0-torch" in r.stdout
+
+
+def test_a_second_build_of_one_folder_waits_for_the_first_and_says_so(tmp_path):
+    """Two run-bench.sh in one checkout configured build/ over each other
+    and both failed: the second now waits for the first's lock."""
+    import fcntl
+    d = tmp_path / "build"
+    d.mkdir()
+    with open(d / ".build.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        p = subprocess.Popen(["bash", "-c", f". {SCRIPTS}/lib.sh; hold_build_lock {d} && echo got; exec 8>&-"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        assert p.poll() is None, "it went on while the first build held the folder"
+    out, err = p.communicate(timeout=30)  # the first let go
+    assert (p.returncode, out) == (0, "got\n") and err.startswith(f"build: waiting for another build of {d}"), err
+
+
+def test_a_build_lock_held_past_its_deadline_is_one_line_and_status_3(tmp_path):
+    import fcntl
+    d = tmp_path / "build"
+    d.mkdir()
+    with open(d / ".build.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        r = subprocess.run(["bash", "-c", f". {SCRIPTS}/lib.sh; hold_build_lock {d} && echo got"],
+                           capture_output=True, text=True, timeout=30, env=dict(os.environ, BUILD_LOCK_SECONDS="1"))
+    lines = r.stderr.splitlines()
+    assert (r.returncode, r.stdout, len(lines)) == (3, "", 2), r
+    assert "another build still held it after 1 s" in lines[1]
