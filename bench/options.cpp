@@ -14,6 +14,7 @@
 
 #include "common/atomic_file.h"
 #include "common/cli.h"
+#include "common/settings.h"
 #include "common/utf8.h"
 #include "data/idx_reader.h"
 #include "env/probe.h"
@@ -322,7 +323,7 @@ void add_flags(CLI::App& app, BenchOptions* o, RawFlags* raw) {
                  "end the run (exit 3, finished rows kept) when no benchmark finishes for this long, as when a "
                  "stuck GPU never answers: default 600 s + 20 s per repetition and second of "
                  "--benchmark_min_time (1 s for Nx); 0: no limit")
-      ->check(CLI::Range(0.0, 1e7));
+      ->check(finite_range(0, 1e7));
 }
 
 // --stall-seconds when not given: ample for any row that makes progress.
@@ -402,6 +403,7 @@ std::optional<int> parse_options(int argc, char** argv, BenchOptions* o) {
   o->l2_flush = *parse_l2_flush(raw.l2_flush);  // checked by CLI11
   // Everything the user gave is checked before anything runs or is written.
   if (const int rc = check_combinations(app, *o)) return rc;
+  if (const int rc = check_settings("bench")) return rc;
   if (const std::string err = parse_benchmark_flags(app.remaining(), &o->benchmark); !err.empty()) {
     std::cerr << "bench: " << err << "\n";
     return kExitBadInput;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "atomic_file.h"
+#include "cli.h"
 
 namespace cudabench {
 
@@ -52,7 +53,7 @@ class StallWatchdog {
       const long long seen = steps_;
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds_);
       if (cv_.wait_until(lock, deadline, [&] { return done_ || steps_ != seen; })) continue;
-      const std::string line = who_ + "no " + step_ + " in " + std::to_string(static_cast<long long>(seconds_)) +
+      const std::string line = who_ + "no " + step_ + " in " + short_number(seconds_) +
                                " s" + (last_.empty() ? " (none yet)" : " since " + last_) +
                                ": stopped; a GPU that stopped answering? see the Xid lines of dmesg and "
                                "`timeout 30 nvidia-smi -q`; " + kept_ + "\n";

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/settings.h"
 #include "probe.h"
 
 namespace cudabench::env {
@@ -23,7 +24,7 @@ void probe_calling(const char* call) {
   [[maybe_unused]] const ssize_t n = ::write(g_trace_fd, line.data(), line.size());
 }
 
-int probe_seconds() { return probe_seconds_of(std::getenv("CUDABENCH_PROBE_SECONDS")); }
+int probe_seconds() { return static_cast<int>(setting("CUDABENCH_PROBE_SECONDS")); }
 
 DriverProbeFailure withheld_driver() {
   DriverProbeFailure f;

@@ -27,6 +27,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/settings.h"
 #include "probe.h"
 
 namespace {
@@ -146,7 +147,19 @@ void guard(int, char** argv, char** envp) {
   snprintf(stub, sizeof stub, "%s/withheld/libcuda.so.1", exe);
   *slash = '/';
   if (access(check, X_OK) != 0 || access(stub, R_OK) != 0) return;
-  run_check(check, envp, cudabench::env::probe_seconds_of(env_value(envp, "CUDABENCH_PROBE_SECONDS")), why, sizeof why);
+  // A bad deadline is refused here, before a check runs with the default.
+  const cudabench::Setting& deadline = *cudabench::find_setting("CUDABENCH_PROBE_SECONDS");
+  const double seconds = cudabench::setting_of(deadline, env_value(envp, deadline.name));
+  if (seconds != seconds) {  // NaN
+    static char line[600];
+    const char* name = strrchr(argv[0], '/');
+    const int n = snprintf(line, sizeof line - 1, "%s: ", name ? name + 1 : argv[0]);
+    cudabench::setting_problem(deadline, env_value(envp, deadline.name), line + n, sizeof line - 1 - n);
+    strcat(line, "\n");
+    [[maybe_unused]] const ssize_t w = write(2, line, strlen(line));
+    _exit(2);
+  }
+  run_check(check, envp, static_cast<int>(seconds), why, sizeof why);
   if (!why[0]) return;
   // Again, with the stub preloaded and the reason said.
   static char preload[PATH_MAX + 4200], withheld[600];

@@ -32,15 +32,8 @@ struct DriverProbeFailure {
 // The load guard's finding (CUDABENCH_LIBCUDA_WITHHELD): the driver hung or
 // crashed in the check, and a stub stands in for libcuda in this process.
 DriverProbeFailure withheld_driver();
-// The deadline of a driver probe: $CUDABENCH_PROBE_SECONDS (1 to 9999), else 15.
+// The deadline of a driver probe: $CUDABENCH_PROBE_SECONDS (common/settings.json).
 int probe_seconds();
-// The same from the variable's value (nullptr: unset); load_guard.cpp calls
-// it before the C library is set up, so it uses strtol alone.
-inline int probe_seconds_of(const char* value) {
-  char* end = nullptr;
-  const long s = value ? std::strtol(value, &end, 10) : 0;
-  return value && *value && *end == '\0' && s >= 1 && s <= 9999 ? static_cast<int>(s) : 15;
-}
 // Called before each call into libcuda or NVML: in cudabench-driver-check
 // it says "calling NAME" on `fd` (trace_probe_calls); elsewhere nothing.
 void probe_calling(const char* call);

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/settings.h"
 #include "files.h"
 #include "parsers.h"
 #include "python_scan.h"
@@ -255,7 +256,7 @@ PythonScanInput PythonScanInput::from_process(const std::vector<std::string>& gi
   PythonScanInput in;
   for (const auto& k : scan_variables())
     if (const char* v = std::getenv(k.c_str())) in.env[k] = v;
-  if (const int s = std::atoi(env_var(in, "CUDABENCH_IMPORT_SECONDS").c_str()); s > 0) in.import_seconds = std::min(s, 600);
+  in.import_seconds = static_cast<int>(setting("CUDABENCH_IMPORT_SECONDS"));  // checked at the start (check_settings)
   std::error_code ec;
   in.cwd = fs::current_path(ec).string();
   in.given = given;

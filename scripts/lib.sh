@@ -33,9 +33,11 @@ usage_from_header() {
 
 # Every script's first step: -h or --help as the first argument prints its
 # usage and exits 0, before anything is installed, built or written; then a
-# TMPDIR that mktemp cannot write in is exit 2 in one line, before any work.
+# bad numeric setting (CUDABENCH_PROBE_SECONDS, ...) or a TMPDIR that mktemp
+# cannot write in is exit 2 in one line, before any work.
 script_start() {
   case "${1:-}" in -h|--help) usage_from_header; exit 0 ;; esac
+  setting || exit 2  # a bad CUDABENCH_*_SECONDS is refused before anything runs
   local t
   if t="$(mktemp 2>/dev/null)"; then rm -f "$t"; return 0; fi
   echo "${0##*/}: ${TMPDIR:+TMPDIR=}${TMPDIR:-/tmp}: cannot make a temporary file there: set TMPDIR to a writable folder" >&2
@@ -158,13 +160,21 @@ configure_and_build_locked() {
 # it (cudabench/base/progress.py). The scripts that show progress check it
 # before they start: PROGRESS_EVERY="$(progress_seconds)" || exit 2.
 progress_seconds() {
-  local raw="${CUDABENCH_PROGRESS_SECONDS:-10}"
-  if [[ "$raw" =~ ^([0-9]{1,5})(\.[0-9]*)?$ ]] && [ "${BASH_REMATCH[1]}" -le 86400 ]; then
-    echo "$((10#${BASH_REMATCH[1]}))"
-  else
-    echo "${0##*/}: CUDABENCH_PROGRESS_SECONDS=$raw: expected seconds between progress lines, 0 to 86400" >&2
-    return 2
-  fi
+  local v
+  v="$(setting CUDABENCH_PROGRESS_SECONDS)" || return 2
+  echo "${v%%.*}"
+}
+
+# setting NAME: a numeric setting's value (common/settings.json, parsed as
+# bench, train and the Python tools parse it: cudabench/base/settings.py),
+# or one line naming it and status 2. Without NAME, every setting checked.
+setting() {
+  local out
+  command -v python3 >/dev/null || { [ -z "${1:-}" ] || echo "${1:-}"; return 0; }
+  out="$(PYTHONPATH="$CUDABENCH_ROOT/scripts" python3 -m cudabench.base.settings "$@")" || {
+    echo "${0##*/}: $out" >&2; return 2
+  }
+  [ -z "$out" ] || echo "$out"
 }
 
 # say_progress WHAT DONE ALL UNIT START: what is done, what is left and an
@@ -205,9 +215,9 @@ project_python() {
 }
 
 # The deadline of each probe of the driver and each nvidia-smi call, in
-# seconds: CUDABENCH_PROBE_SECONDS, else 15 (a stuck GPU hangs both).
+# seconds: CUDABENCH_PROBE_SECONDS (checked by script_start), else 15.
 probe_seconds() {
-  if [[ "${CUDABENCH_PROBE_SECONDS:-}" =~ ^[1-9][0-9]{0,3}$ ]]; then echo "$CUDABENCH_PROBE_SECONDS"; else echo 15; fi
+  setting CUDABENCH_PROBE_SECONDS 2>/dev/null || echo 15
 }
 
 # probe SECONDS COMMAND...: a program asked something (nvidia-smi, nvcc

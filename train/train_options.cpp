@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/cli.h"
+#include "common/settings.h"
 #include "data/idx_reader.h"
 #include "env/probe.h"
 
@@ -74,6 +75,7 @@ std::optional<int> parse_train_options(int argc, char** argv, TrainOptions* o) {
   app.add_flag("--quiet", o->quiet, "no progress line");
   app.add_flag("--debug", o->debug, "on an internal error, print LibTorch's whole message (with its backtrace)");
   if (auto rc = parse_command_line(app, argc, argv, "train")) return rc;
+  if (const int rc = check_settings("train")) return rc;
   if (!tf32.empty()) o->cfg.tf32 = tf32 == "on";
   o->cfg.dropout = !no_dropout;
   // More threads than a few per CPU only thrash (65536 took 4 GB and never finished).

@@ -28,6 +28,7 @@ import threading
 
 from ..base.cli import ArgParser, run_tool
 from ..base.paths import ROOT, SCRIPTS
+from ..base.settings import setting
 
 SCENARIOS = os.path.join(ROOT, "doctor", "scenarios.json")
 # Where a stuck GPU is seen, for a probe that hung or crashed.
@@ -36,9 +37,8 @@ STUCK = ("a stuck GPU or a driver in a bad state: look at `nvidia-smi -q` and th
 
 
 def probe_seconds():
-    """The deadline of a driver probe: CUDABENCH_PROBE_SECONDS (whole seconds), else 15."""
-    v = os.environ.get("CUDABENCH_PROBE_SECONDS", "")
-    return int(v) if v.isdigit() and int(v) > 0 else 15
+    """The deadline of a driver probe: CUDABENCH_PROBE_SECONDS (common/settings.json)."""
+    return setting("CUDABENCH_PROBE_SECONDS")
 
 
 def calling(name):
