@@ -30,20 +30,21 @@ DriverProbeFailure withheld_driver() {
   DriverProbeFailure f;
   const char* why = std::getenv("CUDABENCH_LIBCUDA_WITHHELD");
   if (!why) return f;
-  f.text = why;
   const std::string text = why;
-  const auto in = text.find(" in "), end = text.find(text.find(" for ") != std::string::npos ? " for " : " (");
-  if (in != std::string::npos && end != std::string::npos && end > in) f.call = text.substr(in + 4, end - in - 4);
   ::unsetenv("CUDABENCH_LIBCUDA_WITHHELD");
-  // The stub stays in this process; the programs it starts get the user's LD_PRELOAD.
+  // The guard's own finding comes with its stub first in LD_PRELOAD; the
+  // variable alone (stray, from the user's shell) says nothing of the driver.
   const std::string preload = std::getenv("LD_PRELOAD") ? std::getenv("LD_PRELOAD") : "";
   const std::size_t colon = preload.find(':');
   const std::string first = preload.substr(0, colon);
   const std::string stub = "/withheld/libcuda.so.1";
-  if (first.size() >= stub.size() && first.compare(first.size() - stub.size(), stub.size(), stub) == 0) {
-    if (colon == std::string::npos) ::unsetenv("LD_PRELOAD");
-    else ::setenv("LD_PRELOAD", preload.substr(colon + 1).c_str(), 1);
-  }
+  if (first.size() < stub.size() || first.compare(first.size() - stub.size(), stub.size(), stub) != 0) return f;
+  f.text = text;
+  const auto in = text.find(" in "), end = text.find(text.find(" for ") != std::string::npos ? " for " : " (");
+  if (in != std::string::npos && end != std::string::npos && end > in) f.call = text.substr(in + 4, end - in - 4);
+  // The stub stays in this process; the programs it starts get the user's LD_PRELOAD.
+  if (colon == std::string::npos) ::unsetenv("LD_PRELOAD");
+  else ::setenv("LD_PRELOAD", preload.substr(colon + 1).c_str(), 1);
   return f;
 }
 

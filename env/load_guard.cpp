@@ -17,6 +17,7 @@
 // all of its processes.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,7 +132,6 @@ void withheld_preload(const char* stub, const char* old, char* out, size_t size)
 void guard(int, char** argv, char** envp) {
   // An ignored SIGCHLD (inherited) would reap children before waitpid sees them.
   signal(SIGCHLD, SIG_DFL);
-  if (env_value(envp, "CUDABENCH_LIBCUDA_WITHHELD")) return;  // started again already
   // Checked once already by the run that started this process (samples.py,
   // gpu-check.sh): a GPU initialisation per process saved.
   const char* checked = env_value(envp, "CUDABENCH_DRIVER_CHECKED");
@@ -147,6 +147,13 @@ void guard(int, char** argv, char** envp) {
   snprintf(stub, sizeof stub, "%s/withheld/libcuda.so.1", exe);
   *slash = '/';
   if (access(check, X_OK) != 0 || access(stub, R_OK) != 0) return;
+  // Started again already: the reason, with the stub first in LD_PRELOAD
+  // (a stray CUDABENCH_LIBCUDA_WITHHELD alone is not this guard's, and is dropped below).
+  const char* was = env_value(envp, "LD_PRELOAD");
+  const size_t stub_len = strlen(stub);
+  if (env_value(envp, "CUDABENCH_LIBCUDA_WITHHELD") && was && strncmp(was, stub, stub_len) == 0 &&
+      (was[stub_len] == '\0' || was[stub_len] == ':'))
+    return;
   // A bad deadline is refused here, before a check runs with the default.
   const cudabench::Setting& deadline = *cudabench::find_setting("CUDABENCH_PROBE_SECONDS");
   const double seconds = cudabench::setting_of(deadline, env_value(envp, deadline.name));
@@ -163,16 +170,23 @@ void guard(int, char** argv, char** envp) {
   if (!why[0]) return;
   // Again, with the stub preloaded and the reason said.
   static char preload[PATH_MAX + 4200], withheld[600];
-  static char* env[4096];
   withheld_preload(stub, env_value(envp, "LD_PRELOAD"), preload, sizeof preload);
   snprintf(withheld, sizeof withheld, "CUDABENCH_LIBCUDA_WITHHELD=%s", why);
+  // The whole environment again, however long (mmap: no malloc this early).
+  size_t count = 0;
+  while (envp && envp[count]) ++count;
+  void* room = mmap(nullptr, (count + 3) * sizeof(char*), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  char** env = room == MAP_FAILED ? nullptr : static_cast<char**>(room);
   size_t k = 0;
-  for (char** e = envp; e && *e && k < 4093; ++e)
-    if (strncmp(*e, "LD_PRELOAD=", 11) != 0) env[k++] = *e;
-  env[k++] = preload;
-  env[k++] = withheld;
-  env[k] = nullptr;
-  execve(exe, argv, env);
+  for (size_t i = 0; env && i < count; ++i)
+    if (strncmp(envp[i], "LD_PRELOAD=", 11) != 0 && strncmp(envp[i], "CUDABENCH_LIBCUDA_WITHHELD=", 27) != 0)
+      env[k++] = envp[i];
+  if (env) {
+    env[k++] = preload;
+    env[k++] = withheld;
+    env[k] = nullptr;
+    execve(exe, argv, env);
+  }
   static const char failed[] = "cudabench: the driver hung or crashed when checked, and the program could not start "
                                "again without it\n";
   [[maybe_unused]] const ssize_t w = write(2, failed, sizeof failed - 1);

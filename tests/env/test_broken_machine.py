@@ -161,3 +161,31 @@ def test_a_run_of_several_processes_checks_the_driver_once(tmp_path, fault):
     assert r.returncode == 0, r.stderr
     assert len(json.loads(out.read_text())["benchmarks"]) == 3
     assert checks_logged(log) == (1 if fault is None else 1 + 3)
+
+
+def test_the_restart_after_a_broken_driver_keeps_an_environment_of_any_size(tmp_path):
+    """Past about 4,000 variables the restart dropped the rest: the last
+    ones (here OMP_NUM_THREADS=1, set after 6,000 others) must survive it."""
+    flood = {f"CUDABENCH_TEST_FLOOD_{i}": "x" for i in range(6000)}
+    flood["OMP_NUM_THREADS"] = "1"
+    out = tmp_path / "r.json"
+    r, _ = run(tmp_path, FAULTS[2][0], "--benchmark_filter=VectorAdd/cpu_scalar/n:4096/", "--benchmark_min_time=0.01",
+               f"--benchmark_out={out}", env_more=flood)
+    assert r.returncode == 0 and FAULTS[2][1] in r.stderr, r.stderr  # restarted with the driver withheld
+    assert int(json.loads(out.read_text())["context"]["cpu_threads_used"]) == 1
+
+
+@pytest.mark.parametrize("fault", [None, "crash"])
+def test_a_stray_withheld_variable_is_not_the_drivers_state(tmp_path, fault):
+    """CUDABENCH_LIBCUDA_WITHHELD is the guard's word only with its stub
+    preloaded: set by hand, it neither skips the check nor is reported."""
+    stray = {"CUDABENCH_LIBCUDA_WITHHELD": "libcuda hung in cuMadeUp for 99 s"}
+    machine = {"driver": {"init_fault": fault}} if fault else {}
+    r, _ = run(tmp_path, machine, "--env=json", env_more=stray)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert "cuMadeUp" not in r.stdout
+    if fault:  # checked all the same: the real finding
+        assert "libcuda crashed in cuInit" in report["gpu_unusable_reason"]
+    else:
+        assert report["gpu_usable"] is True, report["gpu_unusable_reason"]
