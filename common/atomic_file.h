@@ -4,8 +4,9 @@
 // rename that fails) and, through a handler for every catchable signal that
 // ends a process (SIGINT, SIGTERM, SIGHUP, SIGQUIT; SIGUSR1, which Slurm's
 // --signal sends; SIGALRM, SIGXCPU of `ulimit -t`...), when the process is
-// stopped while writing it; the handler then
-// ends the process by the same signal, so the caller sees the usual status.
+// stopped while writing it; the handler also kills the process groups of
+// the children running then (ChildGroup), and ends the process by the same
+// signal, so the caller sees the usual status.
 #pragma once
 
 #include <fcntl.h>
@@ -36,10 +37,18 @@ struct TempSlot {
 };
 inline TempSlot g_temps[kTempSlots];
 
-// Async-signal-safe; also for a process ending itself with _exit.
+// Child process groups running now (ChildGroup): a process that ends, by
+// a signal or by _exit, ends them too, whatever group they are in.
+constexpr int kChildSlots = 16;
+inline std::atomic<int> g_child_groups[kChildSlots];
+
+// Async-signal-safe, for a process that is ending (a signal, or _exit):
+// its temporary files removed and its children's groups killed.
 inline void remove_temps() {
   for (auto& s : g_temps)
     if (s.armed.load()) ::unlink(s.path);
+  for (auto& g : g_child_groups)
+    if (const int pgid = g.load(); pgid > 0) ::kill(-pgid, SIGKILL);
 }
 
 extern "C" inline void remove_temps_and_reraise(int sig) {
@@ -90,6 +99,31 @@ class TrackedTemp {
 
  private:
   detail::TempSlot* slot_ = nullptr;
+};
+
+// A child's process group, killed by the handler above while this lives:
+// Ctrl-C or TERM to bench must not leave a user's interpreter (in a group
+// of its own, which the terminal's signal misses) running.
+class ChildGroup {
+ public:
+  explicit ChildGroup(int pgid) {
+    detail::install_handlers_once();
+    for (auto& g : detail::g_child_groups) {
+      int expected = 0;
+      if (g.compare_exchange_strong(expected, pgid)) {
+        slot_ = &g;
+        return;
+      }
+    }
+  }
+  ~ChildGroup() {
+    if (slot_) slot_->store(0);
+  }
+  ChildGroup(const ChildGroup&) = delete;
+  ChildGroup& operator=(const ChildGroup&) = delete;
+
+ private:
+  std::atomic<int>* slot_ = nullptr;
 };
 
 // The file `path` names, through any symlinks (a chain, or a link to a file

@@ -11,11 +11,16 @@
 #include <cstring>
 #include <thread>
 
+#include "common/atomic_file.h"
+
 namespace cudabench::env {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kKillGrace = std::chrono::seconds(1);
+// After the child exits, what is still in the pipe is read for this long:
+// a daemon it left holding the pipe must not hold us to the deadline.
+constexpr auto kOutputGrace = std::chrono::milliseconds(200);
 
 // In the child, before it runs: its own process group, and the signals our
 // process handles or ignores back to their defaults (an ignored SIGPIPE is
@@ -46,42 +51,56 @@ bool reap(pid_t pid, int* status, Clock::time_point until) {
   }
 }
 
-// Reads the child's pipe until it ends and the child exits, or the deadline.
+// Whether the child has ended, left unreaped (a zombie keeps its group's
+// number from reuse until the group is killed). ECHILD counts as ended.
+bool has_exited(pid_t pid) {
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
+  return info.si_pid == pid;
+}
+
+// Reads the child's pipe until it ends and the child exits (then for a short
+// grace only), or the deadline. Whatever is left of its group then (a
+// daemon it started) is killed: nothing it started outlives the answer.
 ChildResult supervise(pid_t pid, int fd, const ChildOptions& o) {
   ChildResult r;
   r.started = true;
   ::setpgid(pid, pid);  // as the child does: whichever runs first
+  const ChildGroup group(pid);  // and when a signal ends us
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
+  auto until = deadline;
   char buf[8192];
-  bool open = true;
-  while (open) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  bool open = true, exited = false;
+  int status = 0;
+  while (open || !exited) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
     if (left <= 0) break;
     pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n > 0) keep(&r.output, buf, static_cast<std::size_t>(n), o);
-    else if (n == 0 || errno != EINTR) open = false;
+    const int ready = open ? ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 20))) : 0;
+    if (!open) std::this_thread::sleep_for(std::chrono::milliseconds(std::min<long long>(left, 5)));
+    if (ready > 0) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n > 0) keep(&r.output, buf, static_cast<std::size_t>(n), o);
+      else if (n == 0 || errno != EINTR) open = false;
+    } else if (ready < 0 && errno != EINTR) {
+      open = false;
+    }
+    if (!exited && has_exited(pid)) {
+      exited = true;
+      until = std::min(deadline, Clock::now() + kOutputGrace);
+    }
   }
   ::close(fd);
-  // Past the deadline with the pipe still open: whoever holds it (the child,
-  // or a grandchild it left) is ended with the group. The leader, even
-  // exited, keeps the group's number reserved until it is reaped below.
-  if (open) {
+  // What it left in its group (a daemon holding the pipe, or not) ends with
+  // it; past the deadline the child itself, which may outlive SIGKILL.
+  ::kill(-pid, SIGKILL);
+  if (!exited) {
     r.timed_out = true;
-    ::kill(-pid, SIGKILL);
-  }
-  int status = 0;
-  if (!reap(pid, &status, deadline)) {
-    r.timed_out = true;
-    ::kill(-pid, SIGKILL);
     ::kill(pid, SIGKILL);
-    if (!reap(pid, &status, Clock::now() + kKillGrace)) {
-      r.left_behind = true;
-      return r;
-    }
+  }
+  if (!reap(pid, &status, Clock::now() + kKillGrace)) {
+    r.left_behind = true;
+    return r;
   }
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   else if (WIFSIGNALED(status) && !r.timed_out) r.signal = WTERMSIG(status);

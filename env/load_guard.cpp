@@ -59,6 +59,18 @@ const char* last_call(char* out) {
   return last;
 }
 
+// The check's group while it runs: a signal that ends this process (Ctrl-C
+// during a check stuck in cuInit) ends the check too, then this process by
+// the same signal.
+volatile sig_atomic_t g_check_group = 0;
+constexpr int kEndingSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+extern "C" void end_check_and_reraise(int sig) {
+  if (g_check_group > 0) kill(-g_check_group, SIGKILL);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 // Runs the check; "" in `why` when it answered (or could not start).
 void run_check(const char* check, char** envp, int seconds, char* why, size_t size) {
   static char out[1 << 16];
@@ -84,6 +96,14 @@ void run_check(const char* check, char** envp, int seconds, char* why, size_t si
     _exit(127);
   }
   close(fds[1]);
+  g_check_group = pid;
+  setpgid(pid, pid);  // as the child does: whichever runs first
+  struct sigaction ours {}, before[4];
+  ours.sa_handler = end_check_and_reraise;
+  sigemptyset(&ours.sa_mask);
+  for (int i = 0; i < 4; ++i)  // an ignored signal stays ignored
+    if (sigaction(kEndingSignals[i], nullptr, &before[i]) == 0 && before[i].sa_handler != SIG_IGN)
+      sigaction(kEndingSignals[i], &ours, nullptr);
   const long until = now_ms() + seconds * 1000L;
   int status = 0;
   bool ended = false;
@@ -99,13 +119,15 @@ void run_check(const char* check, char** envp, int seconds, char* why, size_t si
   for (ssize_t n; ended && used < sizeof out - 1 && (n = read(fds[0], out + used, sizeof out - 1 - used)) > 0;)
     used += static_cast<size_t>(n);  // its last words, written before it ended
   close(fds[0]);
+  if (!ended) kill(-pid, SIGKILL);  // a child in the kernel may outlive it: it is not waited for
+  for (int i = 0; i < 4; ++i) sigaction(kEndingSignals[i], &before[i], nullptr);
+  g_check_group = 0;
   out[used] = '\0';
   const bool finished = strstr(out, "calling nothing: ") != nullptr;  // the check's last line
   const bool never_ran = used == 0 && ended && WIFEXITED(status) && WEXITSTATUS(status) == 127;  // execve failed
   const char* call = last_call(out);
   const char* library = strstr(call, "nvml") || strstr(call, "nvidia-ml") ? "NVML" : "libcuda";
   if (!ended) {
-    kill(-pid, SIGKILL);  // a child in the kernel may outlive it: it is not waited for
     snprintf(why, size, "%s hung in %s for %d s", library, call, seconds);
   } else if (WIFSIGNALED(status)) {
     const char* name = sigabbrev_np(WTERMSIG(status));

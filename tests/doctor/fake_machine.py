@@ -110,7 +110,7 @@ class Machine:
         os.symlink("libnvidia-ml.so." + version, d / "libnvidia-ml.so.1")
         self.nvml_dir = str(d)
 
-    def run(self, *args, stdin=None):
+    def environment(self):
         desc = self.tmp / "machine.json"
         desc.write_text(json.dumps(self.desc))
         env = dict(os.environ)
@@ -121,8 +121,16 @@ class Machine:
         if self.preload:
             env["LD_PRELOAD"] = ":".join(self.preload)
         env.update(self.env)
-        return subprocess.run([BENCH, *args], capture_output=True, text=True, env=env, input=stdin, timeout=120,
-                              cwd=self.cwd)
+        return env
+
+    def run(self, *args, stdin=None):
+        return subprocess.run([BENCH, *args], capture_output=True, text=True, env=self.environment(), input=stdin,
+                              timeout=120, cwd=self.cwd)
+
+    def start(self, *args):
+        """bench started on this machine, not waited for (a test signals it)."""
+        return subprocess.Popen([BENCH, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=self.environment(), cwd=self.cwd)
 
     def report(self):
         r = self.run("--env=json")

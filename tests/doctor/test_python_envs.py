@@ -9,7 +9,9 @@ for real against the project's venv.
 import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -297,3 +299,60 @@ def test_a_path_that_is_no_python_is_refused(tmp_path):
     assert r.returncode == 2 and r.stderr.strip() == "bench: --python %s: no such file or folder" % (tmp_path / "nowhere")
     r = m.run("--python", str(tmp_path))
     assert r.returncode == 2 and "go with --env or --explain" in r.stderr
+
+
+def fake_interpreter(e, body):
+    (e.prefix / "bin").mkdir(exist_ok=True)
+    (e.prefix / "bin/python3").write_text("#!/bin/sh\n%s\n" % body)
+    (e.prefix / "bin/python3").chmod(0o755)
+
+
+def alive(pid_file):
+    try:
+        pid = int(pid_file.read_text())
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(") ")[1][0] != "Z"
+
+
+@pytest.mark.parametrize("daemon", ["sleep 60 &", "(trap '' HUP TERM; exec sleep 60) &"])
+def test_an_import_that_leaves_a_daemon_holding_its_output_answers_at_once(tmp_path, daemon):
+    """The answer is in once the interpreter exits: a daemon it left holding
+    the pipe neither holds bench to the deadline nor outlives it."""
+    m = Machine(tmp_path)
+    e = Env(tmp_path / "venv").torch("2.11.0+cu130", "13.0")
+    fake_interpreter(e, f"{daemon} echo $! > {tmp_path}/daemon\n"
+                        'echo \'cudabench-import: {"version": "2.11.0+cu130", "devices": 1, "available": true}\'')
+    m.env["CUDABENCH_IMPORT_SECONDS"] = "20"
+    start = time.monotonic()
+    env = env_of(scan(m, e.prefix, extra=["--import"])[0], e.prefix)
+    assert time.monotonic() - start < 15, "it waited for the daemon"
+    torch = [i for i in env["imports"] if i["package"] == "torch"]
+    assert torch and torch[0]["error"] == "" and torch[0]["version"] == "2.11.0+cu130", env["imports"]
+    assert not alive(tmp_path / "daemon"), "the daemon outlived bench"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_to_bench_ends_the_interpreter_it_is_importing_in(tmp_path, sig):
+    """The interpreter runs in a group of its own (a terminal's Ctrl-C
+    misses it): bench ends it when a signal ends bench."""
+    m = Machine(tmp_path)
+    e = Env(tmp_path / "venv").torch("2.11.0+cu130", "13.0")
+    fake_interpreter(e, f"echo $$ > {tmp_path}/interp; exec sleep 60")
+    m.env.update(CUDABENCH_IMPORT_SECONDS="60", HOME=str(tmp_path / "home"), CUDABENCH_CACHE=str(tmp_path / "c"))
+    p = m.start("--env=json", "--python", str(e.prefix), "--import")
+    for _ in range(300):
+        if alive(tmp_path / "interp"):
+            break
+        time.sleep(0.05)
+    assert alive(tmp_path / "interp"), "the interpreter never started"
+    p.send_signal(sig)
+    p.wait(timeout=20)
+    assert p.returncode == -sig
+    time.sleep(0.2)
+    assert not alive(tmp_path / "interp"), "the interpreter outlived bench"

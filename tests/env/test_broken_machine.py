@@ -11,6 +11,7 @@ CUDABENCH_BUILD_DIR names the build to test (default: build/).
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -189,3 +190,38 @@ def test_a_stray_withheld_variable_is_not_the_drivers_state(tmp_path, fault):
         assert "libcuda crashed in cuInit" in report["gpu_unusable_reason"]
     else:
         assert report["gpu_usable"] is True, report["gpu_unusable_reason"]
+
+
+@pytest.mark.parametrize("program", ["bench", "train"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_the_driver_check_ends_the_check_too(tmp_path, program, sig):
+    """The check runs in a group of its own, stuck in cuInit here: Ctrl-C or
+    TERM to bench or train must not leave it behind."""
+    exe = BENCH if program == "bench" else TRAIN
+    if not os.access(exe, os.X_OK):
+        pytest.skip(f"{exe} is not built")
+    (tmp_path / "machine.json").write_text(json.dumps({"gpus": [{"name": "NVIDIA H200"}],
+                                                       "driver": {"init_fault": "hang"}}))
+    env = dict(os.environ, CUDABENCH_FAKE_GPU=str(tmp_path / "machine.json"), CUDABENCH_PROBE_SECONDS="60",
+               LD_LIBRARY_PATH=f"{FAKES}/cuda:{FAKES}/nvml", HOME=str(tmp_path))
+    p = subprocess.Popen([exe, "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    check = None
+    for _ in range(200):  # the check: a child of p running cudabench-driver-check
+        kids = subprocess.run(["pgrep", "-P", str(p.pid), "-f", "cudabench-driver-check"], capture_output=True,
+                              text=True).stdout.split()
+        if kids:
+            check = int(kids[0])
+            break
+        time.sleep(0.05)
+    assert check, "the driver check never started"
+    time.sleep(0.3)
+    p.send_signal(sig)
+    p.wait(timeout=20)
+    assert p.returncode == -sig
+    time.sleep(0.2)
+    try:
+        os.kill(check, 0)
+        state = open(f"/proc/{check}/stat").read().split(") ")[1][0]
+    except (ProcessLookupError, FileNotFoundError):
+        state = "gone"
+    assert state in ("gone", "Z"), f"cudabench-driver-check is still running ({state})"
