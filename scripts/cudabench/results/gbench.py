@@ -20,6 +20,14 @@ COULD_NOT_RUN = "could not run: "  # bench's prefix for an error that is not a w
 SAMPLES_META = "cudabench_samples"  # how a merged result's samples were taken (samples.py writes it)
 MAX_FILTER = 10000  # characters, as bench takes
 MIN_CLEAN = 2  # a row needs this many samples taken without other load to say anything
+# The version of Google Benchmark's JSON format (its "json_schema_version",
+# at the top or in the context since 1.8) this reader knows; a file without
+# one is of this format too.
+FORMAT_VERSION = 1
+# What tells one row from another: a second row with all of these equal is
+# the same sample again (a file written or concatenated twice).
+IDENTITY = ("name", "run_type", "aggregate_name", "family_index", "per_family_instance_index", "machine",
+            "repetition_index")
 
 
 @dataclass
@@ -57,6 +65,7 @@ class ResultFile:
     label: str = ""
     benchmarks: list = field(default_factory=list)  # the file's entries (those the filter kept)
     meta: dict = field(default_factory=dict)  # how its samples were taken (samples.py's cudabench_samples)
+    notes: list = field(default_factory=list)  # what the reader did that a report must say (rows counted once)
 
 
 def load(path, metric="time", name_filter=None):
@@ -68,24 +77,14 @@ def load_doc(doc, path, metric="time", name_filter=None):
     """A Google Benchmark document (read from `path`) as samples per
     benchmark; BadInput naming the file and the entry for anything else.
     name_filter (a regex): the entries whose run name it does not match are
-    left out before their numbers are read."""
+    left out before their numbers are read. A row that appears twice
+    (unique_rows) is one sample, and the file's notes say so."""
     wanted = compile_filter(name_filter) if isinstance(name_filter, str) else name_filter
-    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
-        raise BadInput(f"{path}: not Google Benchmark JSON (no 'benchmarks' list)")
-    if not isinstance(doc.get("context", {}), dict):
-        raise BadInput(f"{path}: 'context' is a {type(doc['context']).__name__}: expected an object")
-    runs, aggregates, kept = {}, {}, []
-    for i, b in enumerate(doc["benchmarks"]):
-        if not isinstance(b, dict) or not isinstance(b.get("name"), str) or not b["name"]:
-            raise BadInput(f"{path}: benchmarks[{i}] has no name (expected an object with a 'name' string)")
-        if not isinstance(b.get("run_name", ""), str):
-            raise BadInput(f"{path}: {b['name']}: 'run_name' must be a string")
-        if not isinstance(b.get("label", ""), str):
-            raise BadInput(f"{path}: {b['name']}: 'label' must be a string")
-        name = b.get("run_name") or b["name"]
-        if wanted and not wanted.search(name):
-            continue
-        kept.append(b)
+    check_format(doc, path)
+    rows, twice = unique_rows([b for b in named_rows(doc, path) if not wanted or wanted.search(run_name(b))], path)
+    runs, aggregates = {}, {}
+    for b in rows:
+        name = run_name(b)
         run = runs.setdefault(name, Run(name))
         if b.get("error_occurred"):
             run.error = str(b.get("error_message") or "error")
@@ -112,7 +111,67 @@ def load_doc(doc, path, metric="time", name_filter=None):
                 if a.get("aggregate_name") == "median":
                     runs[name].samples.append(metric_value(a, metric, path))
     meta = doc.get(SAMPLES_META)
-    return ResultFile(path, doc.get("context", {}), runs, benchmarks=kept, meta=meta if isinstance(meta, dict) else {})
+    notes = [f"{path}: {twice} row(s) appear twice (the same benchmark, repetition and numbers): each counted "
+             "once"] if twice else []
+    return ResultFile(path, doc.get("context", {}), runs, benchmarks=rows, meta=meta if isinstance(meta, dict) else {},
+                      notes=notes)
+
+
+def check_format(doc, path):
+    """BadInput naming the file unless it is Google Benchmark JSON of a
+    format this reader knows: a 'benchmarks' list, an object 'context', and
+    no json_schema_version (at the top or in the context) but FORMAT_VERSION."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
+        raise BadInput(f"{path}: not Google Benchmark JSON (no 'benchmarks' list)")
+    if not isinstance(doc.get("context", {}), dict):
+        raise BadInput(f"{path}: 'context' is a {type(doc['context']).__name__}: expected an object")
+    for where, d in (("", doc), ("context.", doc.get("context", {}))):
+        v = d.get("json_schema_version", FORMAT_VERSION)
+        if str(v) != str(FORMAT_VERSION) or isinstance(v, bool):
+            raise BadInput(f"{path}: {where}json_schema_version is {json.dumps(v)}: this tool reads Google "
+                           f"Benchmark's JSON format version {FORMAT_VERSION} (a newer cudabench may read it)")
+
+
+def run_name(b):
+    return b.get("run_name") or b["name"]
+
+
+def named_rows(doc, path):
+    """The document's entries, each checked to be an object with a name
+    (and a string run_name and label, and a whole repetition_index when it has one)."""
+    for i, b in enumerate(doc["benchmarks"]):
+        if not isinstance(b, dict) or not isinstance(b.get("name"), str) or not b["name"]:
+            raise BadInput(f"{path}: benchmarks[{i}] has no name (expected an object with a 'name' string)")
+        for key in ("run_name", "label"):
+            if not isinstance(b.get(key, ""), str):
+                raise BadInput(f"{path}: {b['name']}: '{key}' must be a string")
+        index = b.get("repetition_index", 0)
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise BadInput(f"{path}: {b['name']}: repetition_index is {json.dumps(index)}: expected a whole "
+                           "number >= 0")
+    return doc["benchmarks"]
+
+
+def unique_rows(rows, path):
+    """(rows, how many were dropped): each row once. A row whose IDENTITY
+    (its benchmark, repetition, machine) another row has is the same sample
+    written twice when its numbers are the same too: it is dropped and
+    counted; with other numbers it is BadInput naming the file (which of
+    the two would be the sample?). Rows without a repetition_index are
+    told apart by their whole content. Every reader of rows (load_doc,
+    results.merged, the reference) goes through here."""
+    seen, out = {}, []
+    for b in rows:
+        content = json.dumps(b, sort_keys=True)
+        key = json.dumps([b.get(k) for k in IDENTITY]) if "repetition_index" in b else content
+        if key in seen:
+            if seen[key] != content:
+                raise BadInput(f"{path}: {b['name']}: repetition_index {b['repetition_index']} appears twice with "
+                               "different numbers: expected each repetition once")
+            continue
+        seen[key] = content
+        out.append(b)
+    return out, len(rows) - len(out)
 
 
 def finite_number(x):

@@ -2,7 +2,7 @@
 process (the median of its repetitions), the first process's context, and
 how the samples were taken (SAMPLES_META): the default run, the A/B runner,
 the fleet and the stack matrix write what merge() makes."""
-from .gbench import SAMPLES_META, THROTTLED
+from .gbench import SAMPLES_META, THROTTLED, unique_rows
 from .stats import median
 
 META = SAMPLES_META
@@ -15,9 +15,10 @@ def process_entries(doc, process, load=None, loaded=False):
     """One entry per benchmark of one process's JSON: the median of its
     repetitions for every number (times, counters), its first label (a
     throttled one when any repetition throttled), or its error; with the
-    process's load, and "loaded" when it ran beside more than allowed."""
+    process's load, and "loaded" when it ran beside more than allowed. A
+    row the process wrote twice is one repetition (gbench.unique_rows)."""
     order, reps = [], {}
-    for b in doc.get("benchmarks", []):
+    for b in unique_rows(doc.get("benchmarks", []), f"process {process}")[0]:
         if b.get("run_type") == "aggregate":
             continue
         name = b.get("run_name") or b["name"]
@@ -68,6 +69,9 @@ def merge(docs, side, meta, loads=None):
               META: dict(meta, side=side, processes=len(docs), sample="the median of one process's repetitions")}
     if any(x is not None for x in loads):
         merged[META].update(loads=loads, loaded=[i for i, x in enumerate(loads) if x is not None and x > limit])
+    twice = sum(unique_rows(d.get("benchmarks", []), f"process {i}")[1] for i, d in enumerate(docs))
+    if twice:
+        merged[META]["rows_counted_once"] = twice  # written twice by a process: one repetition each
     for i, (d, load) in enumerate(zip(docs, loads)):
         merged["benchmarks"] += process_entries(d, i, load, load is not None and load > limit)
     for e in merged["benchmarks"]:
