@@ -8,8 +8,9 @@ import signal
 import sys
 
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL, BadInput, ToolError, one_line
-from .processes import Terminated, raise_terminated
+from .processes import Terminated, raise_interrupted, raise_terminated
 from .progress import log_interval
+from .text import visible
 
 
 def ensure_venv(tool="compare", modules=("scipy.stats",)):
@@ -47,7 +48,9 @@ class StdoutError(Exception):
 
 class _CheckedStdout:
     """sys.stdout whose failures are StdoutError, also when it is closed
-    (Python's print() then writes nothing and says nothing)."""
+    (Python's print() then writes nothing and says nothing), and through
+    which no control character but a newline or a tab reaches the terminal
+    (text.visible: a label or a path from an input cannot drive it)."""
 
     def __init__(self, inner):
         self.inner = inner
@@ -61,7 +64,7 @@ class _CheckedStdout:
             raise StdoutError(e) from None
 
     def write(self, text):
-        return self._do("write", text)
+        return self._do("write", visible(text, keep="\n\t"))
 
     def flush(self):
         return self._do("flush") if self.inner is not None else None
@@ -98,6 +101,28 @@ def print_usage(tool, text):
     return EXIT_OK
 
 
+class _VisibleStderr:
+    """sys.stderr through which no control character but a newline or a tab
+    reaches the terminal (text.visible). `raw` is the stream itself, for
+    base.progress's own \\r and erase-line on a terminal."""
+
+    def __init__(self, inner):
+        self.raw = inner
+
+    def write(self, text):
+        return self.raw.write(visible(text, keep="\n\t"))
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+
+def say_error(tool, message):
+    """The one stderr line of a failure: `tool: message`, a newline or any
+    other control character in it (from a path, a label, a file) shown as
+    an escape (text.visible), so that it stays one line."""
+    print(f"{tool}: {visible(str(message).strip())}", file=sys.stderr)
+
+
 def run_tool(tool, body):
     """Run body() and map every failure to its own exit code, in one line:
     2 bad input, 3 the tool could not run (never 1, which means slower),
@@ -108,8 +133,12 @@ def run_tool(tool, body):
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) == signal.SIG_DFL:
             signal.signal(sig, raise_terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, raise_interrupted)
     if not isinstance(sys.stdout, _CheckedStdout):
         sys.stdout = _CheckedStdout(sys.stdout)
+    if sys.stderr is not None and not isinstance(sys.stderr, _VisibleStderr):
+        sys.stderr = _VisibleStderr(sys.stderr)
     try:
         log_interval()
         rc = body()
@@ -118,10 +147,10 @@ def run_tool(tool, body):
     except StdoutError as e:
         return stdout_failed(tool, e)
     except BadInput as e:
-        print(f"{tool}: {one_line(e)}", file=sys.stderr)
+        say_error(tool, e)
         return EXIT_BAD_INPUT
     except ToolError as e:
-        print(f"{tool}: {one_line(e)}", file=sys.stderr)
+        say_error(tool, e)
         return EXIT_TOOL
     except KeyboardInterrupt:
         print(f"{tool}: interrupted", file=sys.stderr)
@@ -130,7 +159,7 @@ def run_tool(tool, body):
         print(f"{tool}: stopped by signal {e.signum}", file=sys.stderr)
         return 128 + e.signum
     except Exception as e:  # an internal error must not read as a regression
-        print(f"{tool}: internal error: {type(e).__name__}: {one_line(e)}", file=sys.stderr)
+        say_error(tool, f"internal error: {type(e).__name__}: {one_line(e)}")
         if os.environ.get("CUDABENCH_DEBUG") == "1":
             import traceback
             traceback.print_exc()
@@ -169,7 +198,7 @@ class ArgParser(argparse.ArgumentParser):
     exit 2, instead of the usage block."""
 
     def error(self, message):
-        print(f"{self.prog}: {one_line(message)} (see --help)", file=sys.stderr)
+        say_error(self.prog, f"{message} (see --help)")
         sys.exit(EXIT_BAD_INPUT)
 
     def print_help(self, file=None):

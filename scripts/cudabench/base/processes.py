@@ -19,7 +19,23 @@ class Terminated(BaseException):
 
 
 def raise_terminated(signum, _frame):
+    ignore_further_signals()
     raise Terminated(signum)
+
+
+def raise_interrupted(_signum, _frame):
+    """SIGINT as Python raises it (KeyboardInterrupt), the later ones ignored as raise_terminated does."""
+    ignore_further_signals()
+    raise KeyboardInterrupt
+
+
+def ignore_further_signals():
+    """Once a signal stops the tool, another (a second Ctrl-C, the TERM a
+    launcher sends the whole group) must not cut short what the first
+    started: the children's groups stopped, the temporary folders removed.
+    The tool ends by the first signal right after (base/cli.run_tool)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def split_passthrough(argv):
@@ -32,19 +48,19 @@ def split_passthrough(argv):
 
 
 def stop_groups(procs, grace):
-    """SIGTERM the process group of each process still running (each one
-    started with start_new_session), then SIGKILL what is left after `grace`
-    seconds; every wait has a deadline. ab.py and ddp_scaling.py stop their
-    children here."""
+    """SIGTERM the process group of each process (each one started with
+    start_new_session), wait up to `grace` seconds for them, then SIGKILL
+    what is left of every group: a child that outlived its leader (or
+    ignored the SIGTERM) ends too. Every wait has a deadline. samples.py,
+    ab.py and ddp_scaling.py stop their children here."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        live = [p for p in procs if p.poll() is None]
-        for p in live:
+        for p in procs:
             try:
                 os.killpg(p.pid, sig)
-            except OSError:
+            except OSError:  # the group is gone
                 pass
         deadline = time.monotonic() + grace
-        for p in live:
+        for p in procs:
             try:
                 p.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:

@@ -8,6 +8,7 @@ import sys
 import time
 
 from .errors import BadInput
+from .text import visible
 
 EVERY = 10.0
 
@@ -36,7 +37,9 @@ class Progress:
 
     def __init__(self, tool, total, unit="processes", budget=None, stream=None, enabled=True):
         self.tool, self.total, self.unit, self.budget = tool, total, unit, budget
-        self.stream = stream or sys.stderr
+        # The stream itself (base/cli.py shows control characters on stderr
+        # visibly): its own \r and erase-line are drawn, its text made visible here.
+        self.stream = getattr(stream or sys.stderr, "raw", stream or sys.stderr)
         self.tty = self.stream.isatty()
         self.every = log_interval()
         self.enabled = enabled
@@ -60,7 +63,7 @@ class Progress:
         eta = "estimating" if rest is None else f"about {clock(rest)} left" + (
             f" (budget {clock(self.budget)})" if self.budget else "")
         return (f"{self.tool}: {done}/{self.total} {self.unit} done, {clock(spent)} so far, {eta}"
-                + (f"; {what}" if what else ""))
+                + (f"; {visible(what)}" if what else ""))
 
     def step(self, done, what=""):
         if not self.enabled:
@@ -83,7 +86,7 @@ class Progress:
         if not self.enabled:
             return
         self.end()
-        print(f"{self.tool}: {text}", file=self.stream, flush=True)
+        print(f"{self.tool}: {visible(text)}", file=self.stream, flush=True)
 
     def end(self):
         if self.open:

@@ -1,5 +1,24 @@
-"""Text for people: aligned or Markdown tables, numbers with their units."""
+"""Text for people: aligned or Markdown tables, numbers with their units,
+and text from elsewhere made visible (no control character reaches a terminal)."""
 import re
+
+# Characters that move the cursor, end a line or drive a terminal (C0, DEL,
+# C1 with its CSI, Unicode's line and paragraph separators, the bidi
+# overrides that reorder what is shown): never printed as they are.
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def visible(text, keep=""):
+    """`text` with each control character shown as an escape (\\n, \\x1b,
+    \\u2028), so that a label, a path, a benchmark name or a message from a
+    file can neither end a line nor drive the terminal: one line stays one
+    line and a fake row cannot be printed. keep: the characters left as
+    they are (the newlines of a report the tool itself wrote). Every text a
+    tool prints from its inputs goes through here (table(), md_cell(), the
+    tools' standard output and their one-line errors: base/cli.py)."""
+    return CONTROL.sub(lambda m: m.group() if m.group() in keep else ESCAPES.get(m.group()) or (
+        f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}"), str(text))
 
 
 def slug(text):
@@ -42,14 +61,17 @@ def fmt_speed(x):
 def md_cell(x):
     """One Markdown table cell's text: a `|` would start a new column and a
     newline end the row, so `|` is escaped and newlines become spaces. Every
-    Markdown table of the scripts goes through here (table())."""
-    return " ".join(str(x).splitlines()).replace("|", "\\|")
+    Markdown table of the scripts goes through here (table()); any other
+    control character is shown (visible())."""
+    return visible(" ".join(str(x).splitlines())).replace("|", "\\|")
 
 
 def table(headers, rows, markdown):
+    """An aligned text table, or a Markdown one; every cell made visible() (or md_cell())."""
     if markdown:
         line = lambda r: "| " + " | ".join(md_cell(c) for c in r) + " |"
         return "\n".join([line(headers), "|" + "|".join("---" for _ in headers) + "|"] + [line(r) for r in rows])
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    headers, rows = [visible(h) for h in headers], [[visible(c) for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
     line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])

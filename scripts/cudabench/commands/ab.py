@@ -80,7 +80,7 @@ from ..base.processes import split_passthrough
 from ..base.files import check_writable, hold_lock, make_folder, refuse_inputs_as_outputs, write_whole
 from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
 from ..base.progress import Progress
-from ..base.text import table
+from ..base.text import table, visible
 from ..results.gbench import MAX_FILTER, load, load_doc, name_prefix
 from ..results import merged
 from ..results.stats import load_floors, median, noise_floor
@@ -174,7 +174,7 @@ def labels(args):
     ls = (args.labels or "A,B").split(",")
     if len(ls) != 2 or not all(ls) or ls[0] == ls[1]:
         raise BadInput(f"--labels '{args.labels}': expected two different names, e.g. parent,this")
-    return ls
+    return [visible(x) for x in ls]  # a newline or an escape in a name is shown, never printed
 
 
 def one_run(args, extra, out, floors, progress=True):

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..base.errors import BadInput, ToolError
 from ..base.files import read_json
 from ..base.paths import ROOT
-from ..base.text import slug
+from ..base.text import slug, visible
 from .gbench import CLOCK_COUNTERS, number
 from .stats import median
 
@@ -101,8 +101,11 @@ def set_labels(files, labels):
     one per file) or default_label. Results are indexed by label, so every
     label is unique: default labels that collide (three runs of one toolkit
     on one GPU) get the file name, then a number. compare.py and report.py
-    both label runs here."""
+    both label runs here. Every label is as text.visible() shows it: a
+    newline or an escape in --labels, a machine_label or a path cannot
+    forge a line of a report."""
     if labels is not None:
+        labels = [visible(lab) for lab in labels]
         if len(labels) != len(files):
             raise BadInput(f"--labels has {len(labels)} names for {len(files)} files")
         if any(not lab.strip() for lab in labels):
@@ -114,7 +117,7 @@ def set_labels(files, labels):
             f.label = lab
         return
     for i, f in enumerate(files):
-        f.label = default_label(f, i)
+        f.label = visible(default_label(f, i))
     groups = {}
     for f in files:
         groups.setdefault(f.label, []).append(f)
@@ -122,7 +125,7 @@ def set_labels(files, labels):
         toolkits = [str(f.context.get("cuda_toolkit", "")) for f in fs]
         if len(fs) > 1 and len(set(toolkits)) == len(fs) and all(toolkits):
             for f, t in zip(fs, toolkits):
-                f.label = f"{label} {t}"
+                f.label = visible(f"{label} {t}")
             continue
         if len(fs) > 1:
             # The file name, or with its folder when those collide too (a
@@ -131,7 +134,7 @@ def set_labels(files, labels):
             for f, base in zip(fs, bases):
                 if bases.count(base) > 1:
                     base = os.path.join(os.path.basename(os.path.dirname(os.path.abspath(f.path))), base)
-                f.label = f"{label} ({base})"
+                f.label = visible(f"{label} ({base})")
     seen = {}
     for f in files:
         seen[f.label] = seen.get(f.label, 0) + 1
