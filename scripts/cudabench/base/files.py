@@ -1,15 +1,19 @@
 """Files read and written the one way every tool does: inputs bounded in
 size and never waited on, outputs written whole (through symbolic links)
 or not at all, never over an input, and locks that name their holder."""
+import contextlib
 import errno
 import json
 import os
 import re
+import shutil
 import stat
+import sys
 import tempfile
 import time
 
 from .errors import BadInput, ToolError, one_line
+from .paths import SCRIPTS
 from .processes import ancestors
 
 MAX_JSON_BYTES = 256 << 20  # a result file larger than this is refused, never read whole
@@ -126,13 +130,28 @@ def same_file(a, b):
 
 def refuse_inputs_as_outputs(outputs, inputs):
     """BadInput naming both when writing an output would replace an input
-    (the same file by its name, a symbolic or a hard link). outputs: (flag,
-    path) pairs; inputs: paths. Every tool that reads files and writes
-    others calls this before any work."""
+    (the same file by its name, a symbolic or a hard link) or the program
+    itself (the script run, or any file of the tools under scripts/).
+    outputs: (flag, path) pairs; inputs: paths. Every tool that reads files
+    and writes others calls this before any work."""
     for flag, out in outputs:
         for path in inputs:
             if out and path and same_file(out, path):
                 raise BadInput(f"{flag} {out}: is the input {path} (an output never replaces an input)")
+        program = program_file(out)
+        if program:
+            raise BadInput(f"{flag} {out}: is the program {program} (an output never replaces the tool)")
+
+
+def program_file(path):
+    """The tool's own file that writing `path` would replace (the script
+    this process runs, or a file under scripts/, through any link), or ""."""
+    if not path or not os.path.exists(path):
+        return ""
+    if sys.argv and sys.argv[0] and same_file(path, sys.argv[0]):
+        return sys.argv[0]
+    real = os.path.realpath(path)
+    return real if real.startswith(os.path.realpath(SCRIPTS) + os.sep) and os.path.isfile(real) else ""
 
 
 def make_folder(path, flag):
@@ -178,6 +197,29 @@ def write_whole(path, text_or_writer):
     finally:
         if tmp and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def temporary_folder(prefix):
+    """A new folder under $TMPDIR for the tool's work, removed on any exit:
+    success, bad input, a failure, a signal (base/processes raises SIGTERM
+    and SIGHUP as Terminated, SIGINT as KeyboardInterrupt, so this runs).
+    Kept only when the ToolError that ends the run names a file in it (a
+    log to read): that message is the last line, so it names the folder.
+    Every temporary folder of the tools is made here."""
+    try:
+        work = tempfile.mkdtemp(prefix=prefix)
+    except OSError as e:
+        raise BadInput(f"TMPDIR={tempfile.gettempdir()}: cannot make a temporary folder: {e.strerror or e}")
+    keep = False
+    try:
+        yield work
+    except ToolError as e:
+        keep = work in str(e)
+        raise
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 _HELD_LOCKS = []  # the lock files this process holds: open, so held, until it exits

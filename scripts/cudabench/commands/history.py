@@ -32,12 +32,11 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 from ..base.errors import BadInput, ToolError, one_line
 from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
-from ..base.files import make_folder, refuse_inputs_as_outputs, write_whole
+from ..base.files import make_folder, refuse_inputs_as_outputs, temporary_folder, write_whole
 from ..base.text import fmt_speed, slug, table
 from ..results.trend import load_history, trends
 
@@ -206,9 +205,8 @@ def cmd_push(a):
         ensure_venv("history", ("matplotlib", "ruptures"))
     files = entries(a.entries)
     git(a.repo, "rev-parse", "--git-dir")
-    work = tempfile.mkdtemp(prefix="cudabench-history.")
     deadline, tries = time.monotonic() + a.seconds, 0
-    try:
+    with temporary_folder("cudabench-history.") as work:
         while True:
             tries += 1
             ok, added = attempt(a, files, os.path.join(work, "tree"))
@@ -222,8 +220,6 @@ def cmd_push(a):
                                 f"({tries} tries)")
             print(f"history: {a.branch} moved while we wrote (try {tries}); again from its new tip", file=sys.stderr)
             time.sleep(random.uniform(0.2, 1.5))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def main(argv=None):

@@ -17,9 +17,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
-from ..base.cli import ArgParser
+from ..base.cli import ArgParser, run_tool
+from ..base.errors import ToolError
+from ..base.files import temporary_folder
 from ..base.paths import ROOT, SCRIPTS
 
 
@@ -44,8 +45,7 @@ def run(cmd, env=None):
     r = subprocess.run(cmd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         last = (r.stderr.strip().splitlines() or [""])[-1]
-        print(f"interface_listing: {' '.join(cmd)} exited {r.returncode}: {last}", file=sys.stderr)
-        sys.exit(3)
+        raise ToolError(f"{' '.join(cmd)} exited {r.returncode}: {last}")
     return r.stdout
 
 
@@ -85,7 +85,7 @@ def main():
     section("benchmarks, a fake H200", run([bench, "--benchmark_list_tests"], gpu).split())
     section("benchmarks, a fake H200, --devices 0,2",
             run([bench, "--devices", "0,2", "--benchmark_list_tests"], gpu).split())
-    with tempfile.TemporaryDirectory() as tmp:
+    with temporary_folder("cudabench-listing.") as tmp:  # removed on a signal too (run_tool)
         out = os.path.join(tmp, "b.json")
         run([bench, "--benchmark_filter=^VectorAdd/cpu_scalar/n:4096/", "--benchmark_min_time=0.01",
              f"--benchmark_out={out}"], gpu)
@@ -104,7 +104,7 @@ def main():
 
 def entry():
     """The program, as scripts/interface_listing.py runs it: its exit code."""
-    return main()
+    return run_tool("interface_listing", main)
 
 
 if __name__ == "__main__":

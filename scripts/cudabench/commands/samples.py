@@ -40,16 +40,16 @@ the disk is full (said so when its log is empty); 5 inconclusive: rows
 with fewer than 2 samples taken without other load (one "Inconclusive: ..."
 line, above and below the table, names the busiest other programs; the file
 is written); 128+N stopped by signal N
-(the running bench's process group is stopped, FILE is not written).
+(the running bench's process group is stopped, FILE is not written, the
+work folder under $TMPDIR is removed: it is kept only when the last line
+names a log in it).
 """
 import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -57,7 +57,8 @@ from . import driver_probe
 from .driver_probe import DRIVER_CHECKED
 from ..base.errors import EXIT_INCONCLUSIVE, BadInput, ToolError, one_line
 from ..base.processes import LoadMeter, split_passthrough, stop_groups
-from ..base.files import check_writable, hold_lock, is_stream, read_json, refuse_inputs_as_outputs, write_whole
+from ..base.files import (check_writable, hold_lock, is_stream, read_json, refuse_inputs_as_outputs, temporary_folder,
+                          write_whole)
 from ..base.cli import ArgParser, bounded, output_folder, run_tool
 from ..base.progress import Progress
 from ..base.text import fmt_value, table
@@ -374,20 +375,22 @@ def cmd_run(a):
     if not is_stream(a.out):  # one run at a time writes FILE (run-bench.sh's latest.json)
         hold_lock(a.out + ".lock", a.out)
         require_space(os.path.dirname(os.path.abspath(a.out)))
-    work = tempfile.mkdtemp(prefix="cudabench-samples.")  # kept when a run fails: its message names a log there
-    progress = Progress("samples", a.processes, budget=a.seconds)
-    docs, loads, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, progress)
-    with open(os.path.join(work, "p00.stderr"), errors="replace") as err:
-        notes = sorted({x.strip() for x in err if x.startswith("cudabench:")})
-    meta = more_processes(arm, s, work, docs["p"], loads["p"], dict(meta, tool="run-bench", bench=a.bench), a,
-                          progress)
-    progress.end()
-    shutil.rmtree(work, ignore_errors=True)
+    with temporary_folder("cudabench-samples.") as work:  # kept when a run fails: its message names a log there
+        progress = Progress("samples", a.processes, budget=a.seconds)
+        docs, loads, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, progress)
+        with open(os.path.join(work, "p00.stderr"), errors="replace") as err:
+            notes = sorted({x.strip() for x in err if x.startswith("cudabench:")})
+        meta = more_processes(arm, s, work, docs["p"], loads["p"], dict(meta, tool="run-bench", bench=a.bench), a,
+                              progress)
+        progress.end()
     doc = merge(docs["p"], "run", meta, loads["p"])
     doc["context"]["machine_label"] = a.label or hardware_of(doc["context"]) or "unknown"
     write_json(a.out, doc)
     for n in notes:
         print(n, file=sys.stderr)
+    if doc[META].get("rows_counted_once"):
+        print(f"samples: {doc[META]['rows_counted_once']} row(s) that a process wrote twice (the same repetition and "
+              "numbers): each counted once", file=sys.stderr)
     runs = load_doc(doc, "result").runs
     line = inconclusive_line(runs, doc[META])
     print("\n\n".join(x for x in (line, summary(doc), line) if x), flush=True)

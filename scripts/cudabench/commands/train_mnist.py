@@ -20,7 +20,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..base.files import write_whole
+from ..base.errors import BadInput
+from ..base.files import refuse_inputs_as_outputs, write_whole
 from ..base.cli import ArgParser
 
 
@@ -108,6 +109,12 @@ def main():
     ap.add_argument("--data-dir", default=os.environ.get("CUDABENCH_DATA_DIR") or DEBIAN_FASHION_MNIST)
     ap.add_argument("--json", help="write a JSON summary here")
     a = ap.parse_args()
+    if a.json:  # never over the data it reads (by name or a link), nor over this program
+        data = [os.path.join(a.data_dir, n) for n in (os.listdir(a.data_dir) if os.path.isdir(a.data_dir) else [])]
+        try:
+            refuse_inputs_as_outputs([("--json", a.json)], data)
+        except BadInput as e:
+            bad(str(e))
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
