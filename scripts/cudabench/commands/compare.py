@@ -48,7 +48,10 @@ with significance, missing from a later file, or failed its check there
 (the CI gate; --report-only always exits 0 here); 2 bad input
 (unreadable JSON, not Google Benchmark output, no benchmarks in common,
 mismatched or unknown units, a bad floors file, an output that is one of
-the inputs, even through a link); 3 the tool could not run
+the inputs or the tool, even through a link, one repetition written twice
+with different numbers (written twice with the same numbers, it is one
+sample, and a Note says so), a json_schema_version other than 1, an
+option the mode chosen does not read); 3 the tool could not run
 (scipy missing, or an internal error), never read as a regression; 5
 inconclusive: nothing slower or wrong, but rows ran beside other load and
 could not be told (also with --report-only). Run with a
@@ -76,9 +79,25 @@ from . import machines
 from . import report as plots
 from ..models.comparison import report_verdicts
 
+# The options each mode reads; another one given would be ignored without a
+# word (--filter with --add-machine kept every row), so it is refused.
+MODES = {"add_machine": ("--add-machine", {"files", "add_machine", "machine", "reference"}),
+         "reference": ("--reference", {"files", "reference", "if_any", "metric", "threshold", "alpha", "filter",
+                                        "markdown", "format", "report_only"})}
+ONLY_WITH = {"machine": "add_machine", "if_any": "reference"}
 
 
-
+def refuse_ignored(a, ap):
+    """BadInput naming an option that the mode chosen would not read."""
+    for dest, (flag, reads) in MODES.items():
+        if getattr(a, dest) not in (None, False):
+            given = [k for k, v in vars(a).items() if k not in reads and v != ap.get_default(k)]
+            if given:
+                raise BadInput(f"--{given[0].replace('_', '-')}: not with {flag}, which does not read it")
+            break
+    for dest, needs in ONLY_WITH.items():
+        if getattr(a, dest) not in (None, False) and getattr(a, needs) in (None, False):
+            raise BadInput(f"--{dest.replace('_', '-')}: only with {MODES[needs][0]}")
 
 
 def compare_files(a, files):
@@ -157,6 +176,7 @@ def main(argv=None):
 
     def body():
         ensure_venv()
+        refuse_ignored(a, ap)
         if a.add_machine:
             path, name, notes = add_machine(a.files, a.machine, a.reference or None)
             for n in notes:

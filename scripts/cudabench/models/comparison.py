@@ -6,7 +6,7 @@ from collections import Counter
 
 from ..base.errors import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_REGRESSION, EXIT_TOOL
 from ..base.files import write_whole
-from ..base.text import fmt_speed, fmt_value, speed_of, table
+from ..base.text import fmt_speed, fmt_value, speed_of, table, visible
 from ..results.stats import median
 from ..results.context import context_differences
 from ..results.verdicts import VERDICTS, inconclusive
@@ -80,7 +80,8 @@ def report_verdicts(files, names, results, metric="time", threshold=0.05, alpha=
     missing = sorted({v.name for vs in results.values() for v in vs if v.verdict == "missing"})
     failed = sorted({v.name for vs in results.values() for v in vs if v.new_failed})
     broke = sorted({v.name for vs in results.values() for v in vs if v.new_broke})
-    framed = lambda text: f"{line}\n\n{text}\n\n{line}" if line else text
+    notes = "\n".join(f"Note: {visible(n)}" for f in files for n in f.notes)  # rows counted once, ...
+    framed = lambda text: (f"{line}\n\n{text}\n\n{line}" if line else text) + (f"\n\n{notes}" if notes else "")
     if markdown:
         write_whole(markdown, framed(report(files, names, results, metric, threshold, alpha, True)) + "\n")
     try:
@@ -91,17 +92,17 @@ def report_verdicts(files, names, results, metric="time", threshold=0.05, alpha=
         return EXIT_INCONCLUSIVE if line else EXIT_OK
     if failed:
         print(f"{tool}: {len(failed)} benchmark(s) failed in the new run (a wrong result): "
-              + ", ".join(failed[:10]), file=sys.stderr)
+              + visible(", ".join(failed[:10])), file=sys.stderr)
     if slower:
         print(f"{tool}: {len(slower)} benchmark(s) slower beyond the bar (p < {alpha:g}): "
-              + ", ".join(slower[:10]), file=sys.stderr)
+              + visible(", ".join(slower[:10])), file=sys.stderr)
     if missing:
         print(f"{tool}: {len(missing)} benchmark(s) of the baseline missing from the new run: "
-              + ", ".join(missing[:10]), file=sys.stderr)
+              + visible(", ".join(missing[:10])), file=sys.stderr)
     if failed or slower or missing:
         return EXIT_REGRESSION
     if broke:
-        print(f"{tool}: {len(broke)} benchmark(s) could not run in the new run: " + ", ".join(broke[:10]),
+        print(f"{tool}: {len(broke)} benchmark(s) could not run in the new run: " + visible(", ".join(broke[:10])),
               file=sys.stderr)
         return EXIT_TOOL
     return EXIT_INCONCLUSIVE if line else EXIT_OK

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 from ..base.errors import BadInput
 from ..base.paths import ROOT
-from ..base.files import read_json, refuse_inputs_as_outputs, write_whole
+from ..base.files import make_folder, read_json, refuse_inputs_as_outputs, write_whole
 from ..results.context import hardware_of
-from ..results.gbench import ResultFile, load_doc
+from ..results.gbench import ResultFile, load_doc, unique_rows
 from .families import FAMILIES
 
 REFERENCES = os.path.join(ROOT, "results", "reference")
@@ -52,9 +52,12 @@ def find_reference(f, folder=None):
     return path if path and os.path.isfile(path) else None
 
 
-def digest(doc):
-    """One run's identity by content: the same run under two names is one run."""
-    return hashlib.sha256(json.dumps(doc.get("benchmarks"), sort_keys=True).encode()).hexdigest()[:16]
+def digest(doc, path="the run"):
+    """One run's identity by content, its rows each once in any order: the
+    same run under two names (a copy, a link), or with its rows written
+    twice or reordered, is one run."""
+    rows, _ = unique_rows(doc.get("benchmarks") or [], path)
+    return hashlib.sha256(json.dumps(sorted(json.dumps(b, sort_keys=True) for b in rows)).encode()).hexdigest()[:16]
 
 
 def add_machine(paths, name=None, folder=None):
@@ -75,10 +78,10 @@ def add_machine(paths, name=None, folder=None):
     name = name or f"m{len(kept) + 1}-{str(docs[0].get('context', {}).get('date', ''))[:10] or 'undated'}"
     if not NAME.fullmatch(name):
         raise BadInput(f"--machine {name}: expected one name of letters, digits, '.', '_' and '-'")
-    known = {digest(read_json(p)): p for runs in kept.values() for p in runs}
+    known = {digest(read_json(p), p): p for runs in kept.values() for p in runs}
     notes, new = [], {}
     for p, d in zip(paths, docs):
-        key = digest(d)
+        key = digest(d, p)
         if key in known or key in new:
             notes.append(f"{p}: the same run as {known.get(key) or new[key]}: counted once")
             continue
@@ -86,7 +89,7 @@ def add_machine(paths, name=None, folder=None):
     if not new:
         raise BadInput(f"--add-machine: every run given is in the reference already ({'; '.join(notes)})")
     target = os.path.join(hwdir, "machines", name)
-    os.makedirs(target, exist_ok=True)
+    make_folder(target, "--reference")  # a folder that loops, a read-only one: one line, before anything is kept
     for i, p in enumerate(new.values()):
         base = os.path.basename(p)
         dest = os.path.join(target, base if not os.path.exists(os.path.join(target, base)) else f"{i}-{base}")
@@ -97,8 +100,8 @@ def add_machine(paths, name=None, folder=None):
 
 def recorded_as(path, hwdir):
     """The machine of hwdir's reference that holds the run `path` (by content), or ""."""
-    key = digest(read_json(path))
-    return next((m for m, runs in machine_folders(hwdir).items() for p in runs if digest(read_json(p)) == key), "")
+    key = digest(read_json(path), path)
+    return next((m for m, runs in machine_folders(hwdir).items() for p in runs if digest(read_json(p), p) == key), "")
 
 
 def machine_folders(hwdir):
@@ -118,17 +121,20 @@ def remake(hwdir, hw):
     k = 0
     for name, runs in machine_folders(hwdir).items():
         docs = [read_json(p) for p in runs]
+        for d, p in zip(docs, runs):
+            load_doc(d, p)  # a run kept by hand is held to what --add-machine checks
         ctx = docs[0].get("context", {})
         dates = sorted(str(d.get("context", {}).get("date", "")) for d in docs)
         ref["context"] = dict(ctx, machine_label=f"reference-{hw}")
         ref["cudabench_reference"]["machines"].append({
             "name": name, "recorded": dates[0], "runs": [os.path.basename(p) for p in runs],
             "facts": {key: ctx[key] for key in FACTS if key in ctx}})
-        for d in docs:
-            procs = sorted({str(b.get("repetition_index", 0)) for b in d["benchmarks"]})
-            for b in d["benchmarks"]:
-                ref["benchmarks"].append(dict(b, machine=name,
-                                              repetition_index=k + procs.index(str(b.get("repetition_index", 0)))))
+        for d, p in zip(docs, runs):
+            rows = unique_rows(d["benchmarks"], p)[0]  # a row written twice is one sample
+            procs = sorted({b.get("repetition_index", 0) for b in rows})
+            for b in rows:
+                index = k + procs.index(b.get("repetition_index", 0))
+                ref["benchmarks"].append(dict(b, machine=name, repetition_index=index))
             k += len(procs)
     write_whole(os.path.join(hwdir, "reference.json"), json.dumps(ref, indent=1) + "\n")
 
@@ -138,6 +144,10 @@ def load_machines(path, metric="time", wanted=None):
     doc = read_json(path)
     whole = load_doc(doc, path, metric, wanted)
     meta = doc.get("cudabench_reference") if isinstance(doc.get("cudabench_reference"), dict) else {}
+    version = meta.get("format", FORMAT)
+    if not isinstance(version, int) or isinstance(version, bool) or version > FORMAT:
+        raise BadInput(f"{path}: cudabench_reference.format is {json.dumps(version)}: this tool reads references of "
+                       f"format {FORMAT} and older (a newer cudabench made it)")
     described = {m.get("name"): m for m in meta.get("machines", []) if isinstance(m, dict)}
     groups = {}
     for b in doc["benchmarks"]:
