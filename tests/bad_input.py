@@ -91,6 +91,18 @@ def set_first(key, value):
     return m
 
 
+def rows_twice(doc):
+    """Every row written twice (a file concatenated with itself): the same samples."""
+    doc["benchmarks"] = [b for b in doc["benchmarks"] for _ in range(2)]
+
+
+def first_again(real_time):
+    """The first row again with another time: one repetition, two numbers."""
+    def m(doc):
+        doc["benchmarks"].insert(1, dict(doc["benchmarks"][0], real_time=real_time))
+    return m
+
+
 def write(tmp, name, data):
     p = os.path.join(tmp, name)
     with open(p, "wb") as f:
@@ -149,6 +161,24 @@ def path_without_passwd_home(tmp):
     write(os.path.join(tmp, "bin"), "getent", b"#!/bin/sh\nexit 2\n")
     os.chmod(os.path.join(tmp, "bin", "getent"), 0o755)
     return os.path.join(tmp, "bin") + ":" + os.environ["PATH"]
+
+
+def self_link(tmp, name="refs"):
+    """tmp/name, a symbolic link to itself."""
+    os.symlink(name, os.path.join(tmp, name))
+    return os.path.join(tmp, name)
+
+
+def future_reference(tmp):
+    """A reference folder whose reference for base.json's hardware is of a format to come (99)."""
+    from cudabench.results.context import hardware_of
+    with open(BASE) as f:
+        doc = json.load(f)
+    doc["cudabench_reference"] = {"hardware": hardware_of(doc["context"]), "format": 99, "machines": []}
+    os.makedirs(os.path.join(tmp, "refs", hardware_of(doc["context"])))
+    with open(os.path.join(tmp, "refs", hardware_of(doc["context"]), "reference.json"), "w") as f:
+        json.dump(doc, f)
+    return os.path.join(tmp, "refs")
 
 
 def symlink_loop(tmp):

@@ -8,6 +8,9 @@ with times the environment sets, and logs each start.
   FAKE_GBENCH_STATES "1.0,1.2": a process's state, picked by its index in the
                      log, multiplies Fake/steady's time (bimodal machines)
   FAKE_GBENCH_BURN_FIRST  the first process runs beside busy processes
+  FAKE_GBENCH_SLEEP  seconds to wait first, in a child `sleep` of its own
+                     process group (a bench stuck on a GPU, with a child)
+  FAKE_GBENCH_PGID   file to write that process group's id to, once it sleeps
   FAKE_GBENCH_MODE   ok | crash (killed by SIGSEGV) | refuse (exit 2) |
                      wrong (a failed check, exit 1) | empty (the filter
                      matches nothing: a message, an empty file, exit 0)
@@ -37,6 +40,13 @@ if os.environ.get("FAKE_GBENCH_BURN_FIRST") and index == 0:
         subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 0.6: pass"],
                          start_new_session=True)
     time.sleep(0.8)
+if os.environ.get("FAKE_GBENCH_SLEEP"):
+    import subprocess
+    child = subprocess.Popen(["sleep", os.environ["FAKE_GBENCH_SLEEP"]])
+    if os.environ.get("FAKE_GBENCH_PGID"):
+        with open(os.environ["FAKE_GBENCH_PGID"], "w") as f:
+            f.write(f"{os.getpgid(0)}\n")
+    child.wait()
 if mode == "refuse":
     print("fake_gbench: unknown flag --nonsense", file=sys.stderr)
     sys.exit(2)

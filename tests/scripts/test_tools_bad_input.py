@@ -11,9 +11,9 @@ import time
 import pytest
 
 from conftest import BENCH, PY, ROOT, SCRIPTS
-from bad_input import (BASE, Case, FAKE, FIX, ab, bench_copy, dev_full_is_intact, fleet_run, fleet_sh, gbench,
-                       history, linked, path_without_passwd_home, path_without_python, py, run_case, script,
-                       set_first, skip_first_row, tmpfs, write)
+from bad_input import (BASE, Case, FAKE, FIX, ab, bench_copy, dev_full_is_intact, first_again, fleet_run, fleet_sh,
+                       future_reference, gbench, history, linked, path_without_passwd_home, path_without_python, py,
+                       rows_twice, run_case, script, self_link, set_first, skip_first_row, tmpfs, write)
 
 OUT = "{tmp}/out.json"
 PRE = "{tmp}/pre.json"   # exists before the run, with known content
@@ -237,6 +237,79 @@ CASES = [
     py("ddp_scaling.py", "--train", lambda t: bench_copy(t, "o/scaling.json"), "--out", "{tmp}/o",
        id="ddp-scaling-out-holds-the-train", rc=2, names="--out {tmp}/o/scaling.json: is the input",
        outputs=["{tmp}/o/scaling.json", "{tmp}/o/runs"]),
+    # ... nor the program itself: the script run, or a file of the tools through a link
+    py("compare.py", BASE, BASE, "--markdown", os.path.join(SCRIPTS, "compare.py"), id="compare-markdown-is-the-script",
+       rc=2, names=f"--markdown {SCRIPTS}/compare.py: is the program", outputs=[os.path.join(SCRIPTS, "compare.py")]),
+    py("compare.py", BASE, BASE, "--markdown", lambda t: linked(t, os.path.join(SCRIPTS, "cudabench", "base", "text.py"),
+                                                                "r.md"),
+       id="compare-markdown-links-to-a-module", rc=2, names="--markdown {tmp}/r.md: is the program",
+       outputs=[os.path.join(SCRIPTS, "cudabench", "base", "text.py")]),
+    py("samples.py", "run", "--bench", FAKE, "--out", os.path.join(SCRIPTS, "samples.py"), id="samples-out-is-the-script",
+       rc=2, names="samples.py: is the program", outputs=[os.path.join(SCRIPTS, "samples.py")]),
+    py("report.py", BASE, "--out", lambda t: os.path.dirname(linked(t, os.path.join(SCRIPTS, "report.py"), "r/report.md",
+                                                                   hard=True)),
+       id="report-out-holds-a-hard-link-to-the-script", rc=2, names="--out {tmp}/r/report.md: is the program",
+       outputs=[os.path.join(SCRIPTS, "report.py")]),
+    # a row written twice is one sample: the same numbers are counted once (and the report says so);
+    # one repetition with two different numbers is refused, naming the file
+    py("compare.py", BASE, lambda t: gbench(t, "twice.json", rows_twice), id="compare-rows-twice-counted-once", rc=0,
+       names=""),
+    py("compare.py", BASE, lambda t: gbench(t, "two.json", first_again(150.0)), id="compare-a-repetition-twice", rc=2,
+       names="two.json: VectorAdd/cuda_v4/n:1000000/manual_time: repetition_index 0 appears twice with different"),
+    py("report.py", lambda t: gbench(t, "two.json", first_again(150.0)), "--out", "{tmp}/r",
+       id="report-a-repetition-twice", rc=2, names="two.json: VectorAdd/cuda_v4", outputs=["{tmp}/r"]),
+    py("compare.py", "--add-machine", lambda t: gbench(t, "two.json", first_again(150.0)), "--reference", "{tmp}/refs",
+       id="add-machine-a-repetition-twice", rc=2, names="two.json", outputs=["{tmp}/refs"]),
+    # repetition_index: a whole number, wherever rows are read
+    py("compare.py", BASE, lambda t: gbench(t, "rs.json", set_first("repetition_index", "0")),
+       id="compare-repetition-index-string", rc=2,
+       names='rs.json: VectorAdd/cuda_v4/n:1000000/manual_time: repetition_index is "0": expected a whole number'),
+    py("compare.py", BASE, lambda t: gbench(t, "rb.json", set_first("repetition_index", True)),
+       id="compare-repetition-index-bool", rc=2, names="rb.json: VectorAdd/cuda_v4/n:1000000/manual_time: "
+                                                       "repetition_index is true"),
+    py("compare.py", "--add-machine", lambda t: gbench(t, "rs.json", set_first("repetition_index", "0")), "--reference",
+       "{tmp}/refs", id="add-machine-repetition-index-mixed", rc=2, names='rs.json: VectorAdd/cuda_v4/n:1000000/'
+                                                                          'manual_time: repetition_index is "0"',
+       outputs=["{tmp}/refs"]),
+    py("compare.py", "--add-machine", lambda t: gbench(t, "rl.json", set_first("repetition_index", [1])), "--reference",
+       "{tmp}/refs", id="add-machine-repetition-index-list", rc=2, names="rl.json: VectorAdd/cuda_v4/n:1000000/"
+                                                                         "manual_time: repetition_index is [1]",
+       outputs=["{tmp}/refs"]),
+    py("report.py", lambda t: gbench(t, "rn.json", set_first("repetition_index", -1)), "--out", "{tmp}/r",
+       id="report-repetition-index-negative", rc=2, names="rn.json: VectorAdd/cuda_v4/n:1000000/manual_time: "
+                                                           "repetition_index is -1", outputs=["{tmp}/r"]),
+    # --add-machine: an option it would not read is refused, not ignored; a reference folder that loops is one line
+    py("compare.py", "--add-machine", BASE, "--reference", "{tmp}/refs", "--filter", "cuda", id="add-machine-filter",
+       rc=2, names="--filter: not with --add-machine", outputs=["{tmp}/refs"]),
+    py("compare.py", "--add-machine", BASE, "--reference", "{tmp}/refs", "--labels", "x", id="add-machine-labels",
+       rc=2, names="--labels: not with --add-machine", outputs=["{tmp}/refs"]),
+    py("compare.py", BASE, "--reference", "{tmp}/refs", "--baseline", "x", id="reference-baseline", rc=2,
+       names="--baseline: not with --reference"),
+    py("compare.py", BASE, BASE, "--machine", "vm-a", id="compare-machine-without-add-machine", rc=2,
+       names="--machine: only with --add-machine"),
+    py("compare.py", BASE, BASE, "--if-any", id="compare-if-any-without-reference", rc=2,
+       names="--if-any: only with --reference"),
+    py("compare.py", "--add-machine", BASE, "--reference", self_link, id="add-machine-reference-links-to-itself", rc=2,
+       names="--reference {tmp}/refs/cpu-amd-epyc-7b13-64-core-processor-2c/machines/m1-2026-11-29: cannot write "
+             "there: Too many levels of symbolic links"),
+    # a format this reader does not know (Google Benchmark's json_schema_version; a reference's format)
+    py("compare.py", BASE, lambda t: gbench(t, "v99.json", lambda d: d["context"].update(json_schema_version=99)),
+       id="compare-future-format-in-the-context", rc=2, names="v99.json: context.json_schema_version is 99: this tool "
+                                                             "reads Google Benchmark's JSON format version 1"),
+    py("compare.py", lambda t: gbench(t, "v2.json", lambda d: d.update(json_schema_version="2")), BASE,
+       id="compare-future-format-at-the-top", rc=2, names='v2.json: json_schema_version is "2": this tool reads'),
+    py("report.py", lambda t: gbench(t, "v99.json", lambda d: d["context"].update(json_schema_version=99)), "--out",
+       "{tmp}/r", id="report-future-format", rc=2, names="v99.json: context.json_schema_version is 99",
+       outputs=["{tmp}/r"]),
+    py("compare.py", BASE, lambda t: gbench(t, "v1.json", lambda d: d["context"].update(json_schema_version=1)),
+       id="compare-format-1-is-read", rc=0, names=""),
+    py("compare.py", BASE, "--reference", future_reference, id="reference-of-a-future-format", rc=2,
+       names="reference.json: cudabench_reference.format is 99: this tool reads references of format 2"),
+    # a newline or an escape in what a message names stays one visible line
+    py("compare.py", BASE, "{tmp}/a\nFAKE: 1 ns faster.json", id="compare-newline-in-a-path-is-one-line", rc=2,
+       names="{tmp}/a\\nFAKE: 1 ns faster.json: cannot read"),
+    py("compare.py", BASE, BASE, "--labels", "a\n\x1b[2J,a\n\x1b[2J", id="compare-escapes-in-labels-are-shown", rc=2,
+       names="--labels: 'a\\n\\x1b[2J' given twice"),
     # an --out that cannot be a folder
     py("ab.py", "run", "--a", os.path.join(ROOT, "tests", "fakes", "fake_gbench.py"), "--b",
        os.path.join(ROOT, "tests", "fakes", "fake_gbench.py"), "--out", lambda t: write(t, "afile", b"x") + "/sub",
