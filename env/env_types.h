@@ -294,6 +294,7 @@ struct PythonEnv {
   std::vector<std::string> sites;      // in import order (the user site first where Python puts it)
   std::vector<std::string> cuda_wheels;  // nvidia-* / cuda-toolkit wheels installed: "nvidia-cudnn-cu13 9.19.0.56"
   std::string conda_cuda;   // conda's cudatoolkit / cuda-cudart package, "cudatoolkit 11.8.0"; "" none
+  std::vector<std::string> unread;  // what could not be read and why: "<site>: Permission denied"
   std::vector<PythonPackage> packages;
   std::vector<PythonImport> imports;
   std::vector<Verdict> verdicts;  // the doctor's, about this environment

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -38,13 +41,56 @@ std::string canonical_str(const fs::path& p) {
   return ec ? p.lexically_normal().string() : c.string();
 }
 
+namespace {
+std::optional<std::chrono::steady_clock::time_point> g_scan_deadline;
+std::map<std::string, SiteListing> g_sites;  // this scan's, by folder
+
+// Every entry of `d` that `keep` takes, until the scan's deadline (checked
+// every 256 entries); false when it stopped there.
+template <class Keep>
+bool each_entry(const fs::path& d, std::vector<fs::path>* out, std::error_code* ec, Keep keep) {
+  std::size_t seen = 0;
+  for (fs::directory_iterator it(d, *ec), end; !*ec && it != end; it.increment(*ec)) {
+    if (++seen % 256 == 0 && past_scan_deadline()) return false;
+    if (keep(it->path())) out->push_back(it->path());
+  }
+  return true;
+}
+}  // namespace
+
+void set_scan_deadline(double seconds) {
+  g_scan_deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+  g_sites.clear();
+}
+
+void clear_scan_deadline() {
+  g_scan_deadline.reset();
+  g_sites.clear();
+}
+
+bool past_scan_deadline() { return g_scan_deadline && std::chrono::steady_clock::now() > *g_scan_deadline; }
+
 std::vector<fs::path> list_dir(const fs::path& d, std::size_t limit) {
   std::vector<fs::path> out;
   std::error_code ec;
-  for (fs::directory_iterator it(d, ec), end; !ec && it != end && out.size() < limit; it.increment(ec))
-    out.push_back(it->path());
+  each_entry(d, &out, &ec, [](const fs::path&) { return true; });
   std::sort(out.begin(), out.end());
+  if (out.size() > limit) out.resize(limit);
   return out;
+}
+
+const SiteListing& site_listing(const std::string& site) {
+  if (auto it = g_sites.find(site); it != g_sites.end()) return it->second;
+  SiteListing s;
+  std::error_code ec;
+  s.cut = !each_entry(site, &s.meta, &ec, [](const fs::path& p) {
+    const std::string ext = p.extension().string();
+    return ext == ".dist-info" || ext == ".egg-info" || ext == ".egg-link" || ext == ".pth";
+  });
+  if (ec) s.problem = ec.message();
+  std::sort(s.meta.begin(), s.meta.end());
+  return g_sites[site] = std::move(s);
 }
 
 std::string file_problem(const fs::path& p) {

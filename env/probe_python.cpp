@@ -4,9 +4,13 @@
 // resolve_library(), the loader's own order over files.
 // Nothing here imports or runs Python (imports() in python_import.cpp does,
 // when asked, in a child with a deadline).
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -91,17 +95,20 @@ std::vector<std::string> import_order(const PythonScanInput& in, const PythonEnv
   if (venv && cfg_value(e.prefix, "include-system-site-packages") == "true")
     for (const auto& s : own_sites(fs::path(cfg_value(e.prefix, "home")).parent_path(), e.python)) sites.push_back(s);
   std::vector<std::string> out;
+  auto add = [&out](const std::string& s) {  // each folder once, where Python first meets it
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+  };
   for (const auto& s : sites) {
-    for (const auto& f : entries(s))
-      if (f.extension() == ".egg-link") out.push_back(canonical_str(read_first_line(f.string())));
-    out.push_back(s);
+    for (const auto& f : site_listing(s).meta)
+      if (f.extension() == ".egg-link" && !past_scan_deadline()) add(canonical_str(read_first_line(f.string())));
+    add(s);
   }
   return out;
 }
 
 // "nvidia-cudnn-cu13 9.19.0.56" for each nvidia-* / cuda-toolkit wheel in `site`.
 void cuda_wheels(const std::string& site, std::vector<std::string>& out) {
-  for (const auto& d : entries(site)) {
+  for (const auto& d : site_listing(site).meta) {
     auto [name, version] = dist_info_name_version(d.filename().string());
     if (!starts(name, "nvidia_") && name != "cuda_toolkit") continue;
     std::replace(name.begin(), name.end(), '_', '-');
@@ -204,6 +211,8 @@ PythonEnv read_env(const Candidate& c, const PythonScanInput& in, const Loader& 
   }
   e.sites = import_order(in, e);
   for (const auto& s : e.sites) cuda_wheels(s, e.cuda_wheels);
+  for (const auto& s : e.sites)
+    if (const SiteListing& l = site_listing(s); !l.problem.empty()) e.unread.push_back(s + ": " + l.problem);
   if (e.kind == "conda") e.conda_cuda = conda_cuda(c.prefix);
   read_packages(e, ld);
   return e;
@@ -213,6 +222,9 @@ PythonEnv read_env(const Candidate& c, const PythonScanInput& in, const Loader& 
 
 std::string python_path_problem(const std::string& path) {
   if (classify(path, "")) return "";
+  // What cannot be looked into is not "no Python": the system says why.
+  if (::access(path.c_str(), F_OK) != 0 && errno != ENOENT) return "--python " + path + ": " + std::strerror(errno);
+  if (is_dir(path) && ::access(path.c_str(), R_OK | X_OK) != 0) return "--python " + path + ": " + std::strerror(errno);
   return path_exists(path) ? "--python " + path + ": not a Python interpreter (bin/python3), environment or site-packages folder"
                       : "--python " + path + ": no such file or folder";
 }
@@ -221,6 +233,7 @@ PythonScan probe_python(const PythonScanInput& in) {
   const auto start = std::chrono::steady_clock::now();
   PythonScan scan;
   scan.scanned = true;
+  set_scan_deadline(in.deadline_s);
   const Loader ld{split(env_var(in, "LD_LIBRARY_PATH"), ':'), ld_so_conf_dirs(in.ld_so_conf), in.default_lib_dirs};
   std::map<std::string, std::size_t> seen;  // canonical prefix -> index
   for (const auto& c : candidates(in)) {
@@ -237,6 +250,12 @@ PythonScan probe_python(const PythonScanInput& in) {
       continue;
     }
     PythonEnv e = read_env(c, in, ld);
+    if (past_scan_deadline()) {  // inside it: what was read is kept, and said to be partial
+      scan.stopped = "the scan stopped at its deadline of " + std::to_string(int(in.deadline_s)) + " s, inside " + e.prefix;
+      e.unread.push_back("the rest: the scan stopped at its deadline");
+      scan.envs.push_back(std::move(e));
+      break;
+    }
     if (e.sites.empty() && e.packages.empty() && c.via.rfind("--python", 0) != 0) continue;  // not an environment
     // /bin and /usr/bin are one Python where /bin links to /usr/bin: the same sites.
     const std::string sites = e.kind + ":" + join(e.sites, ":");
@@ -247,6 +266,7 @@ PythonScan probe_python(const PythonScanInput& in) {
     seen[key] = seen[sites] = scan.envs.size();
     scan.envs.push_back(std::move(e));
   }
+  clear_scan_deadline();
   scan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return scan;
 }

@@ -17,7 +17,8 @@ namespace cudabench::env {
 namespace fs = std::filesystem;
 namespace {
 
-std::vector<fs::path> entries(const fs::path& d) { return list_dir(d, 4096); }
+// A site's .dist-info, .egg-info, .egg-link and .pth entries, all of them.
+const std::vector<fs::path>& entries(const std::string& site) { return site_listing(site).meta; }
 
 // The version of a library file: its versioned real name, else the wheel
 // (nvidia-*) whose folder holds it.

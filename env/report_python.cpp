@@ -31,7 +31,7 @@ json package_json(const PythonPackage& p) {
 json env_json(const PythonEnv& e) {
   json j = {{"prefix", e.prefix}, {"kind", e.kind}, {"interpreter", e.interpreter}, {"python", e.python},
             {"found_via", e.found_via}, {"sites", e.sites}, {"cuda_wheels", e.cuda_wheels},
-            {"conda_cuda", e.conda_cuda}, {"packages", json::array()}, {"imports", json::array()},
+            {"conda_cuda", e.conda_cuda}, {"unread", e.unread}, {"packages", json::array()}, {"imports", json::array()},
             {"verdicts", json::array()}};
   for (const auto& p : e.packages) j["packages"].push_back(package_json(p));
   for (const auto& i : e.imports)
@@ -82,7 +82,8 @@ std::string python_text(const PythonScan& s) {
   for (const auto& e : s.envs) {
     t += "\n  " + e.prefix + "  [" + e.kind + (e.python.empty() ? "" : ", Python " + e.python) + "; " +
          join(e.found_via) + "]";
-    if (e.packages.empty()) t += ": no torch, jax, tensorflow or cupy";
+    if (e.packages.empty()) t += e.unread.empty() ? ": no torch, jax, tensorflow or cupy" : ": not read whole";
+    for (const auto& u : e.unread) t += "\n    NOT READ: " + u;
     if (!e.conda_cuda.empty()) t += "\n    conda's CUDA: " + e.conda_cuda;
     for (const auto& p : e.packages) t += "\n" + package_text(p);
     for (const auto& i : e.imports) t += "\n" + import_text(i);

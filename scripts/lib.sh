@@ -3,6 +3,8 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   echo "usage: . scripts/lib.sh (the scripts' shared helpers: they source it; there is nothing to run)" 2>/dev/null || { echo "lib.sh: standard output: cannot write" >&2; exit 3; }
   exit 0
 fi
+# This folder, whatever the caller's CUDABENCH_ROOT and current folder.
+LIB_SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 # HOME, when it is unset (cron, env -i), is this user's home from passwd:
 # the cache (~/.cache/cudabench) and CMake's defaults are made from it.
@@ -171,7 +173,7 @@ progress_seconds() {
 setting() {
   local out
   command -v python3 >/dev/null || { [ -z "${1:-}" ] || echo "${1:-}"; return 0; }
-  out="$(PYTHONPATH="$CUDABENCH_ROOT/scripts" python3 -m cudabench.base.settings "$@")" || {
+  out="$(PYTHONPATH="$LIB_SCRIPTS" python3 -m cudabench.base.settings "$@")" || {
     echo "${0##*/}: $out" >&2; return 2
   }
   [ -z "$out" ] || echo "$out"

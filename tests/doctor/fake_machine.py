@@ -123,9 +123,14 @@ class Machine:
         env.update(self.env)
         return env
 
-    def run(self, *args, stdin=None):
-        return subprocess.run([BENCH, *args], capture_output=True, text=True, env=self.environment(), input=stdin,
-                              timeout=120, cwd=self.cwd)
+    def run(self, *args, stdin=None, as_user=False):
+        """bench on this machine; as_user: without root's power to read any
+        file (CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH dropped), as a user meets a
+        folder they may not read."""
+        drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps",
+                "-dac_override,-dac_read_search", "--"] if as_user else []
+        return subprocess.run([*drop, BENCH, *args], capture_output=True, text=True, env=self.environment(),
+                              input=stdin, timeout=120, cwd=self.cwd)
 
     def start(self, *args):
         """bench started on this machine, not waited for (a test signals it)."""

@@ -9,7 +9,7 @@ import sys
 
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL, BadInput, ToolError, one_line
 from .processes import Terminated, raise_interrupted, raise_terminated
-from .progress import log_interval
+from .settings import check_all
 from .text import visible
 
 
@@ -128,7 +128,7 @@ def run_tool(tool, body):
     2 bad input, 3 the tool could not run (never 1, which means slower),
     128 + the signal when stopped. Standard output is checked (stdout_failed).
     No traceback reaches the terminal; CUDABENCH_DEBUG=1 prints it after the line.
-    The environment every tool reads (CUDABENCH_PROGRESS_SECONDS) is checked
+    The numeric settings every tool reads (common/settings.json) are checked
     first, before any work."""
     for sig in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) == signal.SIG_DFL:
@@ -140,7 +140,7 @@ def run_tool(tool, body):
     if sys.stderr is not None and not isinstance(sys.stderr, _VisibleStderr):
         sys.stderr = _VisibleStderr(sys.stderr)
     try:
-        log_interval()
+        check_all()
         rc = body()
         sys.stdout.flush()
         return rc

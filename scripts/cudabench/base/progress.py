@@ -2,29 +2,16 @@
 the time left. On a terminal, one line redrawn in place; in a log (stderr
 not a terminal), one line every CUDABENCH_PROGRESS_SECONDS (default 10)
 and at the end, so a CI log shows the run moving without a flood."""
-import math
-import os
 import sys
 import time
 
-from .errors import BadInput
+from .settings import setting
 from .text import visible
-
-EVERY = 10.0
 
 
 def log_interval():
     """CUDABENCH_PROGRESS_SECONDS: seconds between progress lines in a log (0: every step)."""
-    raw = os.environ.get("CUDABENCH_PROGRESS_SECONDS", "")
-    if not raw:
-        return EVERY
-    try:
-        x = float(raw)
-    except ValueError:
-        x = math.nan
-    if not (0 <= x <= 86400):
-        raise BadInput(f"CUDABENCH_PROGRESS_SECONDS={raw}: expected seconds between progress lines, 0 to 86400")
-    return x
+    return float(setting("CUDABENCH_PROGRESS_SECONDS"))
 
 
 def clock(seconds):
