@@ -356,3 +356,15 @@ def test_a_signal_to_bench_ends_the_interpreter_it_is_importing_in(tmp_path, sig
     assert p.returncode == -sig
     time.sleep(0.2)
     assert not alive(tmp_path / "interp"), "the interpreter outlived bench"
+
+
+@pytest.mark.parametrize("devices", ["1e300", "-1", "2.5", "\"two\""])
+def test_an_interpreter_that_answers_no_count_of_devices_is_not_believed(tmp_path, devices):
+    """1e300 devices were stored as -2147483648: a count that is not a whole
+    number from 0 up is no answer of ours, and says what it was."""
+    m = Machine(tmp_path)
+    e = Env(tmp_path / "venv").torch("2.11.0+cu130", "13.0")
+    fake_interpreter(e, "echo 'cudabench-import: {\"version\": \"2.11.0\", \"devices\": %s}'" % devices)
+    env = env_of(scan(m, e.prefix, extra=["--import"])[0], e.prefix)
+    torch = [i for i in env["imports"] if i["package"] == "torch"][0]
+    assert torch["device_count"] >= 0 and "gave an answer that is not cudabench's" in torch["error"], torch
