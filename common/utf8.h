@@ -5,6 +5,8 @@
 // first: each byte that starts no valid sequence becomes U+FFFD.
 #pragma once
 
+#include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace cudabench {
@@ -32,6 +34,34 @@ inline std::string valid_utf8(const std::string& s) {
       out += "\xEF\xBF\xBD";
       ++i;
     }
+  }
+  return out;
+}
+
+// Text from outside (a path, a variable, a device's name) as a text report
+// shows it: a control character (a newline, a carriage return, a terminal
+// escape, DEL, a C1 control) written as an escape, "\n", "\x1b", so that
+// it can neither start a line of its own (a fake verdict or row) nor drive
+// the terminal. `keep` names the characters left as they are (the report's
+// own newlines, in its last pass: to_text).
+inline std::string visible(const std::string& s, const char* keep = "") {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const bool c1 = c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(s[i + 1]) <= 0x9F;
+    if ((c >= 0x20 && c != 0x7f && !c1) || (c && std::strchr(keep, c))) {
+      out += s[i];
+      continue;
+    }
+    const unsigned code = c1 ? static_cast<unsigned char>(s[++i]) : c;
+    char buf[8];
+    if (code == '\n') std::snprintf(buf, sizeof buf, "\\n");
+    else if (code == '\r') std::snprintf(buf, sizeof buf, "\\r");
+    else if (code == '\t') std::snprintf(buf, sizeof buf, "\\t");
+    else std::snprintf(buf, sizeof buf, c1 ? "\\u%04x" : "\\x%02x", code);
+    out += buf;
   }
   return out;
 }

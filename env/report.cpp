@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/utf8.h"
 #include "context_keys_json.h"
 #include "parsers.h"
 #include "probe.h"
@@ -365,7 +366,7 @@ Lines library_lines(const Report& r) {
     const LoadedLibrary& l = r.loaded[i];
     std::string name = l.name;
     if (name.size() < 22) name.resize(22, ' ');
-    out.push_back({"  " + name + " " + l.path,
+    out.push_back({"  " + name + " " + visible(l.path),
                    {{"loaded_libraries/" + std::to_string(i), {{"name", l.name}, {"path", l.path}}}}});
   }
   return out;
@@ -378,9 +379,9 @@ Lines toolkit_lines(const Report& r) {
     const ToolkitInstall& t = r.toolkits[i];
     std::string version = t.version.str();
     if (version.size() < 10) version.resize(10, ' ');
-    out.push_back({"  " + version + " " + t.root + "  [" + t.kind + "; " + t.summary() + "]\n" +
-                       "             version from " + (t.version_source.empty() ? "nowhere" : t.version_source) +
-                       "; found via " + join(t.found_via),
+    out.push_back({"  " + version + " " + visible(t.root) + "  [" + t.kind + "; " + t.summary() + "]\n" +
+                       "             version from " + visible(t.version_source.empty() ? "nowhere" : t.version_source) +
+                       "; found via " + visible(join(t.found_via)),
                    {{"toolkits/" + std::to_string(i),
                      {{"root", t.root}, {"kind", t.kind}, {"version", t.version.str()},
                       {"version_source", t.version_source}, {"has_nvcc", t.has_nvcc}, {"has_runtime", t.has_runtime},
@@ -394,8 +395,8 @@ Lines toolkit_lines(const Report& r) {
 Lines environment_lines(const Report& r) {
   Lines out = {{"\nEnvironment", {{"environment", r.env_vars}, {"path_cuda_entries", r.path_cuda_entries}}}};
   if (r.env_vars.empty()) out.push_back(text("  (none of the CUDA-related variables is set)"));
-  for (const auto& [k, v] : r.env_vars) out.push_back(text("  " + k + "=" + v));
-  for (const auto& p : r.path_cuda_entries) out.push_back(text("  PATH has " + p));
+  for (const auto& [k, v] : r.env_vars) out.push_back(text("  " + k + "=" + visible(v)));
+  for (const auto& p : r.path_cuda_entries) out.push_back(text("  PATH has " + visible(p)));
   return out;
 }
 
@@ -455,9 +456,9 @@ std::string verdict_text(const Verdict& v, const std::string& indent) {
   for (auto& c : tag) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (tag.size() < 8) tag.resize(8, ' ');
   const std::string more = "\n" + indent + "        ";
-  std::string t = indent + tag + v.message;
-  for (const auto& e : v.evidence) t += more + "seen: " + e;
-  if (!v.fix.empty()) t += more + "fix: " + v.fix;
+  std::string t = indent + tag + visible(v.message);
+  for (const auto& e : v.evidence) t += more + "seen: " + visible(e);
+  if (!v.fix.empty()) t += more + "fix: " + visible(v.fix);
   return t;
 }
 
@@ -469,7 +470,7 @@ std::string to_text(const Report& r) {
   std::string out;
   for (const Line& l : describe(r))
     if (l.text) out += *l.text + "\n";
-  return out;
+  return visible(out, "\n");  // no terminal escape from any value reaches the terminal
 }
 
 nlohmann::json to_json(const Report& r) {

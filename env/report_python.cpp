@@ -2,6 +2,7 @@
 // packages with what their files say, where each CUDA library would be
 // loaded from, what --import saw, and the doctor's verdicts on it. The JSON
 // holds the same facts under "python" (docs/doctor.md lists the keys).
+#include "common/utf8.h"
 #include "parsers.h"
 #include "report.h"
 
@@ -51,8 +52,8 @@ std::string build_text(const PythonPackage& p) {
 
 std::string package_text(const PythonPackage& p) {
   std::string t = "    " + p.name + " " + (p.version.empty() ? "(version unknown)" : p.version) + ": " + build_text(p) +
-                  (p.unread.empty() || p.build_from.empty() ? "" : ", named by " + p.build_from) + "  (" + p.location + ")";
-  for (const auto& u : p.unread) t += "\n      NOT READ: " + u;
+                  (p.unread.empty() || p.build_from.empty() ? "" : ", named by " + p.build_from) + "  (" + visible(p.location) + ")";
+  for (const auto& u : p.unread) t += "\n      NOT READ: " + visible(u);
   if (!p.shadowed_by.empty()) t += "\n      SHADOWED: Python imports " + p.shadowed_by + " first";
   if (!p.fatbin.file.empty()) t += "\n      kernels (fatbin): " + fatbin_summary(p.fatbin);
   if (!p.archs_listed.empty()) t += "\n      kernels (build info): " + join(p.archs_listed, " ");
@@ -80,10 +81,10 @@ std::string python_text(const PythonScan& s) {
                   (s.imported ? ", then imported" : ", not imported: --import runs them") + ")";
   if (!s.stopped.empty()) t += "\n  " + s.stopped + ": the rest was not read";
   for (const auto& e : s.envs) {
-    t += "\n  " + e.prefix + "  [" + e.kind + (e.python.empty() ? "" : ", Python " + e.python) + "; " +
-         join(e.found_via) + "]";
+    t += "\n  " + visible(e.prefix) + "  [" + e.kind + (e.python.empty() ? "" : ", Python " + e.python) + "; " +
+         visible(join(e.found_via)) + "]";
     if (e.packages.empty()) t += e.unread.empty() ? ": no torch, jax, tensorflow or cupy" : ": not read whole";
-    for (const auto& u : e.unread) t += "\n    NOT READ: " + u;
+    for (const auto& u : e.unread) t += "\n    NOT READ: " + visible(u);
     if (!e.conda_cuda.empty()) t += "\n    conda's CUDA: " + e.conda_cuda;
     for (const auto& p : e.packages) t += "\n" + package_text(p);
     for (const auto& i : e.imports) t += "\n" + import_text(i);

@@ -368,3 +368,19 @@ def test_an_interpreter_that_answers_no_count_of_devices_is_not_believed(tmp_pat
     env = env_of(scan(m, e.prefix, extra=["--import"])[0], e.prefix)
     torch = [i for i in env["imports"] if i["package"] == "torch"][0]
     assert torch["device_count"] >= 0 and "gave an answer that is not cudabench's" in torch["error"], torch
+
+
+@pytest.mark.parametrize("forged", ["\nERROR   forged verdict", "\rERROR   forged", "\x1b[2K\x1b[1GERROR   forged",
+                                    "\u0085ERROR   forged"])
+def test_text_from_outside_cannot_forge_a_line_of_the_report(tmp_path, forged):
+    """A folder's name or a variable's value holding a newline or a terminal
+    escape is shown escaped in the text report: it starts no line of its
+    own and drives no terminal (the JSON holds it as it is)."""
+    m = Machine(tmp_path)
+    e = Env(tmp_path / ("venv" + forged)).torch("2.11.0+cu130", "13.0")
+    m.env.update(CUDA_HOME="/opt/cuda" + forged, HOME=str(tmp_path / "home"), CUDABENCH_CACHE=str(tmp_path / "c"))
+    r = m.run("--env", "--python", str(e.prefix))
+    assert r.returncode in (0, 1), r.stderr
+    assert not any(line.startswith("ERROR   forged") for line in r.stdout.splitlines()), r.stdout
+    assert not set(r.stdout) & {"\r", "\x1b", "\u0085"}
+    assert "/opt/cuda" + forged.encode("unicode_escape").decode().replace("\\x85", "\\u0085") in r.stdout
