@@ -116,6 +116,8 @@ CASES = [
           "--env-out={tmp}/venv/pyvenv.cfg", id="bench-env-out-in-the-python-environment", rc=2,
           names="in the Python environment", outputs=["{tmp}/venv/pyvenv.cfg"]),
     bench("--stall-seconds=soon", id="bench-stall-seconds-word", rc=2, names="--stall-seconds"),
+    bench("--stall-seconds=nan", id="bench-stall-seconds-nan", rc=2, names="--stall-seconds: 'nan' is not a finite number"),
+    bench("--stall-seconds=inf", id="bench-stall-seconds-inf", rc=2, names="--stall-seconds: 'inf' is not a finite number"),
     bench("--benchmark_filter=(a", id="bench-filter-re2-error", rc=2, names="--benchmark_filter=(a: expected a regular"),
     bench("--explain", "-", id="bench-explain-stdin-unknown", rc=2, names="not a CUDA set-up error I know",
           stdin="hello\n" * 1000),

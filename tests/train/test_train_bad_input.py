@@ -159,15 +159,17 @@ def test_train_stopped_by_a_signal_leaves_no_file(tmp_path):
 
 
 @needs(TRAIN)
-def test_training_that_makes_no_progress_ends_at_its_deadline(tmp_path):
+@pytest.mark.parametrize("seconds", ["1", "0.5"])
+def test_training_that_makes_no_progress_ends_at_its_deadline(tmp_path, seconds):
     """An epoch of 60000 images in batches of 500 (seconds long) against
-    --stall-seconds 1, as a GPU stuck in a step would: exit 3, one line, no file."""
+    --stall-seconds 1, as a GPU stuck in a step would: exit 3, one line, no
+    file; the line gives the deadline as given (0.5 s was said "0 s")."""
     d = dataset(str(tmp_path / "d"), train_images=idx_images(60000), train_labels=idx_labels(60000))
     out = tmp_path / "t.json"
-    r = subprocess.run([TRAIN, "--data-dir", d, "--batch-size", "500", "--stall-seconds", "1", "--json", str(out)],
+    r = subprocess.run([TRAIN, "--data-dir", d, "--batch-size", "500", "--stall-seconds", seconds, "--json", str(out)],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 3, r.stderr
-    assert r.stderr.splitlines()[-1].startswith("train: no progress in 1 s (none yet): stopped"), r.stderr
+    assert r.stderr.splitlines()[-1].startswith(f"train: no progress in {seconds} s (none yet): stopped"), r.stderr
     assert not out.exists() and not temporaries(str(tmp_path))
 
 
