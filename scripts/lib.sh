@@ -147,12 +147,11 @@ configure_and_build_locked() {
   fi
   mapfile -t launcher < <(ccache_launcher "$src")
   mapfile -t stack_args < <(stack_cmake_args "$dir" "$torch_dir")
-  log="$(mktemp)"
+  log="$dir/.configure.log"  # in the build folder (locked): no temporary file a signal could leave
   if ! cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "${stack_args[@]}" "$@" >"$log" 2>&1; then
-    cat "$log" >&2; rm -f "$log"; return 3
+    cat "$log" >&2; return 3
   fi
   grep -E '^-- cudabench:' "$log" >&2 || true
-  rm -f "$log"
   # A failed build is the tool failing (3), never a wrong result (1).
   cmake --build "$dir" ${CUDABENCH_BUILD_TARGET:+--target "$CUDABENCH_BUILD_TARGET"} || return 3
 }
@@ -325,11 +324,11 @@ ci_subset_filter() {
 build_sanitize() {
   local log launcher=()
   mapfile -t launcher < <(ccache_launcher "$CUDABENCH_ROOT")
-  log="$(mktemp)"
+  mkdir -p "$CUDABENCH_ROOT/build-san"
+  log="$CUDABENCH_ROOT/build-san/.configure.log"  # no temporary file a signal could leave
   if ! (cd "$CUDABENCH_ROOT" && cmake --preset sanitize "${launcher[@]}") >"$log" 2>&1; then
-    cat "$log" >&2; rm -f "$log"; return 3
+    cat "$log" >&2; return 3
   fi
-  rm -f "$log"
   (cd "$CUDABENCH_ROOT" && cmake --build --preset sanitize) || return 3
 }
 

@@ -16,8 +16,11 @@ deps="$root/.deps"
 mkdir -p "$deps"
 bash "$root/scripts/setup.sh" --tests
 # Debian's source package NAME as .deps/NAME, once; then `STEP` run in it.
+# Its work folder goes on any exit (a failure, a signal).
+work=""
+trap '[ -z "$work" ] || rm -rf "$work"' EXIT
 vendor_source() {
-  local name="$1" step="${2:-true}" work src
+  local name="$1" step="${2:-true}" src
   [ ! -f "$deps/$name/CMakeLists.txt" ] || return 0
   work="$(mktemp -d)"
   (cd "$work" && apt-get source -qq "$name" >/dev/null 2>&1) || { echo "vendor-deps: apt-get source $name failed" >&2; exit 3; }
