@@ -88,8 +88,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 cd "$CUDABENCH_ROOT"
-budget="${CUDABENCH_GPU_CHECK_BUDGET:-540}"
-[[ "$budget" =~ ^[0-9]+$ ]] || bad_usage "CUDABENCH_GPU_CHECK_BUDGET=$budget: expected whole seconds"
+budget="$(setting CUDABENCH_GPU_CHECK_BUDGET)" || exit 2  # common/settings.json
 if [ -z "$res" ]; then
   machine="$(machine_label)" || exit 2
   res="$CUDABENCH_ROOT/results/gpu-check/$machine"

@@ -41,8 +41,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 PROGRESS_EVERY="$(progress_seconds)" || exit 2
-rounds="${CUDABENCH_MATRIX_ROUNDS:-5}"
-case "$rounds" in ""|*[!0-9]*|0) echo "matrix: CUDABENCH_MATRIX_ROUNDS=$rounds: expected a whole number of rounds, 1 or more" >&2; exit 2 ;; esac
+rounds="$(setting CUDABENCH_MATRIX_ROUNDS)" || exit 2
 if [ "${#stacks[@]}" -eq 0 ]; then  # the default pair
   bash scripts/setup.sh
   chosen="$(python3 scripts/stacks.py matrix)" || exit $(( $? == 2 ? 2 : 3 ))

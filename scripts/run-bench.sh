@@ -30,8 +30,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 machine="$(machine_label)" || exit 2  # checked before anything is installed
-processes="${CUDABENCH_PROCESSES:-4}"
-[[ "$processes" =~ ^[1-9][0-9]{0,2}$ ]] || { echo "run-bench.sh: CUDABENCH_PROCESSES=$processes: expected a count of processes, 1 to 999" >&2; exit 2; }
+processes="$(setting CUDABENCH_PROCESSES)" || exit 2
 bash "$CUDABENCH_ROOT/scripts/setup.sh"
 build="$CUDABENCH_ROOT/build"
 # Only the two programs: the tests are scripts/test.sh's.

@@ -5,6 +5,7 @@ table and the context keys are checked against their code by
 test_doctor_rules.cpp and test_context_keys.py.)
 """
 import glob
+import json
 import os
 import re
 
@@ -55,7 +56,7 @@ def test_the_docs_list_the_gpu_checks_steps_and_a_first_run_proves_the_headline(
     script = read(os.path.join(ROOT, "scripts", "gpu-check.sh"))
     table = re.search(r"^STEPS=\(\n(.*?)^\)", script, flags=re.M | re.S)[1]
     steps = [tuple(row.strip().strip('"').split()[:4]) for row in table.splitlines()]
-    budget = int(re.search(r'CUDABENCH_GPU_CHECK_BUDGET:-(\d+)', script)[1])
+    budget = json.loads(read(os.path.join(ROOT, "common", "settings.json")))["CUDABENCH_GPU_CHECK_BUDGET"]["default"]
     doc = read(os.path.join(ROOT, "docs", "gpu-check.md"))
     listed = re.findall(r"^\| ([a-z-]+) \| (\d+) \| (\d+) \| `([a-z,-]+)` \|", doc, flags=re.M)
     assert listed == steps, "docs/gpu-check.md's table of steps and STEPS in scripts/gpu-check.sh differ"
