@@ -71,12 +71,11 @@ void clear_scan_deadline() {
 
 bool past_scan_deadline() { return g_scan_deadline && std::chrono::steady_clock::now() > *g_scan_deadline; }
 
-std::vector<fs::path> list_dir(const fs::path& d, std::size_t limit) {
+std::vector<fs::path> list_dir(const fs::path& d) {
   std::vector<fs::path> out;
   std::error_code ec;
   each_entry(d, &out, &ec, [](const fs::path&) { return true; });
   std::sort(out.begin(), out.end());
-  if (out.size() > limit) out.resize(limit);
   return out;
 }
 

@@ -21,9 +21,9 @@ bool is_link(const std::filesystem::path& p);
 inline bool starts(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 // The canonical path, or `p` normalised when it cannot be resolved.
 std::string canonical_str(const std::filesystem::path& p);
-// The entries of a folder, sorted: all of them are read (never a cut in
-// the folder's own order), then the first `limit` by name are kept.
-std::vector<std::filesystem::path> list_dir(const std::filesystem::path& d, std::size_t limit = SIZE_MAX);
+// The entries of a folder, sorted: all of them (no bound that could cut
+// what is looked for: the scan's deadline stops a listing that is too long).
+std::vector<std::filesystem::path> list_dir(const std::filesystem::path& d);
 
 // The Python scan's deadline, which work inside one environment checks too
 // (a site of 100,000 entries, 4,000 .egg-links), not only the scan between

@@ -26,9 +26,7 @@ namespace cudabench::env {
 namespace fs = std::filesystem;
 namespace {
 
-// The entries of a folder, sorted, at most `limit` (a huge folder is not a
-// Python environment).
-std::vector<fs::path> entries(const fs::path& d, std::size_t limit = 4096) { return list_dir(d, limit); }
+std::vector<fs::path> entries(const fs::path& d) { return list_dir(d); }
 // ---- what one environment holds ----
 
 std::string kind_of(const fs::path& prefix) {
@@ -55,7 +53,7 @@ std::string cfg_value(const fs::path& prefix, const std::string& key) {
 std::string python_version_of(const fs::path& prefix) {
   for (const char* key : {"version", "version_info"})  // venv's, virtualenv's ("3.11.7.final.0")
     if (const Version v = Version::parse(cfg_value(prefix, key)); v.known()) return v.major_minor();
-  for (const auto& d : entries(prefix / "lib", 256)) {
+  for (const auto& d : entries(prefix / "lib")) {
     const std::string n = d.filename().string();
     if (starts(n, "python3.") && is_dir(d)) return n.substr(6);
   }
@@ -69,7 +67,7 @@ std::vector<std::string> own_sites(const fs::path& prefix, const std::string& py
   if (!python.empty()) tries.push_back(prefix / "local/lib" / ("python" + python) / "dist-packages");
   tries.push_back(prefix / "lib/python3/dist-packages");
   for (const char* lib : {"lib", "lib64"})
-    for (const auto& d : entries(prefix / lib, 256))
+    for (const auto& d : entries(prefix / lib))
       if (starts(d.filename().string(), "python3."))
         for (const char* s : {"site-packages", "dist-packages"}) tries.push_back(d / s);
   std::vector<std::string> out;

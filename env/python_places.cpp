@@ -41,9 +41,9 @@ const std::vector<Manager>& managers() {
   return all;
 }
 
-// The environments in `dir`, up to `depth` folders down (at most 256 a folder).
+// The environments in `dir`, up to `depth` folders down.
 void environments_in(const fs::path& dir, int depth, const std::string& via, std::vector<Candidate>& out) {
-  for (const auto& e : list_dir(dir, 256)) {
+  for (const auto& e : list_dir(dir)) {
     if (!is_dir(e)) continue;
     if (auto c = classify(e, via); c && c->kind != "site") out.push_back(*c);
     else if (depth > 1) environments_in(e, depth - 1, via, out);
@@ -134,7 +134,7 @@ void conda_candidates(const PythonScanInput& in, std::vector<Candidate>& out) {
   }
   for (const auto& [b, how] : bases) {
     if (path_exists(fs::path(b) / "conda-meta")) out.push_back({b, "conda", how.empty() ? "conda install " + b : how});
-    for (const auto& e : list_dir(fs::path(b) / "envs", 256))
+    for (const auto& e : list_dir(fs::path(b) / "envs"))
       if (path_exists(e / "conda-meta")) out.push_back({e, "conda", how.empty() ? "conda envs of " + b : how});
     rcs.push_back(b + "/.condarc");
   }
@@ -145,7 +145,7 @@ void conda_candidates(const PythonScanInput& in, std::vector<Candidate>& out) {
     if (!rc.empty())
       for (const auto& d : condarc_envs_dirs(read_text_file(rc, 1 << 16), home)) dirs.emplace_back(d, "envs_dirs of " + rc);
   for (const auto& [d, from] : dirs)
-    for (const auto& e : list_dir(d, 256))
+    for (const auto& e : list_dir(d))
       if (path_exists(e / "conda-meta")) out.push_back({e, "conda", from});
   if (home.empty()) return;
   std::stringstream list(read_text_file(home + "/.conda/environments.txt"));
@@ -203,9 +203,9 @@ std::vector<Candidate> candidates(const PythonScanInput& in) {
   const std::string home = env_var(in, "HOME");
   const std::string pyenv = !env_var(in, "PYENV_ROOT").empty() ? env_var(in, "PYENV_ROOT") : home.empty() ? "" : home + "/.pyenv";
   if (!pyenv.empty())
-    for (const auto& v : list_dir(fs::path(pyenv) / "versions", 64)) out.push_back({v, "pyenv", "pyenv versions"});
+    for (const auto& v : list_dir(fs::path(pyenv) / "versions")) out.push_back({v, "pyenv", "pyenv versions"});
   if (!home.empty())
-    for (const auto& d : list_dir(fs::path(home) / ".local/lib", 64))
+    for (const auto& d : list_dir(fs::path(home) / ".local/lib"))
       if (is_dir(d / "site-packages")) out.push_back({d / "site-packages", "user-site", "the user site"});
   cudabench_candidates(in, out);
   return out;

@@ -103,3 +103,16 @@ def test_thousands_of_egg_links_to_one_crowded_folder_read_it_once(tmp_path):
     env = env_of(report, e.prefix)
     assert report["python"]["stopped"] == "" and env["sites"].count(os.path.realpath(big)) == 1, env["sites"]
     assert took < 9, f"{took:.0f} s: past the scan's own deadline of 10 s"
+
+
+@pytest.mark.parametrize("kind", ["conda", "venv"])
+def test_a_crowded_lib_folder_hides_no_python(tmp_path, kind):
+    """A conda lib/ holds hundreds of libraries that sort before python3.X:
+    a listing kept to its first 256 names lost the site, and the whole environment."""
+    m = Machine(tmp_path)
+    e = Env(tmp_path / "env", kind=kind).torch("2.11.0+cu130", "13.0")
+    crowd(e.prefix / "lib", 0)
+    for i in range(600):
+        open(e.prefix / "lib" / f"libaaa{i:04d}.so", "w").close()
+    env = env_of(scan(m, e.prefix)[0], e.prefix)
+    assert [p["name"] for p in env["packages"]] == ["torch"], env
