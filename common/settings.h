@@ -54,9 +54,21 @@ inline double setting_of(const Setting& s, const char* raw) {
   return v >= s.min && v <= s.max ? v : NAN;
 }
 
-// One line saying why `raw` is not a value of `s`, into `line`.
+// One line saying why `raw` is not a value of `s`, into `line`: the value
+// shown with its first 100 bytes, a control character as "\x1b" (a value
+// holding a newline must not print a line of its own).
 inline void setting_problem(const Setting& s, const char* raw, char* line, std::size_t size) {
-  std::snprintf(line, size, "%s=%s: expected %s, %g to %g", s.name, raw, s.expected, s.min, s.max);
+  char shown[401];
+  std::size_t n = 0;
+  const char* start = raw ? raw : "";
+  for (const char* c = start; *c && n + 4 < sizeof shown && c - start < 100; ++c) {
+    const auto b = static_cast<unsigned char>(*c);
+    if (b >= 0x20 && b != 0x7f) shown[n++] = *c;
+    else if (b == '\n' || b == '\r' || b == '\t') shown[n++] = '\\', shown[n++] = b == '\n' ? 'n' : b == '\r' ? 'r' : 't';
+    else n += static_cast<std::size_t>(std::snprintf(shown + n, sizeof shown - n, "\\x%02x", b));
+  }
+  shown[n] = '\0';
+  std::snprintf(line, size, "%s=%s: expected %s, %g to %g", s.name, shown, s.expected, s.min, s.max);
 }
 
 // The setting `name` from the environment (a bad value gives the default:

@@ -38,29 +38,45 @@ inline std::string valid_utf8(const std::string& s) {
   return out;
 }
 
+// The code point of a UTF-8 character at s[i] that moves the cursor, ends
+// a line or reorders what is shown beyond C0 and DEL: a C1 control, U+2028,
+// U+2029, the bidi marks and overrides (U+200E/F, U+202A-E, U+2066-9), with
+// its length in `len`; 0 for any other.
+inline unsigned wide_control(const std::string& s, std::size_t i, std::size_t* len) {
+  const auto b = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  if (b(0) == 0xC2 && b(1) >= 0x80 && b(1) <= 0x9F) return *len = 2, b(1);
+  if (b(0) != 0xE2 || b(1) < 0x80 || b(1) > 0x81 || b(2) < 0x80 || b(2) > 0xBF) return 0;
+  const unsigned cp = 0x2000 + ((b(1) & 0x3F) << 6) + (b(2) & 0x3F);
+  const bool control = cp == 0x200E || cp == 0x200F || cp == 0x2028 || cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) ||
+                       (cp >= 0x2066 && cp <= 0x2069);
+  return control ? (*len = 3, cp) : 0;
+}
+
 // Text from outside (a path, a variable, a device's name) as a text report
 // shows it: a control character (a newline, a carriage return, a terminal
-// escape, DEL, a C1 control) written as an escape, "\n", "\x1b", so that
-// it can neither start a line of its own (a fake verdict or row) nor drive
-// the terminal. `keep` names the characters left as they are (the report's
-// own newlines, in its last pass: to_text).
+// escape, DEL, a C1 control, a line separator, a bidi override) written as
+// an escape, "\n", "\x1b", "\u2028", as the Python tools write it
+// (base/text.py), so that it can neither start a line of its own (a fake
+// verdict or row) nor drive the terminal. `keep` names the characters left
+// as they are (the report's own newlines, in its last pass: to_text).
 inline std::string visible(const std::string& s, const char* keep = "") {
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
-    const bool c1 = c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
-                    static_cast<unsigned char>(s[i + 1]) <= 0x9F;
-    if ((c >= 0x20 && c != 0x7f && !c1) || (c && std::strchr(keep, c))) {
+    std::size_t len = 1;
+    const unsigned wide = wide_control(s, i, &len);
+    if ((c >= 0x20 && c != 0x7f && !wide) || (c && std::strchr(keep, c))) {
       out += s[i];
       continue;
     }
-    const unsigned code = c1 ? static_cast<unsigned char>(s[++i]) : c;
+    const unsigned code = wide ? wide : c;
+    i += len - 1;
     char buf[8];
     if (code == '\n') std::snprintf(buf, sizeof buf, "\\n");
     else if (code == '\r') std::snprintf(buf, sizeof buf, "\\r");
     else if (code == '\t') std::snprintf(buf, sizeof buf, "\\t");
-    else std::snprintf(buf, sizeof buf, c1 ? "\\u%04x" : "\\x%02x", code);
+    else std::snprintf(buf, sizeof buf, code < 0x100 ? "\\x%02x" : "\\u%04x", code);
     out += buf;
   }
   return out;

@@ -180,9 +180,11 @@ void guard(int, char** argv, char** envp) {
   const cudabench::Setting& deadline = *cudabench::find_setting("CUDABENCH_PROBE_SECONDS");
   const double seconds = cudabench::setting_of(deadline, env_value(envp, deadline.name));
   if (seconds != seconds) {  // NaN
-    static char line[600];
-    const char* name = strrchr(argv[0], '/');
-    const int n = snprintf(line, sizeof line - 1, "%s: ", name ? name + 1 : argv[0]);
+    static char line[700];
+    const char* program = argv && argv[0] ? argv[0] : "cudabench";
+    const char* name = strrchr(program, '/');
+    int n = snprintf(line, 100, "%s: ", name ? name + 1 : program);
+    if (n < 0 || n >= 100) n = 99;  // a name past 96 bytes is cut
     cudabench::setting_problem(deadline, env_value(envp, deadline.name), line + n, sizeof line - 1 - n);
     strcat(line, "\n");
     [[maybe_unused]] const ssize_t w = write(2, line, strlen(line));

@@ -115,15 +115,17 @@ configure_and_build_source() {
 
 # One configure and build of a folder at a time: two runs in one checkout
 # (run-bench.sh twice) would configure build/ over each other. The second
-# waits, saying for whom, up to BUILD_LOCK_SECONDS (an hour); past that,
-# one line and status 3. The lock is fd 8, held until the caller closes it.
+# waits, saying for whom, up to CUDABENCH_BUILD_LOCK_SECONDS (an hour);
+# past that, one line and status 3. The lock is fd 8, held until the caller
+# closes it; the build's own programs do not inherit it.
 hold_build_lock() {
-  local dir="$1" lock="$1/.build.lock"
+  local dir="$1" lock="$1/.build.lock" wait
+  wait="$(setting CUDABENCH_BUILD_LOCK_SECONDS)" || return 2
   mkdir -p "$dir" && exec 8<>"$lock" || { echo "build: $dir: cannot make its lock file $lock" >&2; return 3; }
   if ! flock -n 8; then
     echo "build: waiting for another build of $dir ($(head -c 200 "$lock" | tr -d '\n'))" >&2
-    flock -w "${BUILD_LOCK_SECONDS:-3600}" 8 || {
-      echo "build: $dir: another build still held it after ${BUILD_LOCK_SECONDS:-3600} s: stop it, or build elsewhere" >&2
+    flock -w "$wait" 8 || {
+      echo "build: $dir: another build still held it after $wait s: stop it, or build elsewhere" >&2
       exec 8>&-; return 3
     }
   fi
@@ -148,12 +150,12 @@ configure_and_build_locked() {
   mapfile -t launcher < <(ccache_launcher "$src")
   mapfile -t stack_args < <(stack_cmake_args "$dir" "$torch_dir")
   log="$dir/.configure.log"  # in the build folder (locked): no temporary file a signal could leave
-  if ! cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "${stack_args[@]}" "$@" >"$log" 2>&1; then
+  if ! cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "${stack_args[@]}" "$@" >"$log" 2>&1 8>&-; then
     cat "$log" >&2; return 3
   fi
   grep -E '^-- cudabench:' "$log" >&2 || true
   # A failed build is the tool failing (3), never a wrong result (1).
-  cmake --build "$dir" ${CUDABENCH_BUILD_TARGET:+--target "$CUDABENCH_BUILD_TARGET"} || return 3
+  cmake --build "$dir" ${CUDABENCH_BUILD_TARGET:+--target "$CUDABENCH_BUILD_TARGET"} 8>&- || return 3
 }
 
 # progress_seconds: CUDABENCH_PROGRESS_SECONDS (default 10) in whole
@@ -171,7 +173,11 @@ progress_seconds() {
 # or one line naming it and status 2. Without NAME, every setting checked.
 setting() {
   local out
-  command -v python3 >/dev/null || { [ -z "${1:-}" ] || echo "${1:-}"; return 0; }
+  if ! command -v python3 >/dev/null; then  # before setup.sh: the table's default, if unset
+    [ -n "${1:-}" ] || return 0
+    if [ -z "${!1:-}" ]; then sed -n "s/^ *\"$1\": {.*\"default\": \([0-9.]*\).*/\1/p" "$LIB_SCRIPTS/../common/settings.json"; return 0; fi
+    echo "${0##*/}: $1 is set, and reading it needs python3, which is not on PATH" >&2; return 3
+  fi
   out="$(PYTHONPATH="$LIB_SCRIPTS" python3 -m cudabench.base.settings "$@")" || {
     echo "${0##*/}: $out" >&2; return 2
   }

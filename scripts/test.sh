@@ -19,7 +19,7 @@ configure_and_build "$CUDABENCH_ROOT/build" || exit 3
 export CUDABENCH_REQUIRE_SLURM=1 CUDABENCH_REQUIRE_TEST_TOOLS=1  # and actionlint
 (cd "$CUDABENCH_ROOT/build" && ctest --output-on-failure --no-tests=error -j2 "$@") || exit 1
 bash "$CUDABENCH_ROOT/scripts/sanitize.sh"
-bash "$CUDABENCH_ROOT/scripts/fuzz.sh" "${CUDABENCH_FUZZ_SECONDS:-30}"
+bash "$CUDABENCH_ROOT/scripts/fuzz.sh" "$(setting CUDABENCH_FUZZ_SECONDS)"
 if [ "${CUDABENCH_SKIP_REGRESS:-0}" != 1 ]; then
   bash "$CUDABENCH_ROOT/scripts/regress.sh"
 fi

@@ -264,6 +264,17 @@ def program_copy(program, name):
     return make
 
 
+def hard_linked(tmp, target, name):
+    """tmp/name made a hard link to `target` (anywhere); skipped where the
+    file system cannot (another device)."""
+    path = os.path.join(tmp, name)
+    try:
+        os.link(target, path)
+    except OSError as e:
+        pytest.skip(f"cannot hard-link {target} here: {e.strerror}")
+    return path
+
+
 def preloaded_copy(tmp, library="libm.so.6"):
     """A copy of a system library at tmp/library, for LD_PRELOAD: a library
     the program has loaded, whose path an output must never take."""

@@ -19,6 +19,7 @@ from fake_machine import Machine
 from fake_python import Env, driver, env_of, errors, kernels, scan, verdict  # noqa: F401 (kernels: a fixture)
 
 from conftest import ROOT
+from cudabench.base.text import visible
 
 # ---------------------------------------------------------------- builds against the driver
 
@@ -371,7 +372,7 @@ def test_an_interpreter_that_answers_no_count_of_devices_is_not_believed(tmp_pat
 
 
 @pytest.mark.parametrize("forged", ["\nERROR   forged verdict", "\rERROR   forged", "\x1b[2K\x1b[1GERROR   forged",
-                                    "\u0085ERROR   forged"])
+                                    "\u0085ERROR   forged", "\u2028ERROR   forged", "\u202eERROR   forged"])
 def test_text_from_outside_cannot_forge_a_line_of_the_report(tmp_path, forged):
     """A folder's name or a variable's value holding a newline or a terminal
     escape is shown escaped in the text report: it starts no line of its
@@ -382,5 +383,5 @@ def test_text_from_outside_cannot_forge_a_line_of_the_report(tmp_path, forged):
     r = m.run("--env", "--python", str(e.prefix))
     assert r.returncode in (0, 1), r.stderr
     assert not any(line.startswith("ERROR   forged") for line in r.stdout.splitlines()), r.stdout
-    assert not set(r.stdout) & {"\r", "\x1b", "\u0085"}
-    assert "/opt/cuda" + forged.encode("unicode_escape").decode().replace("\\x85", "\\u0085") in r.stdout
+    assert not set(r.stdout) & {"\r", "\x1b", "\u0085", "\u2028", "\u202e"}
+    assert "/opt/cuda" + visible(forged) in r.stdout  # escaped as the Python tools escape it

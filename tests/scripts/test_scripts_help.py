@@ -332,7 +332,7 @@ def test_a_build_lock_held_past_its_deadline_is_one_line_and_status_3(tmp_path):
     with open(d / ".build.lock", "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         r = subprocess.run(["bash", "-c", f". {SCRIPTS}/lib.sh; hold_build_lock {d} && echo got"],
-                           capture_output=True, text=True, timeout=30, env=dict(os.environ, BUILD_LOCK_SECONDS="1"))
+                           capture_output=True, text=True, timeout=30, env=dict(os.environ, CUDABENCH_BUILD_LOCK_SECONDS="1"))
     lines = r.stderr.splitlines()
     assert (r.returncode, r.stdout, len(lines)) == (3, "", 2), r
     assert "another build still held it after 1 s" in lines[1]

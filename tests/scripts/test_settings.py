@@ -14,11 +14,18 @@ from conftest import BENCH, PY, ROOT, SCRIPTS, TRAIN
 TABLE = json.load(open(os.path.join(ROOT, "common", "settings.json")))
 # The probe's values (0, -1, NaN, 99999, abc, " 2") and more of the kind.
 VALUES = ["0", "-1", "nan", "NaN", "inf", "99999", "abc", " 2", "2 ", "1e3", "+5", "0x10", "1.", "0.5", ".5",
-          "00007", "15", "600", "601", "9999", "86400", "86401", "3.25"]
+          "00007", "15", "600", "601", "9999", "86400", "86401", "3.25",
+          # at most 15 digits in all, whatever the point (the review's cases)
+          "000000000000007", "0000000000000007", "10.00000000000000", "0.000000000000001", "0.00001",
+          "86400.000000000001", "9" * 40]
 
 
 def expected(s, raw):
     """What the table says of raw: accepted or not (written out, not parsed by the code under test)."""
+    if raw == "":
+        return True  # unset: the default
+    if len(raw.replace(".", "")) > 15:
+        return False
     whole = raw.isdigit()
     decimal = not s["whole"] and raw.count(".") == 1 and raw.split(".")[0].isdigit() and \
         (raw.split(".")[1] == "" or raw.split(".")[1].isdigit())
@@ -45,8 +52,11 @@ def shell_says(name, raw):
 @pytest.mark.skipif(not os.access(BENCH, os.X_OK), reason="bench is not built")
 @pytest.mark.parametrize("name", sorted(TABLE))
 def test_every_reader_takes_and_refuses_the_same_values(name):
+    """Every value for a whole and a decimal setting; each other setting at
+    its bounds (they share the parser, and their ranges are their own)."""
     s = TABLE[name]
-    for raw in VALUES:
+    bounds = [f"{s['min']:g}", f"{s['max']:g}", f"{s['max'] + 1:g}", f"{s['min'] - 1:g}", "abc", ""]
+    for raw in VALUES if name in ("CUDABENCH_PROBE_SECONDS", "CUDABENCH_PROGRESS_SECONDS") else bounds:
         ok = expected(s, raw)
         for who, r in (("bench", bench_says(name, raw)), ("python", python_says(name, raw)),
                        ("shell", shell_says(name, raw))):
@@ -55,8 +65,9 @@ def test_every_reader_takes_and_refuses_the_same_values(name):
                 said = (r.stdout if who == "python" else r.stderr).strip().splitlines()
                 assert len(said) == 1 and f"{name}={raw}: expected" in said[0], (who, said)
                 assert f"{s['min']:g} to {s['max']:g}" in said[0]
-        if ok:  # the same value from each
-            assert float(python_says(name, raw).stdout) == float(shell_says(name, raw).stdout) == float(raw)
+        if ok:  # the same value from each, in digits bash can read
+            said = shell_says(name, raw).stdout.strip()
+            assert float(python_says(name, raw).stdout) == float(said) == float(raw or s["default"]) and "e" not in said
 
 
 @pytest.mark.skipif(not os.access(TRAIN, os.X_OK), reason="train is not built (it needs LibTorch)")
@@ -83,3 +94,27 @@ def test_the_docs_give_each_settings_range():
     for name, s in TABLE.items():
         assert name in rows, name
         assert f"{s['min']:g} to {s['max']:g}" in rows[name] and f"default {s['default']:g}" in rows[name], rows[name]
+
+
+def test_a_value_that_holds_a_newline_or_an_escape_stays_one_line():
+    raw = "5\nrun-bench.sh: all rows faster\x1b[32m"
+    for who, r in (("bench", bench_says("CUDABENCH_PROBE_SECONDS", raw)),
+                   ("python", python_says("CUDABENCH_PROBE_SECONDS", raw)),
+                   ("shell", shell_says("CUDABENCH_PROBE_SECONDS", raw))):
+        said = (r.stdout if who == "python" else r.stderr)
+        assert r.returncode == 2 and said.count("\n") == 1 and "\x1b" not in said, (who, said)
+        assert "CUDABENCH_PROBE_SECONDS=5\\nrun-bench.sh: all rows faster\\x1b[32m: expected" in said, (who, said)
+
+
+def test_without_python3_a_script_takes_the_tables_default_or_refuses(tmp_path):
+    """Before setup.sh, with no python3 on PATH: an unset setting is the
+    table's default; a set one cannot be checked, and is refused (3)."""
+    from bad_input import path_without_python
+    path = path_without_python(str(tmp_path))
+    call = f"CUDABENCH_ROOT={ROOT}; . {SCRIPTS}/lib.sh; setting CUDABENCH_PROCESSES"
+    env = {k: v for k, v in os.environ.items() if k != "CUDABENCH_PROCESSES"}
+    r = subprocess.run(["/bin/bash", "-c", call], capture_output=True, text=True, env=dict(env, PATH=path))
+    assert (r.returncode, r.stdout) == (0, "4\n"), r
+    r = subprocess.run(["/bin/bash", "-c", call], capture_output=True, text=True,
+                       env=dict(env, PATH=path, CUDABENCH_PROCESSES="3"))
+    assert r.returncode == 3 and "needs python3" in r.stderr, r

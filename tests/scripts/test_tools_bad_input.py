@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import BENCH, PY, ROOT, SCRIPTS
-from bad_input import (BASE, Case, FAKE, FIX, ab, bench_copy, dev_full_is_intact, first_again, fleet_run, fleet_sh,
+from bad_input import (BASE, Case, FAKE, FIX, ab, bench_copy, hard_linked, dev_full_is_intact, first_again, fleet_run, fleet_sh,
                        future_reference, gbench, history, linked, path_without_passwd_home, path_without_python, py,
                        rows_twice, run_case, script, self_link, set_first, skip_first_row, tmpfs, write)
 
@@ -244,6 +244,14 @@ CASES = [
                                                                 "r.md"),
        id="compare-markdown-links-to-a-module", rc=2, names="--markdown {tmp}/r.md: is the program",
        outputs=[os.path.join(SCRIPTS, "cudabench", "base", "text.py")]),
+    # A hard link elsewhere to the interpreter or to a module it loaded: by
+    # file, not by name (a replace would only swap the link's name here).
+    py("compare.py", BASE, BASE, "--markdown", lambda t: hard_linked(t, os.path.realpath(PY), "py.md"),
+       id="compare-markdown-is-the-interpreter", rc=2, names="--markdown {tmp}/py.md: is the program",
+       outputs=["{tmp}/py.md"]),
+    py("compare.py", BASE, BASE, "--markdown", lambda t: hard_linked(t, json.__file__, "json.md"),
+       id="compare-markdown-is-a-loaded-module", rc=2, names="--markdown {tmp}/json.md: is the program",
+       outputs=["{tmp}/json.md"]),
     py("samples.py", "run", "--bench", FAKE, "--out", os.path.join(SCRIPTS, "samples.py"), id="samples-out-is-the-script",
        rc=2, names="samples.py: is the program", outputs=[os.path.join(SCRIPTS, "samples.py")]),
     py("report.py", BASE, "--out", lambda t: os.path.dirname(linked(t, os.path.join(SCRIPTS, "report.py"), "r/report.md",

@@ -49,7 +49,8 @@ class StdoutError(Exception):
 class _CheckedStdout:
     """sys.stdout whose failures are StdoutError, also when it is closed
     (Python's print() then writes nothing and says nothing), and through
-    which no control character but a newline or a tab reaches the terminal
+    which no control character but a newline, a tab or DEL (which drives no
+    terminal, and json.dumps writes as it is) reaches the terminal
     (text.visible: a label or a path from an input cannot drive it)."""
 
     def __init__(self, inner):
@@ -64,7 +65,7 @@ class _CheckedStdout:
             raise StdoutError(e) from None
 
     def write(self, text):
-        return self._do("write", visible(text, keep="\n\t"))
+        return self._do("write", visible(text, keep="\n\t\x7f"))
 
     def flush(self):
         return self._do("flush") if self.inner is not None else None

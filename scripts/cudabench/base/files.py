@@ -145,11 +145,15 @@ def refuse_inputs_as_outputs(outputs, inputs):
 
 def program_file(path):
     """The tool's own file that writing `path` would replace (the script
-    this process runs, or a file under scripts/, through any link), or ""."""
+    this process runs, a file under scripts/, the Python interpreter or a
+    module it has loaded, through any link), or ""."""
     if not path or not os.path.exists(path):
         return ""
-    if sys.argv and sys.argv[0] and same_file(path, sys.argv[0]):
-        return sys.argv[0]
+    loaded = [sys.argv[0] if sys.argv else "", sys.executable] + \
+        [getattr(m, "__file__", None) or "" for m in list(sys.modules.values())]
+    for f in loaded:
+        if f and same_file(path, f):
+            return f
     real = os.path.realpath(path)
     return real if real.startswith(os.path.realpath(SCRIPTS) + os.sep) and os.path.isfile(real) else ""
 

@@ -53,18 +53,38 @@ def stop_groups(procs, grace):
     what is left of every group: a child that outlived its leader (or
     ignored the SIGTERM) ends too. Every wait has a deadline. samples.py,
     ab.py and ddp_scaling.py stop their children here."""
+    live = [p for p in procs if p.returncode is None]  # a reaped leader's number may be another's now
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for p in procs:
+        for p in live:
             try:
                 os.killpg(p.pid, sig)
             except OSError:  # the group is gone
                 pass
         deadline = time.monotonic() + grace
-        for p in procs:
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
+        for p in live:  # ended, not reaped: its zombie keeps the group's number for the KILL
+            ended_unreaped(p, max(0.1, deadline - time.monotonic()))
+    for p in live:
+        try:
+            p.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def ended_unreaped(p, timeout):
+    """Wait up to `timeout` for p to end, leaving it unreaped (os.waitid
+    with WNOWAIT): until it is reaped no other process can take the number
+    of its group. True when it ended."""
+    deadline = time.monotonic() + timeout
+    while p.returncode is None:
+        try:
+            if os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT):
+                return True
+        except ChildProcessError:  # reaped elsewhere
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def ancestors():

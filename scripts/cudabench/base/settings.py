@@ -15,6 +15,7 @@ import sys
 
 from .errors import BadInput
 from .paths import ROOT
+from .text import visible
 
 with open(os.path.join(ROOT, "common", "settings.json")) as _f:
     TABLE = json.load(_f)
@@ -25,10 +26,11 @@ def parse(name, raw):
     s = TABLE[name]
     if not raw:
         return s["default"]
-    grammar = r"[0-9]{1,15}" if s["whole"] else r"[0-9]{1,15}(\.[0-9]{0,15})?"
-    v = float(raw) if re.fullmatch(grammar, raw) else None
+    grammar = r"[0-9]+" if s["whole"] else r"[0-9]+(\.[0-9]*)?"
+    digits = len(raw.replace(".", ""))  # at most 15 in all, as common/settings.h reads them
+    v = float(raw) if re.fullmatch(grammar, raw) and digits <= 15 else None
     if v is None or not s["min"] <= v <= s["max"]:
-        raise BadInput(f"{name}={raw}: expected {s['expected']}, {s['min']:g} to {s['max']:g}")
+        raise BadInput(f"{name}={visible(raw)}: expected {s['expected']}, {s['min']:g} to {s['max']:g}")
     return int(v) if s["whole"] else v
 
 
@@ -43,8 +45,9 @@ def check_all(environ=None):
 
 def main(argv):
     try:
-        if argv:
-            print(setting(argv[0]))
+        if argv:  # whole, or in plain digits (never 1e-05, which bash cannot read)
+            v = setting(argv[0])
+            print(v if isinstance(v, int) else format(v, "f"))
         else:
             check_all()
     except BadInput as e:

@@ -143,9 +143,10 @@ def group_stopped_by_signals(pid):
         before[s] = signal.signal(s, stop)
     try:
         yield
-    finally:
+    finally:  # unless stop() ran: its handlers stay (a tool's SIG_IGN while it cleans up)
         for s, h in before.items():
-            signal.signal(s, h)
+            if signal.getsignal(s) is stop:
+                signal.signal(s, h)
 
 
 def run_bounded(cmd, seconds, env=None):
