@@ -51,7 +51,7 @@ int print_env(const BenchOptions& o, const env::Report& report) {
   if (o.env_out.empty()) {
     std::cout << text;
   } else if (std::string why; !write_file_atomically(o.env_out, text, &why)) {
-    std::cerr << "bench: --env-out=" << o.env_out << ": cannot write: " << why << "\n";
+    std::cerr << "bench: --env-out=" << visible(o.env_out) << ": cannot write: " << why << "\n";
     return kExitFailed;
   }
   if (!o.check.empty() && env::has_errors(report, o.check == "python")) return kExitWrongResult;
@@ -64,7 +64,7 @@ int choose_devices(const BenchOptions& o, const env::Report& report, RunOptions*
   const std::string& spec = o.devices;
   if (!report.status.usable) {
     if (spec.empty() || spec == "all") return kExitOk;
-    std::cerr << "bench: --devices " << spec << ": no GPU is usable: " << report.status.reason << "\n";
+    std::cerr << "bench: --devices " << visible(spec) << ": no GPU is usable: " << report.status.reason << "\n";
     return kExitBadInput;
   }
   std::vector<int> runnable;
@@ -81,7 +81,7 @@ int choose_devices(const BenchOptions& o, const env::Report& report, RunOptions*
                                     " is in compute mode Prohibited");
     }
   } catch (const std::invalid_argument& e) {
-    std::cerr << "bench: " << e.what() << "\n";
+    std::cerr << "bench: " << visible(e.what()) << "\n";
     return kExitBadInput;
   }
   return kExitOk;
@@ -201,7 +201,7 @@ int run_benchmarks(const BenchOptions& o, const env::Report& report, const char*
   }
   if (results)
     if (const std::string why = results->finish(); !why.empty()) {
-      std::cerr << "bench: --benchmark_out=" << o.benchmark.out_path << ": cannot write: " << why << "\n";
+      std::cerr << "bench: --benchmark_out=" << visible(o.benchmark.out_path) << ": cannot write: " << why << "\n";
       return kExitFailed;
     }
   if (bench::any_failure()) return kExitWrongResult;

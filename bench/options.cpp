@@ -379,7 +379,7 @@ int check_writable_outputs(const BenchOptions& o) {
       if (input.empty() && (same_file(path, p) || inside_folder(path, p)))
         input = (same_file(path, p) ? "the interpreter " : "in the Python environment ") + p;
     if (std::string why; !input.empty() || !check_writable(path, &why)) {
-      std::cerr << "bench: " << flag << "=" << path << ": "
+      std::cerr << "bench: " << flag << "=" << visible(path) << ": "
                 << (input.empty() ? "cannot write: " + why : "that is " + input + ", an input: give another file") << "\n";
       return kExitBadInput;
     }

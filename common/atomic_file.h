@@ -108,6 +108,7 @@ class ChildGroup {
  public:
   explicit ChildGroup(int pgid) {
     detail::install_handlers_once();
+    if (pgid <= 0) return;
     for (auto& g : detail::g_child_groups) {
       int expected = 0;
       if (g.compare_exchange_strong(expected, pgid)) {
@@ -116,8 +117,11 @@ class ChildGroup {
       }
     }
   }
-  ~ChildGroup() {
+  ~ChildGroup() { release(); }
+  // The group is no longer ours to kill (its leader is about to be reaped).
+  void release() {
     if (slot_) slot_->store(0);
+    slot_ = nullptr;
   }
   ChildGroup(const ChildGroup&) = delete;
   ChildGroup& operator=(const ChildGroup&) = delete;
@@ -189,6 +193,15 @@ inline std::string in_use_here(const std::string& path) {
   if (::stat(path.c_str(), &out) != 0 || !S_ISREG(out.st_mode)) return "";
   auto same = [&](const char* p) { return ::stat(p, &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino; };
   if (same("/proc/self/exe")) return "the running program";
+  // The parts beside it that it runs or preloads (env/load_guard.cpp): replaced,
+  // the next run's driver check would silently stop.
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    const std::string dir = folder_of(std::string(exe, static_cast<std::size_t>(n)));
+    for (const char* part : {"/cudabench-driver-check", "/withheld/libcuda.so.1"})
+      if (same((dir + part).c_str())) return "a part of this program (" + dir + part + ")";
+  }
   std::unique_ptr<FILE, int (*)(FILE*)> maps(std::fopen("/proc/self/maps", "re"), std::fclose);
   char line[4352];
   std::string last;

@@ -20,6 +20,8 @@
 #include <system_error>
 #include <thread>
 
+#include "utf8.h"
+
 namespace cudabench {
 
 constexpr int kExitOk = 0;
@@ -80,7 +82,7 @@ inline std::string missing_option_value(const CLI::App& app, int argc, char** ar
 // Parses argv; nullopt to go on, else the exit code (0 after --help).
 inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** argv, const char* tool) {
   if (const std::string missing = missing_option_value(app, argc, argv); !missing.empty()) {
-    std::cerr << tool << ": " << missing << " (see --help)\n";
+    std::cerr << tool << ": " << visible(missing) << " (see --help)\n";
     return kExitBadInput;
   }
   try {
@@ -92,7 +94,7 @@ inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** arg
     while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
     for (auto& c : what)
       if (c == '\n') c = ' ';
-    std::cerr << tool << ": " << what << " (see --help)\n";
+    std::cerr << tool << ": " << visible(what) << " (see --help)\n";  // a value's escapes shown, not obeyed
     return kExitBadInput;
   }
 }

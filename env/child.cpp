@@ -62,11 +62,9 @@ bool has_exited(pid_t pid) {
 // Reads the child's pipe until it ends and the child exits (then for a short
 // grace only), or the deadline. Whatever is left of its group then (a
 // daemon it started) is killed: nothing it started outlives the answer.
-ChildResult supervise(pid_t pid, int fd, const ChildOptions& o) {
+ChildResult supervise(pid_t pid, int fd, const ChildOptions& o, ChildGroup* group) {
   ChildResult r;
   r.started = true;
-  ::setpgid(pid, pid);  // as the child does: whichever runs first
-  const ChildGroup group(pid);  // and when a signal ends us
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
   auto until = deadline;
   char buf[8192];
@@ -98,6 +96,7 @@ ChildResult supervise(pid_t pid, int fd, const ChildOptions& o) {
     r.timed_out = true;
     ::kill(pid, SIGKILL);
   }
+  group->release();  // before the reap frees its number
   if (!reap(pid, &status, Clock::now() + kKillGrace)) {
     r.left_behind = true;
     return r;
@@ -116,9 +115,17 @@ ChildResult run_command(const std::vector<std::string>& argv, const ChildOptions
   args.push_back(nullptr);
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return {};
+  // Signals held from the fork until the child's group is registered: one
+  // arriving in between would end us and leave the child running.
+  sigset_t ending, before;
+  sigemptyset(&ending);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGVTALRM, SIGPROF})
+    sigaddset(&ending, sig);
+  ::pthread_sigmask(SIG_BLOCK, &ending, &before);
   const pid_t pid = ::fork();
   if (pid == 0) {
     child_defaults();
+    ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
     const int null = ::open("/dev/null", O_RDWR);
     ::dup2(null, 0);
     ::dup2(fds[1], 1);
@@ -127,11 +134,14 @@ ChildResult run_command(const std::vector<std::string>& argv, const ChildOptions
     ::_exit(127);
   }
   ::close(fds[1]);
+  if (pid > 0) ::setpgid(pid, pid);  // as the child does: whichever runs first
+  ChildGroup group(pid > 0 ? pid : 0);  // killed if a signal ends us
+  ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (pid < 0) {
     ::close(fds[0]);
     return {};
   }
-  ChildResult r = supervise(pid, fds[0], o);
+  ChildResult r = supervise(pid, fds[0], o, &group);
   if (r.exit_code == 127 && r.output.empty()) r.started = false;
   return r;
 }

@@ -63,7 +63,16 @@ const char* last_call(char* out) {
 // during a check stuck in cuInit) ends the check too, then this process by
 // the same signal.
 volatile sig_atomic_t g_check_group = 0;
-constexpr int kEndingSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+// Those atomic_file.h's handler takes: every catchable one that ends a process.
+constexpr int kEndingSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGVTALRM, SIGPROF};
+constexpr int kEnding = sizeof kEndingSignals / sizeof kEndingSignals[0];
+
+// Whether the check has ended, left unreaped: its zombie keeps its group's
+// number from another process until the group is killed.
+bool check_ended(pid_t pid) {
+  siginfo_t info{};
+  return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+}
 
 extern "C" void end_check_and_reraise(int sig) {
   if (g_check_group > 0) kill(-g_check_group, SIGKILL);
@@ -98,10 +107,10 @@ void run_check(const char* check, char** envp, int seconds, char* why, size_t si
   close(fds[1]);
   g_check_group = pid;
   setpgid(pid, pid);  // as the child does: whichever runs first
-  struct sigaction ours {}, before[4];
+  struct sigaction ours {}, before[kEnding];
   ours.sa_handler = end_check_and_reraise;
   sigemptyset(&ours.sa_mask);
-  for (int i = 0; i < 4; ++i)  // an ignored signal stays ignored
+  for (int i = 0; i < kEnding; ++i)  // an ignored signal stays ignored
     if (sigaction(kEndingSignals[i], nullptr, &before[i]) == 0 && before[i].sa_handler != SIG_IGN)
       sigaction(kEndingSignals[i], &ours, nullptr);
   const long until = now_ms() + seconds * 1000L;
@@ -114,14 +123,17 @@ void run_check(const char* check, char** envp, int seconds, char* why, size_t si
       if (n > 0) used += static_cast<size_t>(n);
       if (used >= sizeof out - 1) used = 0;  // a chatty library: keep the latest
     }
-    ended = waitpid(pid, &status, WNOHANG) == pid;
+    ended = check_ended(pid);
   }
   for (ssize_t n; ended && used < sizeof out - 1 && (n = read(fds[0], out + used, sizeof out - 1 - used)) > 0;)
     used += static_cast<size_t>(n);  // its last words, written before it ended
   close(fds[0]);
-  if (!ended) kill(-pid, SIGKILL);  // a child in the kernel may outlive it: it is not waited for
-  for (int i = 0; i < 4; ++i) sigaction(kEndingSignals[i], &before[i], nullptr);
+  // Hung, or ended leaving a helper in its group: the group goes. A check
+  // stuck in the kernel may outlive it: it is not waited for.
+  kill(-pid, SIGKILL);
+  for (int i = 0; i < kEnding; ++i) sigaction(kEndingSignals[i], &before[i], nullptr);
   g_check_group = 0;
+  if (ended) waitpid(pid, &status, 0);  // a zombie already: at once
   out[used] = '\0';
   const bool finished = strstr(out, "calling nothing: ") != nullptr;  // the check's last line
   const bool never_ran = used == 0 && ended && WIFEXITED(status) && WEXITSTATUS(status) == 127;  // execve failed
@@ -193,8 +205,13 @@ void guard(int, char** argv, char** envp) {
   run_check(check, envp, static_cast<int>(seconds), why, sizeof why);
   if (!why[0]) return;
   // Again, with the stub preloaded and the reason said.
-  static char preload[PATH_MAX + 4200], withheld[600];
-  withheld_preload(stub, env_value(envp, "LD_PRELOAD"), preload, sizeof preload);
+  static char withheld[600];
+  // The user's whole LD_PRELOAD after the stub, however long.
+  const char* user_preload = env_value(envp, "LD_PRELOAD");
+  const size_t preload_size = strlen(stub) + (user_preload ? strlen(user_preload) : 0) + 32;
+  void* preload_room = mmap(nullptr, preload_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  char* preload = preload_room == MAP_FAILED ? nullptr : static_cast<char*>(preload_room);
+  if (preload) withheld_preload(stub, user_preload, preload, preload_size);
   snprintf(withheld, sizeof withheld, "CUDABENCH_LIBCUDA_WITHHELD=%s", why);
   // The whole environment again, however long (mmap: no malloc this early).
   size_t count = 0;
@@ -205,7 +222,7 @@ void guard(int, char** argv, char** envp) {
   for (size_t i = 0; env && i < count; ++i)
     if (strncmp(envp[i], "LD_PRELOAD=", 11) != 0 && strncmp(envp[i], "CUDABENCH_LIBCUDA_WITHHELD=", 27) != 0)
       env[k++] = envp[i];
-  if (env) {
+  if (env && preload) {
     env[k++] = preload;
     env[k++] = withheld;
     env[k] = nullptr;

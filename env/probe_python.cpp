@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "common/settings.h"
+#include "common/utf8.h"
 #include "files.h"
 #include "parsers.h"
 #include "python_scan.h"
@@ -218,12 +219,13 @@ PythonEnv read_env(const Candidate& c, const PythonScanInput& in, const Loader& 
 
 }  // namespace
 
-std::string python_path_problem(const std::string& path) {
-  if (classify(path, "")) return "";
+std::string python_path_problem(const std::string& raw) {
+  if (classify(raw, "")) return "";
+  const std::string path = visible(raw);  // named in one line, whatever it holds
   // What cannot be looked into is not "no Python": the system says why.
-  if (::access(path.c_str(), F_OK) != 0 && errno != ENOENT) return "--python " + path + ": " + std::strerror(errno);
-  if (is_dir(path) && ::access(path.c_str(), R_OK | X_OK) != 0) return "--python " + path + ": " + std::strerror(errno);
-  return path_exists(path) ? "--python " + path + ": not a Python interpreter (bin/python3), environment or site-packages folder"
+  if (::access(raw.c_str(), F_OK) != 0 && errno != ENOENT) return "--python " + path + ": " + std::strerror(errno);
+  if (is_dir(raw) && ::access(raw.c_str(), R_OK | X_OK) != 0) return "--python " + path + ": " + std::strerror(errno);
+  return path_exists(raw) ? "--python " + path + ": not a Python interpreter (bin/python3), environment or site-packages folder"
                       : "--python " + path + ": no such file or folder";
 }
 

@@ -252,13 +252,17 @@ def bench_copy(tmp, name="bench.py"):
     return path
 
 
-def program_copy(program, name):
+def program_copy(program, name, parts=()):
     """A case's first word: a copy of `program` at tmp/name, run from there
-    (an output given that path is the running program)."""
+    (an output given that path is the running program), with copies of the
+    `parts` beside it (paths relative to its folder in the build)."""
     def make(tmp):
         if not os.access(program, os.X_OK):
             pytest.skip(f"{program} is not built")
         shutil.copy(program, os.path.join(tmp, name))
+        for part in parts:
+            os.makedirs(os.path.dirname(os.path.join(tmp, part)), exist_ok=True)
+            shutil.copy(os.path.join(os.path.dirname(program), part), os.path.join(tmp, part))
         return os.path.join(tmp, name)
     make.program = program  # what the table's coverage test counts
     return make

@@ -214,7 +214,7 @@ int plan_run(TrainOptions* o, Plan* p) {
   if (!p->lead) o->json_out.clear();  // rank 0 writes it, whole
   // Checked now, not after the whole run.
   if (std::string why; !o->json_out.empty() && !check_writable(o->json_out, &why)) {
-    std::cerr << "train: --json " << o->json_out << ": cannot write: " << why << "\n";
+    std::cerr << "train: --json " << visible(o->json_out) << ": cannot write: " << why << "\n";
     return kExitBadInput;
   }
   // The environment, where the run needs it, before any thread starts (its
@@ -235,7 +235,7 @@ int load_data(const TrainOptions& o, Data* d) {
   try {
     d->dir = data::find_dataset_dir(o.data_dir);
     if (const std::string input = data::dataset_file_named(o.json_out, d->dir); !input.empty()) {
-      std::cerr << "train: --json " << o.json_out << ": that is the dataset's " << input
+      std::cerr << "train: --json " << visible(o.json_out) << ": that is the dataset's " << input
                 << ", an input: give another file\n";
       return kExitBadInput;
     }
@@ -377,7 +377,7 @@ int write_summary(const TrainOptions& o, const Plan& p, const Data& d, int64_t t
   if (!distributed.is_null()) j["distributed"] = distributed;
   const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (std::string why; !write_file_atomically(o.json_out, text, &why)) {
-    std::cerr << "train: --json " << o.json_out << ": cannot write: " << why << "\n";
+    std::cerr << "train: --json " << visible(o.json_out) << ": cannot write: " << why << "\n";
     return kExitFailed;
   }
   return kExitOk;

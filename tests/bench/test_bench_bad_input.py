@@ -18,6 +18,7 @@ from bad_input import (BASE, Case, bench, dataset, dev_full_is_intact, idx_image
 
 OUT = "{tmp}/out.json"
 PRE = "{tmp}/pre.json"   # exists before the run, with known content
+PARTS = ("cudabench-driver-check", "withheld/libcuda.so.1")  # what bench runs and preloads beside it
 
 CASES = [
     # bench: its own flags
@@ -140,6 +141,18 @@ CASES = [
     Case(cmd=[program_copy(BENCH, "x"), "--benchmark_filter=VectorAdd/cpu_scalar/n:4096/",
               lambda t: (os.symlink("x", t + "/out.json"), "--benchmark_out=" + t + "/out.json")[1]],
          id="bench-out-links-to-the-program", rc=2, names="it is the running program", outputs=["{tmp}/x"]),
+    # A value that holds a newline or a terminal escape stays one line, shown escaped.
+    bench("--env", "--env-out={tmp}/no/a\nbench: all rows faster\x1b[2K", id="bench-env-out-forges-a-line", rc=2,
+          names="--env-out={tmp}/no/a\\nbench: all rows faster\\x1b[2K: cannot write"),
+    bench("--devices=\x1b[31m0", "--benchmark_filter=VectorAdd/cpu_scalar/n:4096/", id="bench-devices-escape",
+          rc=2, names="--devices \\x1b[31m0", no_driver=True),
+    bench("--l2-flush=\x1b[2Kread", id="bench-l2-flush-escape", rc=2, names="\\x1b[2Kread"),
+    Case(cmd=[program_copy(BENCH, "x", parts=PARTS), "--env", "--env-out={tmp}/cudabench-driver-check"],
+         id="bench-env-out-is-its-driver-check", rc=2, names="it is a part of this program",
+         outputs=["{tmp}/cudabench-driver-check"]),
+    Case(cmd=[program_copy(BENCH, "x", parts=PARTS), "--env", "--env-out={tmp}/withheld/libcuda.so.1"],
+         id="bench-env-out-is-its-withheld-stub", rc=2, names="it is a part of this program",
+         outputs=["{tmp}/withheld/libcuda.so.1"]),
     bench("--env", lambda t: "--env-out=" + preloaded_copy(t), id="bench-env-out-is-a-loaded-library", rc=2,
           names="it is a library this program loaded", env={"LD_PRELOAD": "{tmp}/libm.so.6"},
           outputs=["{tmp}/libm.so.6"]),

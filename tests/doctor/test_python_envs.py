@@ -385,3 +385,20 @@ def test_text_from_outside_cannot_forge_a_line_of_the_report(tmp_path, forged):
     assert not any(line.startswith("ERROR   forged") for line in r.stdout.splitlines()), r.stdout
     assert not set(r.stdout) & {"\r", "\x1b", "\u0085", "\u2028", "\u202e"}
     assert "/opt/cuda" + visible(forged) in r.stdout  # escaped as the Python tools escape it
+
+
+def test_the_restart_after_a_broken_driver_keeps_a_long_ld_preload(tmp_path):
+    """The restart put the stub before the user's LD_PRELOAD in 8 KB, and
+    cut the rest (in the middle of a path): the interpreter bench starts
+    must get the user's whole LD_PRELOAD back."""
+    m = Machine(tmp_path)
+    m.desc["driver"]["init_fault"] = "crash"
+    e = Env(tmp_path / "venv").torch("2.11.0+cu130", "13.0")
+    fake_interpreter(e, f'printf %s "$LD_PRELOAD" > {tmp_path}/preload\n'
+                        'echo \'cudabench-import: {"version": "2.11.0+cu130", "devices": 0}\'')
+    libm = "/lib/x86_64-linux-gnu/libm.so.6"
+    long = ":".join([libm] * 600)  # about 17 KB
+    m.env.update(LD_PRELOAD=long, CUDABENCH_IMPORT_SECONDS="20")
+    report, _ = scan(m, e.prefix, extra=["--import"])
+    assert "libcuda crashed in cuInit" in report["gpu_unusable_reason"]
+    assert (tmp_path / "preload").read_text() == long

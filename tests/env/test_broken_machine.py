@@ -193,7 +193,7 @@ def test_a_stray_withheld_variable_is_not_the_drivers_state(tmp_path, fault):
 
 
 @pytest.mark.parametrize("program", ["bench", "train"])
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, signal.SIGALRM])
 def test_a_signal_during_the_driver_check_ends_the_check_too(tmp_path, program, sig):
     """The check runs in a group of its own, stuck in cuInit here: Ctrl-C or
     TERM to bench or train must not leave it behind."""

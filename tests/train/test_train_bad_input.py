@@ -106,6 +106,8 @@ CASES = [
     train("--data-dir", lambda t: dataset(t + "/d"), "--json",
           lambda t: (os.symlink(t + "/d/t10k-images-idx3-ubyte", t + "/link.json"), t + "/link.json")[1],
           id="train-json-links-to-the-dataset", rc=2, names="an input", outputs=["{tmp}/d/t10k-images-idx3-ubyte"]),
+    train("--json", "{tmp}/no/t\ntrain: done, accuracy 99%\x1b[2K", id="train-json-forges-a-line", rc=2,
+          names="--json {tmp}/no/t\\ntrain: done, accuracy 99%\\x1b[2K: cannot write"),
     Case(cmd=[program_copy(TRAIN, "t"), "--json", lambda t: (os.link(t + "/t", t + "/hard.json"), t + "/hard.json")[1]],
          id="train-json-hard-links-to-the-program", rc=2, names="it is the running program", outputs=["{tmp}/t"]),
 ]
