@@ -109,7 +109,10 @@ configure_and_build_source() {
   local rc=0
   hold_build_lock "$2" || return
   configure_and_build_locked "$@" || rc=$?
-  exec 8>&-  # the lock ends here (and with this shell, if it is stopped)
+  # The lock ends here (and with this shell, if it is stopped); a caller
+  # that runs what it built (run-bench.sh: KEEP_BUILD_SHARED=1) keeps it
+  # shared until it ends, so that no other build relinks the programs mid-run.
+  if [ "$rc" = 0 ] && [ "${KEEP_BUILD_SHARED:-0}" = 1 ]; then flock -s 8; else exec 8>&-; fi
   return "$rc"
 }
 
@@ -123,7 +126,7 @@ hold_build_lock() {
   wait="$(setting CUDABENCH_BUILD_LOCK_SECONDS)" || return 2
   mkdir -p "$dir" && exec 8<>"$lock" || { echo "build: $dir: cannot make its lock file $lock" >&2; return 3; }
   if ! flock -n 8; then
-    echo "build: waiting for another build of $dir ($(head -c 200 "$lock" | tr -d '\n'))" >&2
+    echo "build: waiting for another build or run of $dir ($(head -c 200 "$lock" | tr -d '\n'))" >&2
     flock -w "$wait" 8 || {
       echo "build: $dir: another build still held it after $wait s: stop it, or build elsewhere" >&2
       exec 8>&-; return 3
@@ -354,8 +357,8 @@ run_job() {
   local rc=0
   set -m
   # No terminal input (a background group reading it would stop) and not
-  # the caller's lock (fd 9: a daemon it starts must not keep it).
-  "$@" </dev/null 9>&- &
+  # the caller's locks (fd 9; fd 8, the build's: a daemon it starts must not keep them).
+  "$@" </dev/null 9>&- 8>&- &
   JOB_PGID=$!
   set +m
   wait "$JOB_PGID" || rc=$?

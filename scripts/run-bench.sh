@@ -33,8 +33,10 @@ machine="$(machine_label)" || exit 2  # checked before anything is installed
 processes="$(setting CUDABENCH_PROCESSES)" || exit 2
 bash "$CUDABENCH_ROOT/scripts/setup.sh"
 build="$CUDABENCH_ROOT/build"
-# Only the two programs: the tests are scripts/test.sh's.
-CUDABENCH_BUILD_TARGET=programs configure_and_build "$build" >/dev/null
+# Only the two programs: the tests are scripts/test.sh's. The build stays
+# locked (shared) while this run uses it: a second run-bench.sh in this
+# checkout waits, saying so, then builds and runs in its turn.
+KEEP_BUILD_SHARED=1 CUDABENCH_BUILD_TARGET=programs configure_and_build "$build" >/dev/null
 out_dir="$CUDABENCH_ROOT/results/$machine/$(toolkit_label "$build")"
 mkdir -p "$out_dir"
 # The headline sizes (1e7 and 2^26 beyond the caches; 4096 to 2^20 inside
