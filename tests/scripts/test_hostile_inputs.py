@@ -181,3 +181,16 @@ def test_samples_run_as_a_job_of_a_script_is_stopped_whole(tmp_path):
     p.communicate(timeout=60)
     assert p.returncode in (-signal.SIGTERM, 128 + signal.SIGTERM)
     assert os.listdir(tmp) == [] and live_members(pgid) == []
+
+
+def test_a_bench_that_leaves_a_child_behind_on_a_normal_exit_leaves_nothing_running(tmp_path):
+    """The rule: every child ends when its program ends, for any reason. A
+    bench (or a wrapper) that leaves a process in its group and exits 0:
+    samples.py kills the group before it reaps the bench."""
+    bench = tmp_path / "bench"
+    bench.write_text(f"#!/bin/sh\nsleep 60 &\necho $$ > {tmp_path}/pgid\nexec {PY} {FAKE} \"$@\"\n")
+    bench.chmod(0o755)
+    r = tool("samples.py", "run", "--bench", bench, "--out", tmp_path / "s.json", "--processes", "1")
+    assert r.returncode in (0, 5), r.stderr
+    pgid = int((tmp_path / "pgid").read_text())
+    assert live_members(pgid) == [], "a child of the bench outlived samples.py"

@@ -45,9 +45,11 @@ work folder under $TMPDIR is removed: it is kept only when the last line
 names a log in it).
 """
 import argparse
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -56,7 +58,7 @@ from dataclasses import dataclass, field
 from . import driver_probe
 from .driver_probe import DRIVER_CHECKED
 from ..base.errors import EXIT_INCONCLUSIVE, BadInput, ToolError, one_line
-from ..base.processes import LoadMeter, split_passthrough, stop_groups
+from ..base.processes import LoadMeter, ended_unreaped, split_passthrough, stop_groups
 from ..base.files import (check_writable, hold_lock, is_stream, read_json, refuse_inputs_as_outputs, temporary_folder,
                           write_whole)
 from ..base.cli import ArgParser, bounded, output_folder, run_tool
@@ -221,19 +223,21 @@ def wait_in_own_group(cmd, err, env, seconds, meter=None):
     (meter.poll() each second meanwhile); its exit code, or None when it
     ran past them. Then, or if this process is interrupted, the whole group
     (a wrapper such as cpu-quota.sh and the bench under it) is ended with
-    SIGTERM, so wrappers can clean up."""
+    SIGTERM, so wrappers can clean up. When it ends, what it left in its
+    group is killed before it is reaped (its zombie keeps the number)."""
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True)
     deadline = time.monotonic() + seconds
     try:
         while True:
-            try:
-                return p.wait(timeout=max(0.01, min(POLL_SECONDS, deadline - time.monotonic())))
-            except subprocess.TimeoutExpired:
-                if time.monotonic() >= deadline:
-                    stop_groups([p], 10)
-                    return None
-                if meter:
-                    meter.poll()
+            if ended_unreaped(p, max(0.01, min(POLL_SECONDS, deadline - time.monotonic()))):
+                with contextlib.suppress(OSError):  # the group is gone
+                    os.killpg(p.pid, signal.SIGKILL)
+                return p.wait()
+            if time.monotonic() >= deadline:
+                stop_groups([p], 10)
+                return None
+            if meter:
+                meter.poll()
     except BaseException:
         stop_groups([p], 10)
         raise
