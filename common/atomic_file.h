@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +25,11 @@
 #include <string>
 
 namespace cudabench {
+
+// Every catchable signal that ends a process: the handler below takes them,
+// the load guard's too, and run_command holds them across a fork.
+inline constexpr int kEndingSignals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,   SIGUSR1,
+                                         SIGUSR2, SIGALRM, SIGXCPU, SIGVTALRM, SIGPROF};
 
 namespace detail {
 // Temporary files in progress, as fixed buffers: the signal handler may only
@@ -44,27 +50,27 @@ inline std::atomic<int> g_child_groups[kChildSlots];
 
 // Async-signal-safe, for a process that is ending (a signal, or _exit):
 // its temporary files removed and its children's groups killed.
-inline void remove_temps() {
+inline void clean_up_before_exit() {
   for (auto& s : g_temps)
     if (s.armed.load()) ::unlink(s.path);
   for (auto& g : g_child_groups)
     if (const int pgid = g.load(); pgid > 0) ::kill(-pgid, SIGKILL);
 }
 
-extern "C" inline void remove_temps_and_reraise(int sig) {
-  remove_temps();
+extern "C" inline void clean_up_and_reraise(int sig) {
+  clean_up_before_exit();
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
 
 inline void install_handlers_once() {
   static const bool installed = [] {
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGVTALRM, SIGPROF}) {
+    for (int sig : kEndingSignals) {
       struct sigaction old {};
       ::sigaction(sig, nullptr, &old);
       if (old.sa_handler != SIG_DFL) continue;  // someone else handles it (or ignores it)
       struct sigaction sa {};
-      sa.sa_handler = remove_temps_and_reraise;
+      sa.sa_handler = clean_up_and_reraise;
       sigemptyset(&sa.sa_mask);
       ::sigaction(sig, &sa, nullptr);
     }
@@ -129,6 +135,16 @@ class ChildGroup {
  private:
   std::atomic<int>* slot_ = nullptr;
 };
+
+// Whether child `pid` has ended, left unreaped: until it is reaped, its
+// zombie keeps its group's number from any other process, so the group can
+// still be killed safely. ECHILD (reaped elsewhere) counts as ended. Raw
+// calls only: the load guard uses it before the C library is set up.
+inline bool ended_unreaped(pid_t pid) {
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
+  return info.si_pid == pid;
+}
 
 // The file `path` names, through any symlinks (a chain, or a link to a file
 // not made yet): outputs are written there, so a link stays a link and its

@@ -57,7 +57,7 @@ class StallWatchdog {
                                " s" + (last_.empty() ? " (none yet)" : " since " + last_) +
                                ": stopped; a GPU that stopped answering? see the Xid lines of dmesg and "
                                "`timeout 30 nvidia-smi -q`; " + kept_ + "\n";
-      detail::remove_temps();
+      detail::clean_up_before_exit();
       (void)!::write(2, line.data(), line.size());
       ::_exit(3);  // the stuck thread cannot be joined, nor static state torn down under it
     }

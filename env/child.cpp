@@ -51,14 +51,6 @@ bool reap(pid_t pid, int* status, Clock::time_point until) {
   }
 }
 
-// Whether the child has ended, left unreaped (a zombie keeps its group's
-// number from reuse until the group is killed). ECHILD counts as ended.
-bool has_exited(pid_t pid) {
-  siginfo_t info{};
-  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
-  return info.si_pid == pid;
-}
-
 // Reads the child's pipe until it ends and the child exits (then for a short
 // grace only), or the deadline. Whatever is left of its group then (a
 // daemon it started) is killed: nothing it started outlives the answer.
@@ -83,7 +75,7 @@ ChildResult supervise(pid_t pid, int fd, const ChildOptions& o, ChildGroup* grou
     } else if (ready < 0 && errno != EINTR) {
       open = false;
     }
-    if (!exited && has_exited(pid)) {
+    if (!exited && ended_unreaped(pid)) {
       exited = true;
       until = std::min(deadline, Clock::now() + kOutputGrace);
     }
@@ -119,8 +111,7 @@ ChildResult run_command(const std::vector<std::string>& argv, const ChildOptions
   // arriving in between would end us and leave the child running.
   sigset_t ending, before;
   sigemptyset(&ending);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGVTALRM, SIGPROF})
-    sigaddset(&ending, sig);
+  for (int sig : kEndingSignals) sigaddset(&ending, sig);
   ::pthread_sigmask(SIG_BLOCK, &ending, &before);
   const pid_t pid = ::fork();
   if (pid == 0) {

@@ -28,6 +28,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "common/atomic_file.h"
 #include "common/settings.h"
 #include "probe.h"
 
@@ -63,16 +64,8 @@ const char* last_call(char* out) {
 // during a check stuck in cuInit) ends the check too, then this process by
 // the same signal.
 volatile sig_atomic_t g_check_group = 0;
-// Those atomic_file.h's handler takes: every catchable one that ends a process.
-constexpr int kEndingSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGVTALRM, SIGPROF};
+using cudabench::kEndingSignals;
 constexpr int kEnding = sizeof kEndingSignals / sizeof kEndingSignals[0];
-
-// Whether the check has ended, left unreaped: its zombie keeps its group's
-// number from another process until the group is killed.
-bool check_ended(pid_t pid) {
-  siginfo_t info{};
-  return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
-}
 
 extern "C" void end_check_and_reraise(int sig) {
   if (g_check_group > 0) kill(-g_check_group, SIGKILL);
@@ -123,7 +116,7 @@ void run_check(const char* check, char** envp, int seconds, char* why, size_t si
       if (n > 0) used += static_cast<size_t>(n);
       if (used >= sizeof out - 1) used = 0;  // a chatty library: keep the latest
     }
-    ended = check_ended(pid);
+    ended = cudabench::ended_unreaped(pid);
   }
   for (ssize_t n; ended && used < sizeof out - 1 && (n = read(fds[0], out + used, sizeof out - 1 - used)) > 0;)
     used += static_cast<size_t>(n);  // its last words, written before it ended

@@ -81,20 +81,21 @@ PythonImport import_one(const std::string& interpreter, const std::string& packa
     return r;
   }
   if (answer.is_object()) {
+    const std::string not_ours = "import " + package + " gave an answer that is not cudabench's";
     try {  // an interpreter of the user's could print anything after our marker
       r.error = answer.value("error", "");
       r.version = answer.value("version", "");
       // A count, read as a number first: 1e300 or -1 is no count (an int
       // would take 1e300 as -2147483648).
       const double devices = answer.value("devices", 0.0);
-      if (!(devices >= 0 && devices <= 1e6 && devices == std::floor(devices)))
-        throw nlohmann::json::other_error::create(0, "devices: " + answer["devices"].dump(), nullptr);
-      r.device_count = static_cast<int>(devices);
-      r.cuda_available = answer.value("available", r.device_count > 0);
+      if (devices >= 0 && devices <= 1e6 && devices == std::floor(devices)) {
+        r.device_count = static_cast<int>(devices);
+        r.cuda_available = answer.value("available", r.device_count > 0);
+      } else {
+        r.error = not_ours + " (devices: " + answer["devices"].dump().substr(0, 40) + ")";
+      }
     } catch (const nlohmann::json::exception&) {
-      r.error = "import " + package + " gave an answer that is not cudabench's";
-      if (answer.contains("devices") && !answer["devices"].is_null())
-        r.error += " (devices: " + answer["devices"].dump().substr(0, 40) + ")";
+      r.error = not_ours;
     }
   } else if (c.timed_out) {
     r.error = "import " + package + " hung: no answer in " + std::to_string(seconds) + " s";
