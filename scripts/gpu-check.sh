@@ -55,7 +55,7 @@ STEPS=(
   "build           65  330  -"
   "tests           45  150  -"
   "memcheck        15  150  gpu,sanitizer"
-  "sanitize         5   60  gpu,sanitizer"
+  "sanitize        20   90  gpu,sanitizer"
   "env             10   60  gpu"
   "headline       100  200  gpu"
   "bench           80  180  gpu"

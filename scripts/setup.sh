@@ -18,7 +18,7 @@
 #    stack, $CUDABENCH_CACHE/stacks/<stack>/venv, with its torch (LibTorch)
 #    and, when the system's nvcc does not fit, the PyPI toolkit of LibTorch's
 #    CUDA; plus the tools of scripts/requirements.txt, and with --tests
-#    scripts/requirements-test.txt (pytest, atheris, lizard).
+#    scripts/requirements-test.txt (pytest, atheris, lizard, cuobjdump).
 #    $CUDABENCH_CACHE/venv links to the chosen stack's venv.
 # Heavy downloads stay in $CUDABENCH_CACHE (default ~/.cache/cudabench).
 # Environment: CUDABENCH_CACHE; CUDABENCH_TORCH (pin the LibTorch);
@@ -150,7 +150,7 @@ install_pypi_toolkit() {
 }
 VENV="${STACK[venv]}"
 check='import scipy, matplotlib, numpy, re2'
-[ "$tests" = 0 ] || check="$check, pytest, atheris, lizard"
+[ "$tests" = 0 ] || check="$check, pytest, atheris, lizard, nvidia, os; assert any(os.access(os.path.join(p, 'cu13/bin/cuobjdump'), os.X_OK) for p in nvidia.__path__)"
 [ -z "${STACK[torch]}" ] || check="$check; import torch; assert torch.__version__.startswith('${STACK[torch]}') and torch.version.cuda == '${STACK[torch_cuda]}', torch.__version__"
 said=0
 if ! probe 300 "$VENV/bin/python" -c "$check" >/dev/null 2>&1; then

@@ -74,3 +74,11 @@ def test_the_docs_list_the_gpu_checks_steps_and_a_first_run_proves_the_headline(
     # Each step's estimate is explained there, in STEPS' order.
     explained = re.findall(r"^\| ([a-z-]+) \| \d+ s: ", read(os.path.join(ROOT, "docs", "gpu-check.md")), flags=re.M)
     assert explained == names
+
+
+def test_the_variant_table_in_the_docs_is_the_codes():
+    header = read(os.path.join(ROOT, "kernels", "vector_add.cuh"))
+    rows = re.findall(r'X\(\d+, "(cuda_v\d+)", Grid::\w+, [\w<>]+,\s*\\?\s*"([^"]+)"\)', header)
+    assert len(rows) >= 8
+    doc = read(os.path.join(ROOT, "docs", "methodology.md"))
+    assert re.findall(r"^\| (cuda_v\d+) \| (.+) \|$", doc, flags=re.M) == rows

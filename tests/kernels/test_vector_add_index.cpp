@@ -38,12 +38,17 @@ struct Arrays {
   }
 };
 
+// Calls body(thread) for every thread of a launch of `shape`, block by block.
+template <class Body>
+void each_thread(const va::LaunchShape& shape, Body&& body) {
+  for (std::size_t b = 0; b < shape.grid; ++b)
+    for (std::size_t t = 0; t < shape.block; ++t) body(va::Thread{b, t, shape.block, shape.grid});
+}
+
 // Run `variant`'s body for every thread of its launch shape.
 void run_on_host(int variant, Arrays& x, std::size_t n, unsigned block, int sms, int bps) {
   const va::Variant& v = va::gpu_variant(variant);
-  const va::LaunchShape s = va::launch_shape(v.grid, n, block, sms, bps);
-  const std::size_t threads = static_cast<std::size_t>(s.grid) * s.block;
-  for (std::size_t t = 0; t < threads; ++t) v.body(x.a, x.b, x.c, n, t, threads);
+  each_thread(va::launch_shape(v.grid, n, block, sms, bps), [&](const va::Thread& t) { v.body(x.a, x.b, x.c, n, t); });
 }
 
 
@@ -112,11 +117,18 @@ TEST(LaunchShape, GridsAreSizedAsDocumented) {
   EXPECT_EQ(va::launch_shape(5, 4096, 256, 132, 8).grid, 1u);
   EXPECT_EQ(va::launch_shape(5, 4097, 256, 132, 8).grid, 2u);
   EXPECT_EQ(va::launch_shape(5, 1u << 27, 256, 132, 8).grid, (1u << 27) / 4096);
-  for (int v = 1; v <= 5; ++v) EXPECT_EQ(va::launch_shape(v, 0, 256, 132, 8).grid, 0u) << v;
+  // The tiles: one per block, kTileFloat4s float4s a thread.
+  for (int v : {6, 7, 8}) {
+    EXPECT_EQ(va::launch_shape(v, 4096, 256, 132, 8).grid, 1u) << v;
+    EXPECT_EQ(va::launch_shape(v, 4097, 256, 132, 8).grid, 2u) << v;
+    EXPECT_EQ(va::launch_shape(v, 3, 256, 132, 8).grid, 1u) << v;  // the tail alone
+  }
+  for (int v : va::gpu_variant_ids()) EXPECT_EQ(va::launch_shape(v, 0, 256, 132, 8).grid, 0u) << v;
 }
 
 TEST(LaunchShape, RejectsBadArguments) {
-  EXPECT_THROW(va::launch_shape(6, 10, 256, 1, 1), std::invalid_argument);
+  EXPECT_THROW(va::launch_shape(static_cast<int>(va::gpu_variants().size()) + 1, 10, 256, 1, 1),
+               std::invalid_argument);
   EXPECT_THROW(va::launch_shape(0, 10, 256, 1, 1), std::invalid_argument);
   EXPECT_THROW(va::launch_shape(1, 10, 0, 1, 1), std::invalid_argument);
   EXPECT_THROW(va::launch_shape(1, 10, 2048, 1, 1), std::invalid_argument);
@@ -131,7 +143,7 @@ TEST(VariantTable, TheSeedsVariantHasTheSeedsLaunch) {
 
 TEST(VariantTable, NumberedAndNamed) {
   const auto& v = va::gpu_variants();
-  ASSERT_EQ(v.size(), 5u);
+  ASSERT_EQ(v.size(), 8u);
   for (std::size_t i = 0; i < v.size(); ++i) {
     EXPECT_EQ(v[i].id, static_cast<int>(i) + 1);
     EXPECT_EQ(v[i].name, "cuda_v" + std::to_string(i + 1));
