@@ -15,6 +15,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "kernels/device_check.cuh"
 #include "kernels/vector_add.cuh"
 
 namespace cudabench::bench {
@@ -153,19 +154,13 @@ const std::vector<std::int64_t>& vector_sizes() {
 }
 
 void fill_random(float* p, std::size_t n, std::uint64_t seed) {
-  // splitmix64: fast, every value differs from its neighbours, and value i
-  // depends on i alone, so the threads share the work (and the first
-  // touch of the pages) and give the serial loop's values. Each process of
-  // a default run fills its inputs again: a serial fill was a third of it.
+  // Value i depends on i alone (device_check::input_value, as the GPU rows
+  // make theirs), so the threads share the work (and the first touch of
+  // the pages) and give the serial loop's values. Each process of a default
+  // run fills its inputs again: a serial fill was a third of it.
   const auto m = static_cast<std::ptrdiff_t>(n);
 #pragma omp parallel for schedule(static)
-  for (std::ptrdiff_t i = 0; i < m; ++i) {
-    std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (static_cast<std::uint64_t>(i) + 1);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    p[i] = static_cast<float>(static_cast<double>(z >> 11) * 0x1.0p-53 * 2000.0 - 1000.0);
-  }
+  for (std::ptrdiff_t i = 0; i < m; ++i) p[i] = device_check::input_value(seed, static_cast<std::size_t>(i));
 }
 
 void poison(float* p, std::size_t n) {
@@ -192,6 +187,8 @@ HostArray::HostArray(std::size_t n, std::size_t offset_bytes) : n_(n) {
   p_ = reinterpret_cast<float*>(static_cast<char*>(mem) + offset_bytes);
 }
 
+device_check::Seeds input_seeds(std::size_t n) { return {0x5eed0000 + n, 0xb0b00000 + n}; }
+
 const HostInputs& host_inputs(std::size_t n) {
   static std::map<std::size_t, std::unique_ptr<HostInputs>> cache;
   auto& slot = cache[n];
@@ -199,8 +196,8 @@ const HostInputs& host_inputs(std::size_t n) {
     slot = std::make_unique<HostInputs>();
     slot->a = HostArray(n, HostArray::kOffsetA);
     slot->b = HostArray(n, HostArray::kOffsetB);
-    fill_random(slot->a.data(), n, 0x5eed0000 + n);
-    fill_random(slot->b.data(), n, 0xb0b00000 + n);
+    fill_random(slot->a.data(), n, input_seeds(n).a);
+    fill_random(slot->b.data(), n, input_seeds(n).b);
   }
   return *slot;
 }

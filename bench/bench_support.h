@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/device_check.cuh"
 #include "options.h"
 
 namespace cudabench::bench {
@@ -200,6 +201,9 @@ class HostArray {
 struct HostInputs {
   HostArray a, b;
 };
+// The streams a and b of n elements are drawn from (device_check.cuh):
+// the host's inputs and the GPU rows', made on the device, are the same.
+device_check::Seeds input_seeds(std::size_t n);
 // Random a, b in [-1000, 1000) (never zeros), made once per n and reused.
 const HostInputs& host_inputs(std::size_t n);
 // The CPU rows' output c for n, made once per n and reused: its pages are

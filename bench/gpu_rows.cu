@@ -7,6 +7,7 @@
 #include "gpu_rows.h"
 #include "gpu_support.h"
 #include "kernels/cuda_check.h"
+#include "kernels/device_check.cuh"
 #include "kernels/vector_add.cuh"
 
 namespace cudabench::bench {
@@ -14,31 +15,25 @@ namespace {
 
 constexpr unsigned kBlock = 256;
 
-// What a row does per element: VectorAdd (c = a + b) or Copy (c = a).
-enum class Op { Add, Copy };
+using device_check::Op;
 
 std::size_t bytes_per_element(Op op) {
   return op == Op::Add ? vector_add::kBytesPerElement : vector_add::kCopyBytesPerElement;
 }
 
-// a and b hold host_inputs(n) in each of `sets` sets (at least one); c is
-// each set's output. One allocation per array, sets rotation_stride(n)
-// apart. Kept per device across a benchmark's growth steps and
-// repetitions, replaced for a new n.
+// a and b hold input_seeds(n)'s streams in each of `sets` sets (at least
+// one), made on the device; c is each set's output. One allocation per
+// array, sets rotation_stride(n) apart.
 struct VectorBuffers {
   std::size_t n, stride;
   int sets;
   DeviceBuffer<float> a, b, c;
+  DeviceBuffer<unsigned long long> scratch{1};  // the check's answer
   VectorBuffers(std::size_t n, int sets, cudaStream_t s)
       : n(n), stride(rotation_stride(n)), sets(std::max(1, sets)), a(stride * this->sets),
         b(stride * this->sets), c(stride * this->sets) {
-    const HostInputs& h = host_inputs(n);
-    upload(a.get(), h.a.data(), n * sizeof(float), s);
-    upload(b.get(), h.b.data(), n * sizeof(float), s);
-    for (int k = 1; k < this->sets; ++k) {
-      CUDA_CHECK(cudaMemcpyAsync(set(a, k), a.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
-      CUDA_CHECK(cudaMemcpyAsync(set(b, k), b.get(), n * sizeof(float), cudaMemcpyDeviceToDevice, s));
-    }
+    device_check::fill(a.get(), n, stride, this->sets, input_seeds(n).a, s);
+    device_check::fill(b.get(), n, stride, this->sets, input_seeds(n).b, s);
     poison_outputs(s);
     CUDA_CHECK(cudaStreamSynchronize(s));
   }
@@ -50,30 +45,48 @@ struct VectorBuffers {
   float* set(const DeviceBuffer<float>& x, int k) const { return x.get() + static_cast<std::size_t>(k) * stride; }
 };
 
-VectorBuffers& vector_buffers(std::size_t n, int sets, cudaStream_t s) {
-  static std::map<int, OneSlotCache<VectorBuffers>> per_device;
+// The buffers of n elements in `sets` sets on the current device, kept for
+// the rest of the process: every row at n uses them, whichever ran before
+// (Google Benchmark runs a row's sizes in turn, so one slot was refilled at
+// every call). When the device is out of memory, the others (all but
+// `keep`, still in use) are freed and the allocation tried again.
+VectorBuffers& vector_buffers(std::size_t n, int sets, cudaStream_t s, const VectorBuffers* keep = nullptr) {
+  static std::map<int, std::map<std::pair<std::size_t, int>, std::unique_ptr<VectorBuffers>>> per_device;
   int dev = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
-  return per_device[dev].get(std::to_string(n) + "x" + std::to_string(sets),
-                             [&] { return std::make_unique<VectorBuffers>(n, sets, s); });
+  auto& kept = per_device[dev];
+  auto& slot = kept[{n, sets}];
+  if (slot) return *slot;
+  try {
+    slot = std::make_unique<VectorBuffers>(n, sets, s);
+  } catch (const CudaError& e) {
+    if (e.code() != cudaErrorMemoryAllocation) throw;
+    for (auto& [key, other] : kept)
+      if (other.get() != keep) other.reset();
+    slot = std::make_unique<VectorBuffers>(n, sets, s);
+  }
+  return *slot;
 }
 
-// Set k's output against the CPU: c = a + b, or c = a.
-bool output_right(benchmark::State& state, const std::string& what, Op op, const VectorBuffers& d, int k,
-                  cudaStream_t s) {
-  std::vector<float> back(d.n);
-  download(back.data(), d.set(d.c, k), d.n * sizeof(float), s);
-  const HostInputs& h = host_inputs(d.n);
-  return op == Op::Add ? check_vector_add(state, what, h.a.data(), h.b.data(), back.data(), d.n)
-                       : check_copy(state, what, h.a.data(), back.data(), d.n);
+// Sets [0, sets) of the output on the device: c = a + b, or c = a, bit
+// for bit. A wrong element fails the row, naming it.
+bool outputs_right(benchmark::State& state, const std::string& what, Op op, const VectorBuffers& d, int sets,
+                   cudaStream_t s) {
+  const device_check::Wrong w =
+      device_check::first_wrong(op, input_seeds(d.n), d.c.get(), d.n, d.stride, sets, d.scratch.get(), s);
+  if (w.set < 0) return true;
+  fail(state, what + " gave a wrong result: c[" + std::to_string(w.index) + "] = " + std::to_string(w.got) +
+                  ", expected " + std::to_string(device_check::expected(op, input_seeds(d.n), w.index)) +
+                  (d.sets > 1 ? " in buffer set " + std::to_string(w.set) : "") + " (n = " + std::to_string(d.n) + ")");
+  return false;
 }
 
-// `work` on set k, its output poisoned first, then checked.
-bool run_right(benchmark::State& state, const std::string& what, Op op, const VectorBuffers& d, int k,
-               const GpuAdd& work, cudaStream_t s) {
-  CUDA_CHECK(cudaMemsetAsync(d.set(d.c, k), 0xFF, d.n * sizeof(float), s));
+// `work` on set 0, its output poisoned first, then checked.
+bool run_right(benchmark::State& state, const std::string& what, Op op, const VectorBuffers& d, const GpuAdd& work,
+               cudaStream_t s) {
+  CUDA_CHECK(cudaMemsetAsync(d.set(d.c, 0), 0xFF, d.n * sizeof(float), s));
   work();
-  return output_right(state, what, op, d, k, s);
+  return outputs_right(state, what, op, d, 1, s);
 }
 
 // One event pair's launches: `launches` of `works` in turn, the turn going
@@ -116,23 +129,24 @@ const DeviceCopy kDeviceCopies[] = {
 };
 
 // The best copy bandwidth at n on `dev`: each reference copy of
-// kDeviceCopies on buffers of its own, checked first (a wrong copy fails the
-// add's row) and timed as a Copy row is (its own rotation, or one launch
-// after `flush`); measured once per device, n and flush in a process (a
-// failure again for each row it is asked for). 0 when one failed or timed
-// out.
-double copy_reference(benchmark::State& state, int dev, cudaStream_t s, std::size_t n, L2Flush flush) {
+// kDeviceCopies on the Copy rows' buffers (the add's `add` kept), checked
+// first (a wrong copy fails the add's row) and timed as a Copy row is (its
+// own rotation, or one launch after `flush`); measured once per device, n
+// and flush in a process (a failure again for each row it is asked for).
+// 0 when one failed or timed out.
+double copy_reference(benchmark::State& state, int dev, cudaStream_t s, std::size_t n, L2Flush flush,
+                      const VectorBuffers& add) {
   static std::map<std::string, double> measured;
   const std::string key = std::to_string(dev) + " " + std::to_string(n) + " " + l2_flush_name(flush);
   if (const auto it = measured.find(key); it != measured.end()) return it->second;
   const Rotation rot = buffer_rotation(n, vector_add::kCopyBytesPerElement, flush, dev);
-  const VectorBuffers d(n, rot.sets, s);  // not the add's, which stay cached for its next call
+  const VectorBuffers& d = vector_buffers(n, rot.sets, s, &add);
   double best = 0;
   for (const DeviceCopy& copy : kDeviceCopies) {
     if (!copy.reference) continue;
     std::vector<GpuAdd> copies;
     for (int k = 0; k < d.sets; ++k) copies.push_back(copy.make(d.set(d.a, k), nullptr, d.set(d.c, k), n, s, dev));
-    if (!run_right(state, std::string("the copy reference (Copy/") + copy.name + ")", Op::Copy, d, 0, copies[0], s))
+    if (!run_right(state, std::string("the copy reference (Copy/") + copy.name + ")", Op::Copy, d, copies[0], s))
       return 0;
     std::size_t next = 0;
     const double per_launch =
@@ -155,7 +169,7 @@ std::string timing_label(const Rotation& rot, L2Flush flush, double bytes, int d
 }
 
 void run_bandwidth_row(benchmark::State& state, int dev, L2Flush flush, Op op, const std::string& what,
-                    const MakeGpuAdd& make) {
+                       const MakeGpuAdd& make, const Calls& calls) {
   try {
     const auto n = static_cast<std::size_t>(state.range(0));
     use_device(dev);
@@ -166,34 +180,37 @@ void run_bandwidth_row(benchmark::State& state, int dev, L2Flush flush, Op op, c
     std::vector<GpuAdd> works;
     for (int k = 0; k < d.sets; ++k) works.push_back(make(d.set(d.a, k), d.set(d.b, k), d.set(d.c, k), n, s, dev));
     const std::string key = what + " n=" + std::to_string(n) + " dev=" + std::to_string(dev);
-    if (!check_once(key, [&] { return run_right(state, what, op, d, 0, works[0], s); })) return;
+    if (!check_once(key, [&] { return run_right(state, what, op, d, works[0], s); })) return;
     for (int i = 0; i < 3; ++i) works[static_cast<std::size_t>(i % d.sets)]();  // warm-up
     // The buffers outlive a call (repetitions, other rows at this n): every
     // output is poisoned, so the check after the timing reads this call's.
     d.poison_outputs(s);
     CUDA_CHECK(cudaStreamSynchronize(s));
     std::string not_dram;
-    const std::string label = timing_label(rot, flush, bytes, dev, &not_dram);
+    const std::string label = joined_label(timing_label(rot, flush, bytes, dev, &not_dram), calls ? calls(n) : "");
     std::size_t next = 0;
     timed_gpu_loop(state, dev, s, pair_of(works, rot.launches, next), timing_of(rot, flush, s, label));
     if (state.error_occurred()) return;
-    const int last = static_cast<int>((next - 1) % works.size());
-    if (!output_right(state, what + " (the last buffer set launched)", op, d, last, s)) return;
+    // The launches took the sets in turn from the first: each one launched is checked.
+    const int launched = static_cast<int>(std::min<std::size_t>(next, works.size()));
+    if (!outputs_right(state, what + " (after the timed launches)", op, d, launched, s)) return;
     set_bandwidth_counters(state, n, bytes_per_element(op));
     if (!not_dram.empty()) return;
     set_peak_counters(state, bytes, dram_peak(dev));
-    if (op == Op::Add) set_reference_counters(state, "copy", bytes, copy_reference(state, dev, s, n, flush));
+    if (op == Op::Add) set_reference_counters(state, "copy", bytes, copy_reference(state, dev, s, n, flush, d));
   } catch (const std::exception& e) {
     fail_gpu(state, e);
   }
 }
 
 void register_bandwidth_rows(const RunOptions& run, const std::string& family, const std::string& name, Op op,
-                             const MakeGpuAdd& make, double enqueue_s) {
+                             const MakeGpuAdd& make, double enqueue_s, const Calls& calls = {}) {
   const L2Flush flush = run.l2_flush;
   register_per_device(
       run, family + "/" + name, "n", vector_sizes(),
-      [name, make, flush, op](benchmark::State& st, int dev) { run_bandwidth_row(st, dev, flush, op, name, make); },
+      [name, make, flush, op, calls](benchmark::State& st, int dev) {
+        run_bandwidth_row(st, dev, flush, op, name, make, calls);
+      },
       [run, op, enqueue_s](Registered* b, std::int64_t n, int dev) {
         b->UseManualTime()->Unit(benchmark::kMicrosecond);
         const auto elements = static_cast<std::size_t>(n);
@@ -212,8 +229,8 @@ void register_bandwidth_rows(const RunOptions& run, const std::string& family, c
 }  // namespace
 
 void register_vector_add_rows(const RunOptions& run, const std::string& name, const MakeGpuAdd& make,
-                              double enqueue_s) {
-  register_bandwidth_rows(run, "VectorAdd", name, Op::Add, make, enqueue_s);
+                              double enqueue_s, const Calls& calls) {
+  register_bandwidth_rows(run, "VectorAdd", name, Op::Add, make, enqueue_s, calls);
 }
 
 void register_gpu_copies(const RunOptions& run) {

@@ -56,6 +56,7 @@ DeviceBuffer<T>::~DeviceBuffer() {
 }
 template class DeviceBuffer<float>;
 template class DeviceBuffer<unsigned char>;
+template class DeviceBuffer<unsigned long long>;
 
 HostBuffer::HostBuffer(std::size_t bytes, bool pinned) : pinned_(pinned) {
   if (pinned) CUDA_CHECK(cudaMallocHost(&p_, bytes));

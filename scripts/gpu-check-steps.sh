@@ -16,16 +16,16 @@ res="$GC_RES" build="$GC_BUILD"
 [ -f "$res/preflight.env" ] && . "$res/preflight.env"
 [ -f "$res/have.env" ] && . "$res/have.env"
 epochs=10; [ "$GC_QUICK" = 1 ] && epochs=2
-headline='(10000000|134217728)' sizes='(4096|1048576|16777216)' flow_sizes='(4096|1048576|16777216|10000000|134217728)'
+headline='(10000000|67108864|134217728)' sizes='(4096|1048576|16777216)' flow_sizes='(4096|1048576|16777216|10000000|134217728)'
 [ "$GC_QUICK" = 1 ] && sizes='(1048576)' flow_sizes='(1048576|10000000)'
 # The GPU tests, by suite: those that skip without a GPU.
-GPU_TESTS='(GpuVectorAdd|CudaCheck|L2FlushGpu|BenchCliGpu|TrainerGpu)\.'
+GPU_TESTS='(GpuVectorAdd|DeviceCheckGpu|CudaCheck|L2FlushGpu|BenchCliGpu|TrainerGpu)\.'
 # Tests that make an API call fail on purpose (a 2^62-byte cudaMalloc): a
 # sanitizer would report it, so sanitized runs leave them out.
 DELIBERATE_API_FAILURES='CudaCheck.*'
 # The implementations whose rows a step exists for (bench/families/vector_add_gpu.cu,
 # bench/families/torch.cpp): a row missing from its results fails the step.
-ADD_IMPLS="cuda_v1 cuda_v2 cuda_v3 cuda_v4 cuda_v5 cublas_geam thrust"
+ADD_IMPLS="cuda_v1 cuda_v2 cuda_v3 cuda_v4 cuda_v5 cuda_v6 cuda_v7 cuda_v8 cublas_geam thrust"
 [ "${HAVE_torch:-0}" = 1 ] && ADD_IMPLS+=" torch_cuda"
 COPY_IMPLS="cuda_kernel cuda_float4 cuda_memcpy"
 MNIST_VARIANTS="cuda cuda_graph cuda_bf16 cuda_channels_last cuda_tf32_on cuda_tf32_off"
@@ -191,14 +191,15 @@ step_memcheck() {
   sanitizer_result
 }
 
-# Right after memcheck: initcheck on the GPU tests. Not racecheck: it judges shared memory
-# alone, and no kernel of ours uses any (grep __shared__), so it could only
-# pass; the note in sanitizer.txt puts that in the summary.
+# Right after memcheck: initcheck on the GPU tests, then racecheck on the
+# kernel tests (cuda_v8 stages its tiles in shared memory), each once it
+# has caught its canary.
 step_sanitize() {
   local rcs=() unsupported=""
   proven initcheck DISABLED_UninitialisedRead "read of uninitialised memory" || return 4
   counted initcheck "test_vector_add_gpu" "$build/test_vector_add_gpu" --gtest_filter="-$DELIBERATE_API_FAILURES"
-  echo "== racecheck: not run: no kernel of ours uses shared memory, all it checks" >> "$res/sanitizer.txt"
+  proven racecheck DISABLED_SharedMemoryRace "race on shared memory" || return 4
+  counted racecheck "the kernel tests" "$build/test_vector_add_gpu" --gtest_filter='*GpuVectorAdd.*'
   sanitizer_result
 }
 
@@ -246,8 +247,9 @@ expect() {
 # expect (patterns), one function each: `gpu-check-steps.sh rows STEP`
 # prints both, and the gpu_check test lists a fake GPU's rows with them.
 # The headline rows come first, in a run of their own, so that a later stop
-# keeps them: VectorAdd and the device copies at 1e7 and 2^27, the 40 MB
-# pinned copy. Then the other sizes, the flows and the host copies.
+# keeps them: VectorAdd and the device copies at 1e7 and at two DRAM-bound
+# sizes, 2^26 and 2^27 (8x and 16x an H200's L2), the 40 MB pinned copy.
+# Then the other sizes, the flows and the host copies.
 headline_filter() {
   echo "^(VectorAdd/(${ADD_IMPLS// /|})/n:$headline/|Copy/(${COPY_IMPLS// /|})/n:$headline/|Transfer/h2d_pinned/bytes:40000000/|Launch/empty_kernel/)"
 }

@@ -285,7 +285,8 @@ void register_torch_add(const RunOptions& run, bool gpu) {
   for (auto n : vector_sizes()) b->Arg(n);
 #ifdef CUDABENCH_TORCH_GPU
   if (gpu)
-    register_vector_add_rows(run, "torch_cuda", torch_add, kTorchEnqueue);
+    register_vector_add_rows(run, "torch_cuda", torch_add, kTorchEnqueue,
+                             [](std::size_t) { return "torch::add_out on the bench stream"; });
 #else
   (void)run;
   (void)gpu;

@@ -1,4 +1,4 @@
-// VectorAdd/cuda_v1..v5 (the variant table), VectorAdd/cublas_geam,
+// VectorAdd/cuda_v1..v8 (the variant table), VectorAdd/cublas_geam,
 // VectorAdd/thrust, the device copies (Copy/cuda_kernel, BabelStream's;
 // Copy/cuda_float4; Copy/cuda_memcpy: gpu_rows.cu), and the seed's whole flow
 // VectorAddFlow/<pageable|pinned> (copy a and b in, add with the seed's
@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "bench/bench_support.h"
+#include "bench/cublas_shape.h"
 #include "kernels/cuda_check.h"
 #include "bench/gpu_support.h"
 #include "bench/family.h"
@@ -41,17 +42,25 @@ cublasHandle_t cublas() {
   return it->second;
 }
 
-// C = alpha * A + beta * B with A, B, C as n x 1 column-major matrices.
+// C = A + B with each array as the matrix geam_shape(n) says, the rest in
+// a second call: what cuBLAS's geam is for.
 GpuAdd cublas_add(const float* a, const float* b, float* c, std::size_t n, cudaStream_t s, int) {
-  if (n > static_cast<std::size_t>(INT32_MAX)) throw std::invalid_argument("cublasSgeam takes int sizes");
+  const GeamShape g = geam_shape(n);
+  if (g.rows > INT32_MAX || g.cols > INT32_MAX) throw std::invalid_argument("cublasSgeam takes int sizes");
   cublasHandle_t h = cublas();
   if (cublasSetStream(h, s) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasSetStream failed");
-  const int m = static_cast<int>(n);
-  return [=] {
+  const auto geam = [h](const float* a, const float* b, float* c, std::size_t rows, std::size_t cols) {
     const float one = 1.0f;
-    const cublasStatus_t st = cublasSgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, 1, &one, a, m, &one, b, m, c, m);
+    const int m = static_cast<int>(rows);
+    const cublasStatus_t st = cublasSgeam(h, CUBLAS_OP_N, CUBLAS_OP_N, m, static_cast<int>(cols), &one, a, m, &one,
+                                          b, m, c, m);
     if (st != CUBLAS_STATUS_SUCCESS)
       throw std::runtime_error(std::string("cublasSgeam failed: ") + cublasGetStatusString(st));
+  };
+  const std::size_t done = g.rows * g.cols;
+  return [=] {
+    if (done) geam(a, b, c, g.rows, g.cols);
+    if (g.rest) geam(a + done, b + done, c + done, g.rest, 1);
   };
 }
 
@@ -157,8 +166,9 @@ std::string add_gpu_vector_add(const RunOptions& run, const Usable&) {
         },
         kKernelEnqueue);
   }
-  register_vector_add_rows(run, "cublas_geam", cublas_add, kLibraryEnqueue);
-  register_vector_add_rows(run, "thrust", thrust_add, kLibraryEnqueue);
+  register_vector_add_rows(run, "cublas_geam", cublas_add, kLibraryEnqueue, geam_label);
+  register_vector_add_rows(run, "thrust", thrust_add, kLibraryEnqueue,
+                           [](std::size_t) { return "thrust::transform(par_nosync, plus)"; });
   register_gpu_copies(run);
   register_launch_rows(run);
   for (bool pinned : {false, true}) {

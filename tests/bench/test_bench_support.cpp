@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "bench/bench_support.h"
+#include "bench/cublas_shape.h"
 #include "bench/stable_names.h"
 #include "bench/telemetry.h"
 #include "kernels/vector_add.cuh"
@@ -402,4 +403,34 @@ TEST(HostArray, SameLayoutEveryTimeAndNoSharedLowAddressBits) {
   }
   EXPECT_THROW(HostArray(16, 4096), std::invalid_argument);
   EXPECT_THROW(HostArray(16, 3), std::invalid_argument);
+}
+
+// VectorAdd/cublas_geam's shape for every size bench runs: one matrix with
+// a column of whole warps, about square, no second call; and for sizes no
+// such matrix holds, the rest in a column of its own.
+TEST(GeamShape, EverySizeIsOneMatrixOfWholeWarps) {
+  for (auto n64 : vector_sizes()) {
+    const auto n = static_cast<std::size_t>(n64);
+    const GeamShape g = geam_shape(n);
+    EXPECT_EQ(g.rows * g.cols, n) << n;
+    EXPECT_EQ(g.rest, 0u) << n;
+    EXPECT_EQ(g.rows % 32, 0u) << n;
+    EXPECT_GE(g.rows * g.rows, n) << n;   // a column of at least sqrt(n)
+    EXPECT_LE(g.rows, 4 * g.cols) << n;   // and not a column of everything
+  }
+  EXPECT_EQ(geam_shape(std::size_t{1} << 27).rows, 16384u);
+  EXPECT_EQ(geam_shape(10'000'000).rows, 3200u);
+  EXPECT_EQ(geam_label(10'000'000), "cublasSgeam on a 3200 x 3125 matrix (lda 3200)");
+}
+
+TEST(GeamShape, TheRestOfAnAwkwardSizeIsASecondCall) {
+  for (std::size_t n : {std::size_t{33}, std::size_t{100}, std::size_t{1000003}, std::size_t{4294967311}}) {  // primes and near-primes
+    const GeamShape g = geam_shape(n);
+    EXPECT_EQ(g.rows * g.cols + g.rest, n) << n;
+    EXPECT_LT(g.rest, g.rows) << n;
+    EXPECT_EQ(g.rows % 32, 0u) << n;
+  }
+  EXPECT_EQ(geam_label(1000003), "cublasSgeam on a 1024 x 976 matrix (lda 1024) and a 579 x 1 one for the rest");
+  for (std::size_t n : {1u, 7u, 31u}) EXPECT_EQ(geam_shape(n).rows * geam_shape(n).cols, n) << n;
+  EXPECT_EQ(geam_shape(0).cols, 0u);
 }

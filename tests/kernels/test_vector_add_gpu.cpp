@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cuda_check.h"
+#include "kernels/device_check.cuh"
 #include "env/probe.h"
 #include "kernels/l2_flush.cuh"
 #include "kernels/vector_add.cuh"
@@ -76,6 +77,37 @@ TEST(CudaCheck, ClearsTheErrorItThrowsFor) {
   EXPECT_NO_THROW(va::vector_add(4, nullptr, nullptr, nullptr, 0, 256, nullptr));
 }
 
+// The inputs made on the device are the host's, bit for bit, in every set;
+// the compare finds nothing in a right output and the first element of a
+// planted error (poison, in the last set).
+TEST(DeviceCheckGpu, FillsAsTheHostDoesAndFindsTheFirstWrongElement) {
+  namespace dc = cudabench::device_check;
+  std::string why;
+  if (!usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;
+  const std::size_t n = 100003, stride = 100032;
+  const int sets = 3;
+  float *a, *c;
+  unsigned long long* scratch;
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&a), stride * sets * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&c), stride * sets * sizeof(float)));
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&scratch), sizeof *scratch));
+  dc::fill(a, n, stride, sets, 77, nullptr);
+  dc::fill(c, n, stride, sets, 77, nullptr);  // what a copy of a holds
+  std::vector<float> back(stride * sets);
+  CUDA_CHECK(cudaMemcpy(back.data(), a, back.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  for (int k = 0; k < sets; ++k)
+    for (std::size_t i = 0; i < n; ++i)
+      ASSERT_EQ(dc::bits(back[k * stride + i]), dc::bits(dc::input_value(77, i))) << "set " << k << " element " << i;
+  EXPECT_EQ(dc::first_wrong(dc::Op::Copy, {77, 0}, c, n, stride, sets, scratch, nullptr).set, -1);
+  EXPECT_EQ(dc::first_wrong(dc::Op::Add, {77, 0}, c, n, stride, sets, scratch, nullptr).set, 0);  // not a + b
+  CUDA_CHECK(cudaMemset(c + 2 * stride + 5, 0xFF, sizeof(float)));
+  const dc::Wrong w = dc::first_wrong(dc::Op::Copy, {77, 0}, c, n, stride, sets, scratch, nullptr);
+  cudaFree(a); cudaFree(c); cudaFree(scratch);
+  EXPECT_EQ(w.set, 2);
+  EXPECT_EQ(w.index, 5u);
+  EXPECT_TRUE(std::isnan(w.got));
+}
+
 // The read flush runs, reads, and leaves its sink alone.
 TEST(L2FlushGpu, ReadKernelRunsWithoutTouchingItsSink) {
   std::string why;
@@ -132,5 +164,18 @@ TEST(SanitizerCanary, DISABLED_UninitialisedRead) {
   va::vector_add(va::gpu_variant_ids().front(), a, b, c, n, 256, nullptr);
   (void)cudaDeviceSynchronize();
   cudaFree(a); cudaFree(b); cudaFree(c);
+  (void)cudaGetLastError();
+}
+
+// Threads of one block race on a shared float (sanitizer_canary_race.cu).
+void launch_racy_kernel(float* out, unsigned threads);
+TEST(SanitizerCanary, DISABLED_SharedMemoryRace) {
+  std::string why;
+  if (!usable(&why)) GTEST_SKIP() << "no usable GPU: " << why;
+  float* out;
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&out), 256 * sizeof(float)));
+  launch_racy_kernel(out, 256);
+  (void)cudaDeviceSynchronize();
+  cudaFree(out);
   (void)cudaGetLastError();
 }
