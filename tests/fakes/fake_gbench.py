@@ -10,6 +10,7 @@ with times the environment sets, and logs each start.
   FAKE_GBENCH_BURN_FIRST  the first process runs beside busy processes
   FAKE_GBENCH_SLEEP  seconds to wait first, in a child `sleep` of its own
                      process group (a bench stuck on a GPU, with a child)
+  FAKE_GBENCH_SLEEP_FROM  only from this process on (its index in the log)
   FAKE_GBENCH_PGID   file to write that process group's id to, once it sleeps
   FAKE_GBENCH_MODE   ok | crash (killed by SIGSEGV) | refuse (exit 2) |
                      wrong (a failed check, exit 1) | empty (the filter
@@ -40,7 +41,7 @@ if os.environ.get("FAKE_GBENCH_BURN_FIRST") and index == 0:
         subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 0.6: pass"],
                          start_new_session=True)
     time.sleep(0.8)
-if os.environ.get("FAKE_GBENCH_SLEEP"):
+if os.environ.get("FAKE_GBENCH_SLEEP") and index >= int(os.environ.get("FAKE_GBENCH_SLEEP_FROM", "0")):
     import subprocess
     child = subprocess.Popen(["sleep", os.environ["FAKE_GBENCH_SLEEP"]])
     if os.environ.get("FAKE_GBENCH_PGID"):

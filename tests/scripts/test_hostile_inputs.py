@@ -3,6 +3,7 @@ beyond the bad-input table (test_tools_bad_input.py): count one sample
 twice, make one run three machines' worth of processes, forge a line of a
 report, or leave a temporary folder or a child behind when stopped."""
 import json
+import shutil
 import os
 import signal
 import subprocess
@@ -133,14 +134,17 @@ def wait_for(path, seconds=30):
     return int(path.read_text())
 
 
-def started_samples(tmp_path, wrap=()):
-    """samples.py on a bench that sleeps in a child: (its process, the bench's process group, $TMPDIR)."""
+def started_samples(tmp_path, wrap=(), processes=1, sleep_from=0, more=()):
+    """samples.py on a bench that sleeps in a child from its process
+    `sleep_from` on (the ones before finish): (its process, the sleeping
+    bench's process group, $TMPDIR)."""
     tmp, pgid = tmp_path / "tmp", tmp_path / "pgid"
     tmp.mkdir()
     cmd = [*wrap, PY, os.path.join(SCRIPTS, "samples.py"), "run", "--bench", FAKE, "--out", str(tmp_path / "s.json"),
-           "--processes", "1"]
+           "--processes", str(processes), *more]
     p = subprocess.Popen(cmd, env={**os.environ, "TMPDIR": str(tmp), "FAKE_GBENCH_SLEEP": "60",
-                                   "FAKE_GBENCH_PGID": str(pgid)},
+                                   "FAKE_GBENCH_SLEEP_FROM": str(sleep_from), "FAKE_GBENCH_PGID": str(pgid),
+                                   "FAKE_GBENCH_LOG": str(tmp_path / "log")},
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     return p, wait_for(pgid), tmp
 
@@ -169,6 +173,48 @@ def test_samples_stopped_by_a_signal_removes_its_folder_and_ends_its_bench(sig, 
     assert os.listdir(tmp) == [], os.listdir(tmp)
     assert live_members(pgid) == [], "the bench's process group outlived samples.py"
     assert not (tmp_path / "s.json").exists()
+
+
+def readers_of(path, tmp_path):
+    """What compare, report, expect_rows and gpu_summary print of a result file."""
+    (tmp_path / "res").mkdir()
+    shutil.copy(path, tmp_path / "res" / "vector_add_headline.json")
+    out = {"compare": tool("compare.py", path, path),
+           "report": tool("report.py", path, "--out", tmp_path / "rep"),
+           "expect_rows": tool("expect_rows.py", path, "^Fake/steady"),
+           "gpu_summary": tool("gpu_summary.py", tmp_path / "res")}
+    if out["report"].returncode == 0:
+        out["report"].stdout += (tmp_path / "rep" / "report.md").read_text()
+    return out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+def test_samples_stopped_after_a_process_finished_keeps_it_marked_partial(sig, tmp_path):
+    """A step's time limit (timeout's TERM) or Ctrl-C after the first of
+    three processes: the file holds that process, written whole, marked
+    partial; the exit is still 128+N; every reader says partial."""
+    p, pgid, _ = started_samples(tmp_path, processes=3, sleep_from=1)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + sig, err
+    assert live_members(pgid) == []
+    doc = json.loads((tmp_path / "s.json").read_text())
+    name = signal.Signals(sig).name
+    assert doc["cudabench_samples"]["partial"] == {"processes": 1, "planned": 3, "stopped_by": name}
+    assert {b["repetition_index"] for b in doc["benchmarks"]} == {0} and len(doc["benchmarks"]) == 2
+    said = f"partial: 1 of 3 processes ran before {name} stopped the run"
+    assert said in err
+    for reader, r in readers_of(tmp_path / "s.json", tmp_path).items():
+        assert r.returncode == 0 and said in r.stdout, (reader, r.stdout, r.stderr)
+
+
+def test_samples_stopped_by_its_process_time_limit_keeps_what_finished(tmp_path):
+    p, _, _ = started_samples(tmp_path, processes=2, sleep_from=1, more=("--process-seconds", "3"))
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 3, err
+    assert "still running after 3 s (--process-seconds)" in err.splitlines()[-1]
+    partial = json.loads((tmp_path / "s.json").read_text())["cudabench_samples"]["partial"]
+    assert partial == {"processes": 1, "planned": 2, "stopped_by": "the --process-seconds limit (3 s)"}
 
 
 def test_samples_run_as_a_job_of_a_script_is_stopped_whole(tmp_path):

@@ -13,7 +13,8 @@ its gate, behind the fixed delay, which the host's enqueue may be in). Exit
 0 when every pattern has a row and none failed or holds such a figure; 1
 when a figure is impossible (a wrong measurement); 3 when a row is missing,
 failed or doubtful (it could not be measured as it should; a wrong result
-is bench's own exit 1); 2 for an unreadable file or a bad pattern. A CPU
+is bench's own exit 1); 2 for an unreadable file or a bad pattern. A file
+samples.py kept from a stopped run says so first ("partial: ..."). A CPU
 control row does not stand in for a GPU row: the patterns name the GPU rows.
 Only the standard library (the GPU machine's python3).
 """
@@ -24,6 +25,7 @@ import sys
 from ..base.errors import BadInput, one_line
 from ..base.files import read_json
 from ..base.cli import print_usage
+from ..results.gbench import SAMPLES_META, partial_note
 
 
 # An add moves 12 bytes per element, a copy 8, through the same DRAM: the
@@ -85,8 +87,10 @@ def main(argv):
     except (BadInput, re.error) as e:
         print(f"expect_rows: {one_line(e)}", file=sys.stderr)
         return 2
-    missing, wrong = problems(doc if isinstance(doc, dict) else {}, argv[2:])
-    for line in missing + wrong:
+    doc = doc if isinstance(doc, dict) else {}
+    missing, wrong = problems(doc, argv[2:])
+    partial = (doc.get(SAMPLES_META) or {}).get("partial")
+    for line in ([partial_note(argv[1], partial)] if isinstance(partial, dict) else []) + missing + wrong:
         print(line)
     return 1 if wrong else 3 if missing else 0
 

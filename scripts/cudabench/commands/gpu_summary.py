@@ -31,6 +31,7 @@ from collections import defaultdict
 from ..base.errors import BadInput
 from ..base.files import read_bytes, read_json
 from ..base.cli import run_tool
+from ..results.gbench import SAMPLES_META, partial_note
 
 
 RAW = re.compile(r"^VectorAdd/cuda_v\d+$")
@@ -334,9 +335,14 @@ def sanitizer_finding(head, body):
 
 
 def error_lines(d, bench):
-    """The benchmarks that failed, any faster than its peak, and how many ran
+    """The bench step's files kept from a stopped run (partial), the
+    benchmarks that failed, any faster than its peak, and how many ran
     while the GPU throttled (bench: the bench step's rows)."""
     errors, throttled = [], []
+    for f in BENCH_FILES + ("mnist.json",):
+        partial = ((load(os.path.join(d, f)) or {}).get(SAMPLES_META) or {}).get("partial")
+        if isinstance(partial, dict):
+            errors.append(f"PARTIAL {partial_note(f, partial)}: its rows are shown below")
     for doc in (bench, load(os.path.join(d, "mnist.json"))):
         for b in (doc or {}).get("benchmarks", []):
             if b.get("error_occurred"):

@@ -23,8 +23,8 @@ from collections import defaultdict
 from ..base.errors import BadInput
 from ..base.files import hold_lock, make_folder, refuse_inputs_as_outputs, write_whole
 from ..base.cli import ArgParser, ensure_venv, output_folder, run_tool
-from ..base.text import table
-from ..results.gbench import load, positive_number
+from ..base.text import table, visible
+from ..results.gbench import load, partial_note, positive_number
 from ..results.stats import median
 from ..results.context import set_labels
 from ..results.verdicts import judge_all
@@ -148,6 +148,7 @@ def file_report(a):
             for label, doc in zip(labels, docs)]
     md = [f"# {a.title}", "", table(["run", "file", "toolkit", "GPU", "driver", "LibTorch", "host", "CPUs"],
                                             runs, True), ""]
+    md += [f"Note: {visible(partial_note(label, doc.partial))}" for label, doc in zip(labels, docs) if doc.partial]
     for fname, ok, caption in (
             ("vector_add.png", plot_lines(datasets, labels, "VectorAdd", "VectorAdd: c = a + b, GB/s (12 bytes/element)",
                                           "elements", os.path.join(a.out, "vector_add.png")), "Vector add throughput"),

@@ -32,17 +32,23 @@ samples, its throughput and its load.
 One run at a time writes FILE: it holds FILE.lock (flock), and a second
 exits 2 naming the first.
 
+A run stopped by a signal, or by a process past --process-seconds, keeps
+the processes that finished: FILE holds them, written whole, its
+"cudabench_samples" marked "partial" (how many of how many planned, and
+what stopped it), and every reader (compare, report, samples, gpu_summary,
+expect_rows, --add-machine) says "partial" where it shows it. No process
+finished: no FILE.
+
 Exit codes: 0 every benchmark checked; 1 a benchmark failed its check (a
 wrong result) in some process; 2 bad input (no such bench, flags it refuses,
 a filter that matches nothing, a number out of its range, FILE another run
-holds or that is the bench); 3 a process failed without a usable result, or
-the disk is full (said so when its log is empty); 5 inconclusive: rows
-with fewer than 2 samples taken without other load (one "Inconclusive: ..."
-line, above and below the table, names the busiest other programs; the file
-is written); 128+N stopped by signal N
-(the running bench's process group is stopped, FILE is not written, the
-work folder under $TMPDIR is removed: it is kept only when the last line
-names a log in it).
+holds or that is the bench); 3 a process failed without a usable result, ran
+past --process-seconds, or the disk is full (said so when its log is empty);
+5 inconclusive: rows with fewer than 2 samples taken without other load (one
+"Inconclusive: ..." line, above and below the table, names the busiest other
+programs; the file is written); 128+N stopped by signal N (the running
+bench's process group is stopped, the work folder under $TMPDIR is removed:
+it is kept only when the last line names a log in it).
 """
 import argparse
 import contextlib
@@ -58,14 +64,14 @@ from dataclasses import dataclass, field
 from . import driver_probe
 from .driver_probe import DRIVER_CHECKED
 from ..base.errors import EXIT_INCONCLUSIVE, BadInput, ToolError, one_line
-from ..base.processes import LoadMeter, ended_unreaped, split_passthrough, stop_groups
+from ..base.processes import LoadMeter, Terminated, ended_unreaped, split_passthrough, stop_groups
 from ..base.files import (check_writable, hold_lock, is_stream, read_json, refuse_inputs_as_outputs, temporary_folder,
                           write_whole)
 from ..base.cli import ArgParser, bounded, output_folder, run_tool
 from ..base.progress import Progress
 from ..base.text import fmt_value, table
 from ..results.verdicts import inconclusive
-from ..results.gbench import MAX_FILTER, MIN_CLEAN, SAMPLES_META, finite_number, load_doc, name_prefix
+from ..results.gbench import MAX_FILTER, MIN_CLEAN, SAMPLES_META, finite_number, load_doc, name_prefix, partial_note
 from ..results.merged import busiest, merge
 from ..results.stats import median, median_interval
 from ..results.context import hardware_of
@@ -125,6 +131,14 @@ class Sampling:
                 raise BadInput(f"{x}: " + (f"give {instead} instead" if instead else "not for a measured run"))
 
 
+class ProcessTimedOut(ToolError):
+    """A bench process ran past --process-seconds and was stopped (exit 3)."""
+
+    def __init__(self, message, seconds):
+        super().__init__(message)
+        self.seconds = seconds
+
+
 def check_driver_once(arms):
     """The driver checked once for every process of the run (each arm's
     environment gets the verdict), not once per process: with persistence
@@ -174,8 +188,8 @@ def run_process(arm, i, s, workdir, meter=None):
     last = lines[-1] if lines else ""
     who = f"process {i} of {arm.name} ({arm.bench})"
     if rc is None:
-        raise ToolError(f"{who} was still running after {s.process_seconds:g} s (--process-seconds) and was "
-                        f"stopped: a stuck GPU or a hung program; log: {log}")
+        raise ProcessTimedOut(f"{who} was still running after {s.process_seconds:g} s (--process-seconds) and was "
+                              f"stopped: a stuck GPU or a hung program; log: {log}", s.process_seconds)
     if rc == 2 and not arm.good:
         raise BadInput(f"{arm.bench} refused its arguments: {last}")
     if rc == 2:  # it ran with these arguments before: not a refusal
@@ -243,16 +257,17 @@ def wait_in_own_group(cmd, err, env, seconds, meter=None):
         raise
 
 
-def run_schedule(arms, order, s, workdir, progress=None):
+def run_schedule(arms, order, s, workdir, progress=None, into=None):
     """The processes in `order` (arm names); returns ({arm: [doc]}, {arm:
     [load]}, meta). A process beside more than s.max_interference of other
     load runs again (RETRIES times at most, and no more re-runs in all than
     processes per arm); one kept beside it anyway is listed in meta's
     'loaded'. progress: a base.progress.Progress that each process ticks,
-    or None for silence."""
+    or None for silence. into: the ({arm: [doc]}, {arm: [load]}) each
+    finished process is added to at once (a caller stopped meanwhile keeps
+    them), numbered on from those already there; new ones by default."""
     progress = progress or Progress("samples", len(order), enabled=False)
-    docs = {n: [] for n in arms}
-    loads = {n: [] for n in arms}
+    docs, loads = into or ({n: [] for n in arms}, {n: [] for n in arms})
     reruns, budget, exhausted, others = 0, max(1, len(order) // max(1, len(arms))), False, []
     require_space(workdir)
     check_driver_once(arms.values())
@@ -344,7 +359,8 @@ def stays_busy(loads, limit):
 def more_processes(arm, s, work, docs, loads, meta, a, progress):
     """Processes beyond the first --processes, for the rows whose median is
     still wide, two at a time, until none is, --most processes, or the
-    next two would end past --seconds. Extends docs and loads; returns meta."""
+    next two would end past --seconds. Adds to docs and loads as each
+    process ends; returns meta."""
     started = time.monotonic() - meta["wall_s"]
     while True:
         wide = wide_rows(merge(docs, "run", meta, loads))
@@ -360,13 +376,35 @@ def more_processes(arm, s, work, docs, loads, meta, a, progress):
         progress.say(f"{len(wide)} row(s) still wide after {len(docs)} processes: {two} more "
                      f"({', '.join(x.split('/real_time')[0] for x in wide[:2])}{', ...' if len(wide) > 2 else ''})")
         progress.total += two
-        d, lo, m = run_schedule({"p": arm}, ["p"] * two, more, work, progress)
-        docs += d["p"]
-        loads += lo["p"]
+        _, _, m = run_schedule({"p": arm}, ["p"] * two, more, work, progress, into=({"p": docs}, {"p": loads}))
         meta.update(reruns=meta["reruns"] + m["reruns"], wall_s=round(time.monotonic() - started, 1),
                     busiest=busiest(meta["busiest"] + m["busiest"]))
     meta["processes_run"] = len(docs)
     return meta
+
+
+def stopped_by(e):
+    """What stopped a run: a signal's name, or the --process-seconds limit."""
+    if isinstance(e, KeyboardInterrupt):
+        return "SIGINT"
+    if isinstance(e, Terminated):
+        return signal.Signals(e.signum).name
+    return f"the --process-seconds limit ({e.seconds:g} s)"
+
+
+def keep_partial(a, docs, loads, planned, why):
+    """FILE of the processes that finished before the run was stopped, written
+    whole and marked partial (how many of how many, and what stopped it);
+    nothing when none finished."""
+    if not docs:
+        return
+    meta = {"filter": a.filter, "reps_per_process": a.reps, "min_time": a.min_time, "tool": "run-bench",
+            "bench": a.bench, "max_interference": a.max_interference,
+            "partial": {"processes": len(docs), "planned": planned, "stopped_by": why}}
+    doc = merge(docs, "run", meta, loads)
+    doc["context"]["machine_label"] = a.label or hardware_of(doc["context"]) or "unknown"
+    write_json(a.out, doc)
+    print(f"samples: {partial_note(a.out, meta['partial'])}: its rows are kept, marked partial", file=sys.stderr)
 
 
 def cmd_run(a):
@@ -379,13 +417,18 @@ def cmd_run(a):
     if not is_stream(a.out):  # one run at a time writes FILE (run-bench.sh's latest.json)
         hold_lock(a.out + ".lock", a.out)
         require_space(os.path.dirname(os.path.abspath(a.out)))
+    docs, loads = {"p": []}, {"p": []}  # every process that finished, kept if the run is stopped
     with temporary_folder("cudabench-samples.") as work:  # kept when a run fails: its message names a log there
         progress = Progress("samples", a.processes, budget=a.seconds)
-        docs, loads, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, progress)
-        with open(os.path.join(work, "p00.stderr"), errors="replace") as err:
-            notes = sorted({x.strip() for x in err if x.startswith("cudabench:")})
-        meta = more_processes(arm, s, work, docs["p"], loads["p"], dict(meta, tool="run-bench", bench=a.bench), a,
-                              progress)
+        try:
+            _, _, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, progress, into=(docs, loads))
+            with open(os.path.join(work, "p00.stderr"), errors="replace") as err:
+                notes = sorted({x.strip() for x in err if x.startswith("cudabench:")})
+            meta = more_processes(arm, s, work, docs["p"], loads["p"], dict(meta, tool="run-bench", bench=a.bench), a,
+                                  progress)
+        except (Terminated, KeyboardInterrupt, ProcessTimedOut) as e:
+            keep_partial(a, docs["p"], loads["p"], progress.total, stopped_by(e))
+            raise
         progress.end()
     doc = merge(docs["p"], "run", meta, loads["p"])
     doc["context"]["machine_label"] = a.label or hardware_of(doc["context"]) or "unknown"

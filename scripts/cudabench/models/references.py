@@ -20,7 +20,7 @@ from ..base.errors import BadInput
 from ..base.paths import ROOT
 from ..base.files import make_folder, read_json, refuse_inputs_as_outputs, write_whole
 from ..results.context import hardware_of
-from ..results.gbench import ResultFile, load_doc, unique_rows
+from ..results.gbench import ResultFile, load_doc, partial_note, unique_rows
 from .families import FAMILIES
 
 REFERENCES = os.path.join(ROOT, "results", "reference")
@@ -79,7 +79,7 @@ def add_machine(paths, name=None, folder=None):
     if not NAME.fullmatch(name):
         raise BadInput(f"--machine {name}: expected one name of letters, digits, '.', '_' and '-'")
     known = {digest(read_json(p), p): p for runs in kept.values() for p in runs}
-    notes, new = [], {}
+    notes, new = [partial_note(p, f.partial) for p, f in zip(paths, files) if f.partial], {}
     for p, d in zip(paths, docs):
         key = digest(d, p)
         if key in known or key in new:

@@ -65,7 +65,19 @@ class ResultFile:
     label: str = ""
     benchmarks: list = field(default_factory=list)  # the file's entries (those the filter kept)
     meta: dict = field(default_factory=dict)  # how its samples were taken (samples.py's cudabench_samples)
-    notes: list = field(default_factory=list)  # what the reader did that a report must say (rows counted once)
+    notes: list = field(default_factory=list)  # what a report must say of it (partial, rows counted once)
+
+    @property
+    def partial(self):
+        """How a run stopped before all its processes ran (samples.py), or None: a whole run."""
+        p = self.meta.get("partial")
+        return p if isinstance(p, dict) else None
+
+
+def partial_note(path, partial):
+    """The line every reader shows for a partial run (samples.py wrote it when stopped)."""
+    return (f"{path}: partial: {partial.get('processes', '?')} of {partial.get('planned', '?')} processes ran before "
+            f"{partial.get('stopped_by', 'something')} stopped the run")
 
 
 def load(path, metric="time", name_filter=None):
@@ -111,10 +123,13 @@ def load_doc(doc, path, metric="time", name_filter=None):
                 if a.get("aggregate_name") == "median":
                     runs[name].samples.append(metric_value(a, metric, path))
     meta = doc.get(SAMPLES_META)
-    notes = [f"{path}: {twice} row(s) appear twice (the same benchmark, repetition and numbers): each counted "
-             "once"] if twice else []
-    return ResultFile(path, doc.get("context", {}), runs, benchmarks=rows, meta=meta if isinstance(meta, dict) else {},
-                      notes=notes)
+    f = ResultFile(path, doc.get("context", {}), runs, benchmarks=rows, meta=meta if isinstance(meta, dict) else {})
+    if f.partial:
+        f.notes.append(partial_note(path, f.partial))
+    if twice:
+        f.notes.append(f"{path}: {twice} row(s) appear twice (the same benchmark, repetition and numbers): each "
+                       "counted once")
+    return f
 
 
 def check_format(doc, path):
