@@ -338,11 +338,25 @@ step_train() {
   worst "$a" "$b"
 }
 
+# The same model and loop in Python (scripts/train_mnist.py under the
+# preflight's python, whose torch gave LibTorch), eager and compiled
+# (torch.compile, mode reduce-overhead: CUDA graphs), 3 epochs each: the
+# goals are build/train's median epoch against these, in one run.
+step_train-py() {
+  local a=0 b=0 py
+  py="$(python_with_torch)"
+  "$py" scripts/train_mnist.py --device cuda --epochs 3 --json "$res/train_py_cuda.json" > "$res/train_py_cuda.txt" 2>&1 || a=$?
+  "$py" scripts/train_mnist.py --device cuda --epochs 3 --compile --json "$res/train_py_compiled.json" \
+    > "$res/train_py_compiled.txt" 2>&1 || b=$?
+  tail -n 1 "$res/train_py_cuda.txt" "$res/train_py_compiled.txt"
+  worst "$a" "$b"
+}
+
 # The training-step benchmarks on the GPU; the CPU row at batch 64 is a
 # control, never a stand-in for the GPU rows.
 step_mnist() {
   local a=0 b=0
-  bench_json mnist --benchmark_repetitions=3 \
+  bench_json mnist --benchmark_repetitions=2 \
     --benchmark_filter='^MnistTrain/cuda[a-z0-9_]*/batch:(64|1024)/|^MnistEval/cuda/|^MnistTrain/cpu/batch:64/' || a=$?
   expect mnist $(rows MnistTrain "$MNIST_VARIANTS" batch '(64|1024)') '^MnistEval/cuda/' || b=$?
   worst "$a" "$b"
@@ -354,7 +368,7 @@ step_flush-ab() {
   local filter='^VectorAdd/(cuda_v4|cublas_geam)/n:134217728/' i=0 rcs=() mode rc
   for mode in read memset memset read; do
     i=$((i + 1)); rc=0
-    bench_json "flush_${mode}_$i" --l2-flush "$mode" --benchmark_repetitions=3 --benchmark_filter="$filter" || rc=$?
+    bench_json "flush_${mode}_$i" --l2-flush "$mode" --benchmark_repetitions=2 --benchmark_filter="$filter" || rc=$?
     rcs+=("$rc")
     rc=0
     expect "flush_${mode}_$i" '^VectorAdd/cuda_v4/n:134217728/' '^VectorAdd/cublas_geam/n:134217728/' || rc=$?
@@ -412,10 +426,10 @@ case "${CUDABENCH_TEST_GPU_CHECK_FAULT:-}" in
 esac
 # The steps that read the dataset get its folder, and only they.
 case "${1:-}" in
-  train|mnist|ddp|tests) CUDABENCH_DATA_DIR="$(dataset)" || exit 3; export CUDABENCH_DATA_DIR ;;
+  train|train-py|mnist|ddp|tests) CUDABENCH_DATA_DIR="$(dataset)" || exit 3; export CUDABENCH_DATA_DIR ;;
 esac
 case "${1:-}" in
-  preflight|build|tests|memcheck|env|headline|bench|flush-ab|train|mnist|ddp|sanitize) "step_$1" ;;
+  preflight|build|tests|memcheck|env|headline|bench|flush-ab|train|train-py|mnist|ddp|sanitize) "step_$1" ;;
   rows) case "${2:-}" in headline|bench) "${2}_filter"; "${2}_rows" | per_gpu ;; *) echo "gpu-check-steps: rows headline|bench" >&2; exit 2 ;; esac ;;
   *) echo "gpu-check-steps: ${1:-}: no such step" >&2; exit 2 ;;
 esac

@@ -60,9 +60,10 @@ STEPS=(
   "headline       100  200  gpu"
   "bench           80  180  gpu"
   "train           25   90  gpu,torch"
-  "mnist           30   90  gpu,torch"
+  "train-py        40  120  gpu,torch"
+  "mnist           20   90  gpu,torch"
   "ddp             15   90  gpu,torch,nccl"
-  "flush-ab        55   90  gpu"
+  "flush-ab        45   90  gpu"
 )
 # Kept at the end of the budget: a step's 15 s kill grace and the last snapshot.
 KEPT=20

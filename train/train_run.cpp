@@ -320,13 +320,20 @@ nlohmann::json finish_data_parallel(const TrainOptions& o, const Plan& p, DistCo
                                     int64_t checked_steps) {
   const auto hash = dist.check_replicas(trainer.model()->parameters(), "the last step");
   const auto buckets = trainer.data_parallel()->bucket_bytes();
-  const auto ar = dist.time_allreduce(buckets, 20);
+  // One rank reduces nothing: its "all-reduce" is not timed, and says so.
+  const bool reduced = p.world > 1;
+  const auto ar = reduced ? dist.time_allreduce(buckets, 20) : AllreduceTiming{};
   const std::string hex = hex64(hash);
   std::cout << "train: rank " << p.rank << " of " << p.world << ": parameters fnv1a64 " << hex << std::endl;
-  if (p.lead)
+  if (p.lead && reduced)
     std::cout << "train: all-reduce of the gradients (" << ar.buckets << " buckets, " << std::setprecision(2)
               << ar.bytes / 1e6 << " MB): " << std::setprecision(3) << ar.seconds * 1e3 << " ms per step, algbw "
               << ar.algbw / 1e9 << " GB/s, busbw " << ar.busbw / 1e9 << " GB/s (algbw x 2(n-1)/n)" << std::endl;
+  if (p.lead && !reduced)
+    std::cout << "train: all-reduce of the gradients: n/a (one rank: nothing is reduced)" << std::endl;
+  double bytes = 0;
+  for (const auto b : buckets) bytes += static_cast<double>(b);
+  const auto timed = [reduced](double x) { return reduced ? nlohmann::json(x) : nlohmann::json(nullptr); };
   nlohmann::json j = {{"launcher", p.launch->launcher},
                       {"backend", p.backend},
                       {"world_size", p.world},
@@ -342,11 +349,11 @@ nlohmann::json finish_data_parallel(const TrainOptions& o, const Plan& p, DistCo
                       {"replicas_identical", true},
                       {"replicas_checked_after_steps", o.check_sync ? checked_steps : 0},
                       {"allreduce",
-                       {{"bytes", ar.bytes},
-                        {"buckets", ar.buckets},
-                        {"seconds_per_step", ar.seconds},
-                        {"algbw_bytes_per_second", ar.algbw},
-                        {"busbw_bytes_per_second", ar.busbw}}}};
+                       {{"bytes", reduced ? ar.bytes : bytes},
+                        {"buckets", static_cast<int>(buckets.size())},
+                        {"seconds_per_step", timed(ar.seconds)},  // null at one rank
+                        {"algbw_bytes_per_second", timed(ar.algbw)},
+                        {"busbw_bytes_per_second", timed(ar.busbw)}}}};
   dist.finish();
   return j;
 }

@@ -174,8 +174,7 @@ Trainer::Trainer(const TrainConfig& cfg) : cfg_(cfg) {
   if (cfg_.channels_last)
     for (auto& p : model_->parameters())
       if (p.dim() == 4) p.set_data(p.data().contiguous(at::MemoryFormat::ChannelsLast));
-  opt_ = std::make_unique<torch::optim::SGD>(
-      model_->parameters(), torch::optim::SGDOptions(cfg_.lr).momentum(cfg_.momentum));
+  opt_ = std::make_unique<FusedSgd>(model_->parameters(), cfg_.lr, cfg_.momentum);
 }
 
 Trainer::~Trainer() = default;
@@ -193,9 +192,10 @@ torch::Tensor Trainer::prepare(const torch::Tensor& x) const {
 }
 
 torch::Tensor Trainer::eager_step(const torch::Tensor& x, const torch::Tensor& y) {
-  // With data-parallel, the gradients must start from zero: the Reducer
-  // copies each one into its bucket as autograd finishes it.
-  opt_->zero_grad(/*set_to_none=*/false);
+  // Gradients to none, so backward writes them fresh instead of adding to
+  // zeros filled for it; with data-parallel they must start from zero: the
+  // Reducer copies each one into its bucket as autograd finishes it.
+  opt_->zero_grad(/*set_to_none=*/!dp_);
   if (dp_) dp_->before_forward();
   torch::Tensor loss;
   {
@@ -230,12 +230,18 @@ torch::Tensor Trainer::graph_step(const torch::Tensor& x, const torch::Tensor& y
       // from the graph's pool and writes them fresh on every replay.
       opt_->zero_grad(/*set_to_none=*/true);
       capture_graph(g->graph, [&] {
+        torch::Tensor loss;
         {
           Autocast ac(cfg_.bf16, cfg_.device.type());
-          g->loss = torch::nll_loss(model_->forward(g->x).to(torch::kFloat32), g->y);
+          loss = torch::nll_loss(model_->forward(g->x).to(torch::kFloat32), g->y);
         }
-        g->loss.backward();
+        loss.backward();
         opt_->step();
+        // Kept detached: the captured autograd graph (its AccumulateGrad
+        // nodes, made on the capture's side stream) dies here, so an eager
+        // step on the main stream later (an epoch's last, short batch)
+        // builds its own instead of meeting them.
+        g->loss = loss.detach();
       });
     }
     at::cuda::CUDAEvent captured;

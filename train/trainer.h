@@ -17,6 +17,7 @@
 
 #include "data/idx_reader.h"
 #include "models/mnist_cnn.h"
+#include "sgd.h"
 
 namespace cudabench::models {
 
@@ -105,7 +106,7 @@ class Trainer {
 
   TrainConfig cfg_;
   MnistCnn model_{nullptr};  // made in the constructor, after seeding
-  std::unique_ptr<torch::optim::SGD> opt_;
+  std::unique_ptr<FusedSgd> opt_;
   struct Graph;
   std::unique_ptr<Graph> graph_;
   DistContext* dist_ = nullptr;

@@ -46,10 +46,13 @@ def full_run(d):
                           "\t 12 - A.B (Skipped)\n\t 13 - A.C (Skipped)\n")
     write(d, "sanitizer.txt", "== memcheck: test_vector_add_gpu\n========= ERROR SUMMARY: 0 errors\n"
                               "== racecheck: test_vector_add_gpu\n========= ERROR SUMMARY: 0 errors\n")
-    big, mid = 134217728, 1 << 20
+    big, mid, dram = 134217728, 1 << 20, 1 << 26
     reps = lambda name, us, bps, **kw: [bench(name, us, bps, **kw) for _ in range(3)]
     benches = (reps(f"VectorAdd/cuda_v4/n:{big}/manual_time", 358.0, 4.5e12, frac_of_peak=0.92, frac_of_copy=1.04,
                     sm_clock_mhz=1980)
+               # 2^26 is DRAM-bound too: the goals take the worse of the two sizes.
+               + reps(f"VectorAdd/cuda_v8/n:{dram}/manual_time", 182.0, 4.42e12, frac_of_copy=0.99)
+               + reps(f"VectorAdd/cuda_v4/n:{dram}/manual_time", 190.0, 4.3e12, frac_of_copy=0.97)
                + reps(f"Copy/cuda_kernel/n:{big}/manual_time", 400.0, 2.68e12, frac_of_peak=0.56)
                + reps(f"Copy/cuda_float4/n:{big}/manual_time", 248.0, 4.33e12, frac_of_peak=0.88)
                + reps(f"VectorAdd/thrust/n:{big}/manual_time", 350.0, 4.6e12)  # faster at a DRAM-bound size
@@ -70,6 +73,13 @@ def full_run(d):
                                  "final_test_accuracy": 0.89})
     write(d, "train_cuda_graph.json", {"per_epoch": [{"seconds": 0.25, "images_per_second": 240000}] * 10,
                                        "final_test_accuracy": 0.89})
+    # The Python loop, eager and compiled: its first epoch (a compile) is not its median.
+    write(d, "train_py_cuda.json", {"per_epoch": [{"seconds": 1.0, "images_per_second": 60000},
+                                                  {"seconds": 0.7, "images_per_second": 85000}] * 2,
+                                    "final_test_accuracy": 0.88})
+    write(d, "train_py_compiled.json", {"per_epoch": [{"seconds": 30.0, "images_per_second": 2000}]
+                                        + [{"seconds": 0.24, "images_per_second": 250000}] * 2,
+                                        "final_test_accuracy": 0.88})
     for i, (mode, us) in enumerate([("read", 5.0), ("memset", 6.0), ("memset", 6.1), ("read", 5.1)], 1):
         write(d, f"flush_{mode}_{i}.json", {"benchmarks": [bench(f"VectorAdd/cuda_v4/n:{mid}/manual_time", us, 1e12)]})
 
@@ -77,10 +87,10 @@ def full_run(d):
 def test_each_goal_is_marked(tmp_path):
     full_run(tmp_path)
     s = summary(tmp_path)
-    assert goal_line(s, "best raw VectorAdd kernel at 2^27").startswith("  \u2714")
-    assert "4.50 TB/s (cuda_v4)" in s
+    line = goal_line(s, "best raw VectorAdd kernel, DRAM-bound (2^26, 2^27)")
+    assert line.startswith("  \u2714") and "4.42 TB/s (cuda_v8 at 2^26)" in line  # the worse size's best kernel
     line = goal_line(s, "against the best device copy")
-    assert line.startswith("  \u2714") and "1.040x of the copy" in line
+    assert line.startswith("  \u2714") and "0.990x of the copy (cuda_v8 at 2^26)" in line
     line = goal_line(s, "vectorised copy kernel at 2^27")  # not BabelStream's, at 2.68
     assert line.startswith("  \u2714") and "4.33 TB/s" in line
     line = goal_line(s, "raw kernel vs cuBLAS")  # judged at 8x L2 and up only: 2^20 is left out
@@ -88,9 +98,23 @@ def test_each_goal_is_marked(tmp_path):
     assert goal_line(s, "VectorAdd at 1e7").startswith("  \u2714") and "28.0 us" in s
     line = goal_line(s, "pinned host-to-device")
     assert line.startswith("  \u2718") and "48.0 GB/s (76% of PCIe)" in line
-    assert goal_line(s, "epochs, batch 64, eager").startswith("  \u2714")
-    line = goal_line(s, "CUDA graph")
+    line = goal_line(s, "10 Fashion-MNIST epochs, batch 64, eager")
+    assert line.startswith("  \u2714") and "89.0% Fashion-MNIST test accuracy" in line
+    line = goal_line(s, "epochs, batch 64, CUDA graph")
     assert line.startswith("  \u2718") and "2.50 s" in line
+    line = goal_line(s, "C++ eager vs Python eager")  # 120000 against the median of 60000, 85000, 60000, 85000
+    assert line.startswith("  \u2714") and "1.66x (120000 vs 72500 img/s, median epoch)" in line
+    line = goal_line(s, "C++ CUDA graph vs Python compiled")  # the compile's epoch is not the median
+    assert line.startswith("  \u2718") and "0.96x (240000 vs 250000 img/s" in line
+
+
+def test_a_quick_runs_epochs_count_its_warm_up_once(tmp_path):
+    # Two epochs: the first (cuDNN's plans, the capture) once, then nine of the second, not both times five.
+    write(tmp_path, "train_cuda.json", {"per_epoch": [{"seconds": 3.0, "images_per_second": 20000},
+                                                      {"seconds": 0.4, "images_per_second": 150000}],
+                                        "final_test_accuracy": 0.83})
+    line = goal_line(summary(tmp_path), "batch 64, eager")
+    assert line.startswith("  \u2718") and "6.60 s (2 epochs: the first, then 9 x the median of the rest)" in line
 
 
 def test_the_rest_of_the_summary(tmp_path):
@@ -115,8 +139,9 @@ def test_a_partial_run_still_summarises(tmp_path):
     write(tmp_path, "steps.txt", "machine    ok          2 s\nbuild      ok        170 s\n")
     s = summary(tmp_path)
     assert "build      ok" in s
-    assert goal_line(s, "best raw VectorAdd kernel at 2^27").startswith("  - ")
-    assert "not measured" in goal_line(s, "CUDA graph")
+    assert goal_line(s, "best raw VectorAdd kernel, DRAM-bound (none)").startswith("  - ")
+    assert "not measured" in goal_line(s, "10 Fashion-MNIST epochs, batch 64, CUDA graph")
+    assert "not measured" in goal_line(s, "C++ CUDA graph vs Python compiled")
 
 
 def test_the_status_is_the_worst_steps_and_a_failed_step_shows_its_log(tmp_path):
@@ -167,8 +192,8 @@ def test_data_parallel_lines_show_the_one_rank_nccl_run_and_the_scaling_table(tm
     write(tmp_path / "ddp-scaling", "scaling.md", "# Data-parallel scaling: cuda, nccl, local\n\n| ranks |\n|---:|\n| 1 |\n")
     s = summary(tmp_path)
     line = goal_line(s, "data-parallel, nccl x 1")
-    assert "120000 img/s" in line and "0.042 ms/step" in line
-    assert "2.38 MB in 2 buckets" in line and "85.12%" in line
+    assert "120000 img/s" in line and "all-reduce n/a (one rank)" in line  # nothing is reduced
+    assert "2.38 MB in 2 buckets" in line and "Fashion-MNIST test accuracy 85.12%" in line
     # The replica check's run is a check: its speed is not shown.
     assert ("replica check (--check-sync, 2 ranks over gloo, its speed not a measurement): replicas identical "
             "after 64 checked steps") in s
@@ -222,7 +247,7 @@ def test_a_file_of_an_odd_shape_costs_its_own_section_only(tmp_path):
     write(tmp_path, "train_cuda_graph.json", {"per_epoch": [{"seconds": "x"}]})
     s = summary(tmp_path)
     assert "not measured" in goal_line(s, "epochs, batch 64, eager")
-    assert goal_line(s, "best raw VectorAdd kernel at 2^27").startswith("  \u2714")
+    assert goal_line(s, "best raw VectorAdd kernel, DRAM-bound").startswith("  \u2714")
     assert "(train_goal could not be shown: TypeError" in s and "build      ok" in s
 
 

@@ -75,8 +75,15 @@ def free_port():
 
 
 def summary(xs):
+    """Median, range and samples; None where nothing was measured (one rank reduces nothing)."""
+    if any(x is None for x in xs):
+        return None
     xs = sorted(xs)
     return {"median": median(xs), "min": xs[0], "max": xs[-1], "samples": xs}
+
+
+def per_step(seconds):
+    return "n/a (one rank)" if seconds is None else f"{seconds * 1e3:.3f} ms/step"
 
 
 def launch(a, n, args, errs, procs):
@@ -186,7 +193,7 @@ def measure(a, ranks, train_args, runs_dir):
             docs[n].append(doc)
             last = doc["per_epoch"][-1]
             print(f"ddp_scaling: {n} rank(s), run {rep + 1}/{a.repetitions}: {last['images_per_second']:.0f} "
-                  f"images/s, all-reduce {doc['distributed']['allreduce']['seconds_per_step'] * 1e3:.3f} ms/step",
+                  f"images/s, all-reduce {per_step(doc['distributed']['allreduce']['seconds_per_step'])}",
                   file=sys.stderr)
     return docs
 
@@ -260,11 +267,11 @@ def render(r):
            "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in r["series"]:
         ips = s["images_per_second"]
+        # One rank reduces nothing: its all-reduce columns are n/a (None).
+        cell = lambda k, scale: f"{s[k]['median'] * scale:.3f}" if s[k] else "n/a (one rank)"
         out.append(f"| {s['world_size']} | {ips['median']:.0f} [{ips['min']:.0f}-{ips['max']:.0f}] | "
-                   f"{s['speedup']:.2f} | {100 * s['efficiency']:.0f}% | "
-                   f"{s['allreduce_seconds_per_step']['median'] * 1e3:.3f} | "
-                   f"{s['algbw_bytes_per_second']['median'] / 1e9:.3f} | "
-                   f"{s['busbw_bytes_per_second']['median'] / 1e9:.3f} | "
+                   f"{s['speedup']:.2f} | {100 * s['efficiency']:.0f}% | {cell('allreduce_seconds_per_step', 1e3)} | "
+                   f"{cell('algbw_bytes_per_second', 1e-9)} | {cell('busbw_bytes_per_second', 1e-9)} | "
                    f"{100 * s['test_accuracy']['median']:.2f}% |")
     return "\n".join(out) + "\n"
 

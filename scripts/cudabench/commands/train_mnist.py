@@ -3,9 +3,13 @@
 The seed declared fc1 as 32*5*5 (28x28 inputs give 32*12*12 features) and fed
 log_softmax output to CrossEntropyLoss (a softmax twice); here fc1 takes
 32*12*12 and the loss is NLL on log-probabilities. Everything else is the
-seed's: SGD lr 0.01 momentum 0.5, batch 64, normalization 0.1307/0.3081.
-Like build/train, the whole dataset sits in tensors on the device and batches
-are cut there, so the two time the same work. Run it with the project's venv:
+seed's: SGD lr 0.01 momentum 0.5 (torch.optim.SGD as the seed made it),
+zero_grad(), batch 64, normalization 0.1307/0.3081. Like build/train, the
+whole dataset sits in tensors on the device and batches are cut there, so
+the two time the same work. --compile trains through
+torch.compile(model, mode="reduce-overhead") (CUDA graphs on a GPU), a short
+last batch and the evaluation through the eager model, as build/train
+--cuda-graph does. Run it with the project's venv:
     ~/.cache/cudabench/venv/bin/python scripts/train_mnist.py --epochs 1
 """
 import gzip
@@ -108,6 +112,8 @@ def main():
     ap.add_argument("--limit", type=int, default=-1)
     ap.add_argument("--data-dir", default=os.environ.get("CUDABENCH_DATA_DIR") or DEBIAN_FASHION_MNIST)
     ap.add_argument("--json", help="write a JSON summary here")
+    ap.add_argument("--compile", action="store_true",
+                    help='train through torch.compile(model, mode="reduce-overhead")')
     a = ap.parse_args()
     if a.json:  # never over the data it reads (by name or a link), nor over this program
         data = [os.path.join(a.data_dir, n) for n in (os.listdir(a.data_dir) if os.path.isdir(a.data_dir) else [])]
@@ -123,8 +129,11 @@ def main():
     xte, yte = load(a.data_dir, "t10k", dev, -1)
     model = Net().to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
+    # Whole batches through the compiled model; it shares the eager one's parameters.
+    whole = torch.compile(model, mode="reduce-overhead") if a.compile else model
     n = xtr.shape[0]
-    print(f"train_mnist.py: {n} training images on {dev} ({torch.get_num_threads()} CPU threads), torch {torch.__version__}")
+    print(f"train_mnist.py: {n} training images on {dev} ({torch.get_num_threads()} CPU threads), torch {torch.__version__}"
+          + (", compiled (reduce-overhead)" if a.compile else ""))
     epochs = []
     for epoch in range(1, a.epochs + 1):
         model.train()
@@ -137,8 +146,8 @@ def main():
         batches = 0
         for s in range(0, n, a.batch_size):
             idx = perm[s:s + a.batch_size]
-            opt.zero_grad(set_to_none=False)
-            loss = F.nll_loss(model(xtr[idx]), ytr[idx])
+            opt.zero_grad()
+            loss = F.nll_loss((whole if idx.shape[0] == a.batch_size else model)(xtr[idx]), ytr[idx])
             loss.backward()
             opt.step()
             total += loss.detach()
@@ -160,8 +169,9 @@ def main():
         print(f"epoch {epoch}/{a.epochs}  train loss {e['train_loss']:.4f}  test loss {e['test_loss']:.4f}  "
               f"test acc {100 * acc:.2f}%  {secs:.2f} s  {n / secs:.0f} img/s", flush=True)
     if a.json:
-        write_whole(a.json, json.dumps({"device": str(dev), "torch": torch.__version__, "per_epoch": epochs,
-                                                 "final_test_accuracy": epochs[-1]["test_accuracy"]}, indent=2))
+        write_whole(a.json, json.dumps({"device": str(dev), "torch": torch.__version__, "compiled": a.compile,
+                                        "per_epoch": epochs, "final_test_accuracy": epochs[-1]["test_accuracy"]},
+                                       indent=2))
 
 
 def entry():
