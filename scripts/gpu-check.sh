@@ -60,7 +60,7 @@ STEPS=(
   "headline       100  200  gpu"
   "bench           80  180  gpu"
   "train           25   90  gpu,torch"
-  "train-py        40  120  gpu,torch"
+  "train-py        45  120  gpu,torch"
   "mnist           20   90  gpu,torch"
   "ddp             15   90  gpu,torch,nccl"
   "flush-ab        45   90  gpu"

@@ -209,6 +209,29 @@ TEST(TrainerGpu, AFailedCaptureLeavesTheStreamUsable) {
   EXPECT_NO_THROW(c10::cuda::CUDACachingAllocator::emptyCache());
 }
 
+// The captured loss is kept detached: after graph replays, an epoch's last,
+// short batch (an eager step on the main stream) meets no AccumulateGrad
+// node of the capture's stream. The H200 runs warned of exactly that.
+TEST(TrainerGpu, AnEagerStepAfterTheGraphWarnsOfNoStreamMismatch) {
+  std::string why;
+  if (!gpu_or_skip(&why)) GTEST_SKIP() << why;
+  struct Collect : c10::WarningHandler {
+    std::vector<std::string> seen;
+    void process(const c10::Warning& w) override { seen.push_back(w.msg()); }
+  } collect;
+  c10::WarningUtils::WarningHandlerGuard handler(&collect);
+  c10::WarningUtils::WarnAlways always;  // a TORCH_WARN_ONCE too
+  const torch::Device dev(torch::kCUDA, 0);
+  const auto ds = models::to_dataset(train_split(), dev, 64 * 4);
+  TrainConfig cfg;
+  cfg.device = dev;
+  cfg.cuda_graph = true;
+  Trainer t(cfg);
+  for (int i = 0; i < 3; ++i) t.step(ds.images.slice(0, i * 64, i * 64 + 64), ds.labels.slice(0, i * 64, i * 64 + 64));
+  t.step(ds.images.slice(0, 192, 224), ds.labels.slice(0, 192, 224)).item<double>();  // 32 images: eager
+  for (const auto& m : collect.seen) EXPECT_EQ(m.find("AccumulateGrad"), std::string::npos) << m;
+}
+
 TEST(TrainerGpu, TrainsWithAGraphOnTheLastDeviceWhateverIsCurrent) {
   std::string why;
   if (!gpu_or_skip(&why)) GTEST_SKIP() << why;
