@@ -23,9 +23,9 @@ from conftest import BUILD, ROOT
 
 
 SCRIPT = os.path.join(ROOT, "scripts", "gpu-check.sh")
-STEPS = ["preflight", "build", "tests", "memcheck", "sanitize", "env", "headline", "bench", "train", "mnist", "ddp",
-         "flush-ab"]
-GPU_STEPS = {"memcheck", "env", "headline", "bench", "flush-ab", "train", "mnist", "ddp", "sanitize"}
+STEPS = ["preflight", "build", "tests", "memcheck", "sanitize", "env", "headline", "bench", "train", "train-py",
+         "mnist", "ddp", "flush-ab"]
+GPU_STEPS = {"memcheck", "env", "headline", "bench", "flush-ab", "train", "train-py", "mnist", "ddp", "sanitize"}
 SANITIZER_STEPS = {"memcheck", "sanitize"}
 
 

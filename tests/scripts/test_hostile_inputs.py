@@ -134,17 +134,18 @@ def wait_for(path, seconds=30):
     return int(path.read_text())
 
 
-def started_samples(tmp_path, wrap=(), processes=1, sleep_from=0, more=()):
+def started_samples(tmp_path, wrap=(), processes=1, sleep_from=0, more=("--max-interference", "1"), env=None):
     """samples.py on a bench that sleeps in a child from its process
-    `sleep_from` on (the ones before finish): (its process, the sleeping
-    bench's process group, $TMPDIR)."""
+    `sleep_from` on (the ones before finish; none runs again for the load of
+    this machine, by default): (its process, the sleeping bench's process
+    group, $TMPDIR)."""
     tmp, pgid = tmp_path / "tmp", tmp_path / "pgid"
     tmp.mkdir()
     cmd = [*wrap, PY, os.path.join(SCRIPTS, "samples.py"), "run", "--bench", FAKE, "--out", str(tmp_path / "s.json"),
            "--processes", str(processes), *more]
     p = subprocess.Popen(cmd, env={**os.environ, "TMPDIR": str(tmp), "FAKE_GBENCH_SLEEP": "60",
                                    "FAKE_GBENCH_SLEEP_FROM": str(sleep_from), "FAKE_GBENCH_PGID": str(pgid),
-                                   "FAKE_GBENCH_LOG": str(tmp_path / "log")},
+                                   "FAKE_GBENCH_LOG": str(tmp_path / "log"), **(env or {})},
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     return p, wait_for(pgid), tmp
 
@@ -208,8 +209,21 @@ def test_samples_stopped_after_a_process_finished_keeps_it_marked_partial(sig, t
         assert r.returncode == 0 and said in r.stdout, (reader, r.stdout, r.stderr)
 
 
+def test_samples_stopped_while_running_a_loaded_process_again_keeps_the_loaded_one(tmp_path):
+    """The first process ran beside other load, so it runs again; stopped
+    then, it is kept, flagged loaded: it finished."""
+    p, _, _ = started_samples(tmp_path, processes=2, sleep_from=1, more=(), env={"FAKE_GBENCH_BURN_FIRST": "1"})
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM, err
+    doc = json.loads((tmp_path / "s.json").read_text())
+    assert doc["cudabench_samples"]["partial"]["processes"] == 1
+    assert all(b.get("loaded") is True for b in doc["benchmarks"]) and doc["cudabench_samples"]["loaded"] == [0]
+
+
 def test_samples_stopped_by_its_process_time_limit_keeps_what_finished(tmp_path):
-    p, _, _ = started_samples(tmp_path, processes=2, sleep_from=1, more=("--process-seconds", "3"))
+    p, _, _ = started_samples(tmp_path, processes=2, sleep_from=1,
+                              more=("--process-seconds", "3", "--max-interference", "1"))
     _, err = p.communicate(timeout=60)
     assert p.returncode == 3, err
     assert "still running after 3 s (--process-seconds)" in err.splitlines()[-1]

@@ -2,6 +2,7 @@
 SIGTERM and SIGHUP raised as an exception so that `finally` blocks run,
 who this process's ancestors are, and how much of the machine others took
 while a child ran (LoadMeter)."""
+import contextlib
 import os
 import resource
 import signal
@@ -127,6 +128,31 @@ def process_times():
         except (OSError, ValueError, IndexError):
             continue
     return out
+
+
+def wait_in_own_group(cmd, err, env, seconds, meter=None, poll_seconds=1.0):
+    """Run cmd in a process group of its own and wait up to `seconds`
+    (meter.poll() every poll_seconds meanwhile: who else is busy); its exit code, or None when it
+    ran past them. Then, or if this process is interrupted, the whole group
+    (a wrapper such as cpu-quota.sh and the bench under it) is ended with
+    SIGTERM, so wrappers can clean up. When it ends, what it left in its
+    group is killed before it is reaped (its zombie keeps the number)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True)
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            if ended_unreaped(p, max(0.01, min(poll_seconds, deadline - time.monotonic()))):
+                with contextlib.suppress(OSError):  # the group is gone
+                    os.killpg(p.pid, signal.SIGKILL)
+                return p.wait()
+            if time.monotonic() >= deadline:
+                stop_groups([p], 10)
+                return None
+            if meter:
+                meter.poll()
+    except BaseException:
+        stop_groups([p], 10)
+        raise
 
 
 class LoadMeter:

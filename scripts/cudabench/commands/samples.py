@@ -51,12 +51,10 @@ bench's process group is stopped, the work folder under $TMPDIR is removed:
 it is kept only when the last line names a log in it).
 """
 import argparse
-import contextlib
 import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -64,7 +62,7 @@ from dataclasses import dataclass, field
 from . import driver_probe
 from .driver_probe import DRIVER_CHECKED
 from ..base.errors import EXIT_INCONCLUSIVE, BadInput, ToolError, one_line
-from ..base.processes import LoadMeter, Terminated, ended_unreaped, split_passthrough, stop_groups
+from ..base.processes import LoadMeter, Terminated, split_passthrough, wait_in_own_group
 from ..base.files import (check_writable, hold_lock, is_stream, read_json, refuse_inputs_as_outputs, temporary_folder,
                           write_whole)
 from ..base.cli import ArgParser, bounded, output_folder, run_tool
@@ -77,7 +75,6 @@ from ..results.stats import median, median_interval
 from ..results.context import hardware_of
 
 EXIT_WRONG = 1
-POLL_SECONDS = 1.0  # how often /proc is read while a process runs (who else is busy)
 DEFAULT_PROCESSES = 4  # the default run's: 4 vs 4 reach p < 0.05 (min_p_value), in the time one process took
 # A process that ran while the rest of the machine took more than this share
 # of all CPUs' time is run again, up to RETRIES times; the decision uses the
@@ -232,31 +229,6 @@ def require_space(folder):
         raise ToolError(why)
 
 
-def wait_in_own_group(cmd, err, env, seconds, meter=None):
-    """Run cmd in a process group of its own and wait up to `seconds`
-    (meter.poll() each second meanwhile); its exit code, or None when it
-    ran past them. Then, or if this process is interrupted, the whole group
-    (a wrapper such as cpu-quota.sh and the bench under it) is ended with
-    SIGTERM, so wrappers can clean up. When it ends, what it left in its
-    group is killed before it is reaped (its zombie keeps the number)."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True)
-    deadline = time.monotonic() + seconds
-    try:
-        while True:
-            if ended_unreaped(p, max(0.01, min(POLL_SECONDS, deadline - time.monotonic()))):
-                with contextlib.suppress(OSError):  # the group is gone
-                    os.killpg(p.pid, signal.SIGKILL)
-                return p.wait()
-            if time.monotonic() >= deadline:
-                stop_groups([p], 10)
-                return None
-            if meter:
-                meter.poll()
-    except BaseException:
-        stop_groups([p], 10)
-        raise
-
-
 def run_schedule(arms, order, s, workdir, progress=None, into=None):
     """The processes in `order` (arm names); returns ({arm: [doc]}, {arm:
     [load]}, meta). A process beside more than s.max_interference of other
@@ -275,7 +247,13 @@ def run_schedule(arms, order, s, workdir, progress=None, into=None):
     for j, name in enumerate(order):
         for attempt in range(RETRIES + 1):
             meter = LoadMeter()
-            doc = run_process(arms[name], len(docs[name]), s, workdir, meter)
+            try:
+                doc = run_process(arms[name], len(docs[name]), s, workdir, meter)
+            except (Terminated, KeyboardInterrupt, ProcessTimedOut):
+                if attempt:  # stopped while running a loaded one again: that one finished, flagged loaded
+                    docs[name].append(doc)
+                    loads[name].append(round(load, 4))
+                raise
             load = meter.share()
             if load > s.max_interference:
                 others += [{"name": n, "pid": pid, "cpu_s": cpu} for n, pid, cpu in meter.busiest()]
