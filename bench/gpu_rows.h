@@ -19,8 +19,8 @@ namespace cudabench::bench {
 constexpr double kKernelEnqueue = 5e-6, kLibraryEnqueue = 10e-6, kTorchEnqueue = 25e-6;  // s
 
 // VectorAdd and Copy on the GPU. A MakeGpuAdd is called once per benchmark
-// run with the device buffers (a and b hold host_inputs(n); a Copy reads a
-// only) and returns what one iteration launches on `s`, so that anything
+// run with the device buffers (a and b hold input_seeds(n)'s streams, made
+// on the device; a Copy reads a only) and returns what one iteration launches on `s`, so that anything
 // costly (tensor wrappers, handles) is built outside the timed region.
 using GpuAdd = std::function<void()>;
 using MakeGpuAdd =

@@ -11,28 +11,39 @@ namespace {
 constexpr unsigned kBlock = 256;
 constexpr unsigned long long kNone = std::numeric_limits<unsigned long long>::max();
 
-// A block per kBlock elements of a set, at most 65535: each thread strides.
-unsigned grid_for(std::size_t n) { return static_cast<unsigned>(std::min<std::size_t>(hd::ceil_div(n, kBlock), 65535)); }
-
-__global__ void fill_kernel(float* p, std::size_t n, std::size_t stride, int sets, std::uint64_t seed) {
-  const std::size_t step = std::size_t{gridDim.x} * blockDim.x;
-  for (int k = 0; k < sets; ++k)
-    for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += step)
-      p[k * stride + i] = input_value(seed, i);
+// The grid over `sets` outputs of n elements: x over the elements, y over
+// the sets, each capped (threads stride in x, blocks in y).
+dim3 grid_of(std::size_t n, int sets) {
+  return dim3(static_cast<unsigned>(std::min<std::size_t>(hd::ceil_div(n, kBlock), 65535)),
+              static_cast<unsigned>(std::min(sets, 65535)));
 }
 
+__device__ std::size_t element_of_thread() { return std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; }
+__device__ std::size_t threads_per_set() { return std::size_t{gridDim.x} * blockDim.x; }
+
+__global__ void fill_kernel(float* p, std::size_t n, std::size_t stride, int sets, std::uint64_t seed) {
+  for (int k = blockIdx.y; k < sets; k += gridDim.y)
+    for (std::size_t i = element_of_thread(); i < n; i += threads_per_set()) p[k * stride + i] = input_value(seed, i);
+}
+
+// Each thread's first wrong element, counted across sets (k x n + i): a
+// thread's later sets can only give higher ones.
 __global__ void compare_kernel(Op op, Seeds s, const float* c, std::size_t n, std::size_t stride, int sets,
                                unsigned long long* first) {
-  const std::size_t g = first_wrong_strided(op, s, c, n, stride, sets, std::size_t{blockIdx.x} * blockDim.x + threadIdx.x,
-                                            std::size_t{gridDim.x} * blockDim.x, kNone);
-  if (g != kNone) atomicMin(first, static_cast<unsigned long long>(g));
+  for (int k = blockIdx.y; k < sets; k += gridDim.y) {
+    const std::size_t i = first_wrong_in(op, s, c + k * stride, n, element_of_thread(), threads_per_set(), kNone);
+    if (i != kNone) {
+      atomicMin(first, static_cast<unsigned long long>(k * n + i));
+      return;
+    }
+  }
 }
 
 }  // namespace
 
 void fill(float* p, std::size_t n, std::size_t stride, int sets, std::uint64_t seed, cudaStream_t stream) {
   if (n == 0 || sets <= 0) return;
-  fill_kernel<<<grid_for(n), kBlock, 0, stream>>>(p, n, stride, sets, seed);
+  fill_kernel<<<grid_of(n, sets), kBlock, 0, stream>>>(p, n, stride, sets, seed);
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -42,7 +53,7 @@ Wrong first_wrong(Op op, const Seeds& s, const float* c, std::size_t n, std::siz
   if (n == 0 || sets <= 0) return w;
   unsigned long long first = kNone;
   CUDA_CHECK(cudaMemsetAsync(scratch, 0xFF, sizeof first, stream));  // kNone
-  compare_kernel<<<grid_for(n), kBlock, 0, stream>>>(op, s, c, n, stride, sets, scratch);
+  compare_kernel<<<grid_of(n, sets), kBlock, 0, stream>>>(op, s, c, n, stride, sets, scratch);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaMemcpyAsync(&first, scratch, sizeof first, cudaMemcpyDeviceToHost, stream));
   CUDA_CHECK(cudaStreamSynchronize(stream));

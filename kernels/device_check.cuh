@@ -64,15 +64,11 @@ CUDABENCH_HD bool element_right(Op op, const Seeds& s, const float* c, std::size
 }
 
 // The first wrong element among those thread `tid` of `nthreads` checks
-// (grid-stride in each set) of `sets` outputs of n elements, set k at c +
-// k x stride: its index counted across sets (k x n + i), or `none` when
-// all are right.
-CUDABENCH_HD std::size_t first_wrong_strided(Op op, const Seeds& s, const float* c, std::size_t n,
-                                             std::size_t stride, int sets, std::size_t tid, std::size_t nthreads,
-                                             std::size_t none) {
-  for (int k = 0; k < sets; ++k)
-    for (std::size_t i = tid; i < n; i += nthreads)
-      if (!element_right(op, s, c + k * stride, i)) return k * n + i;
+// (grid-stride) of one output of n elements, or `none` when all are right.
+CUDABENCH_HD std::size_t first_wrong_in(Op op, const Seeds& s, const float* c, std::size_t n, std::size_t tid,
+                                        std::size_t nthreads, std::size_t none) {
+  for (std::size_t i = tid; i < n; i += nthreads)
+    if (!element_right(op, s, c, i)) return i;
   return none;
 }
 
@@ -87,10 +83,10 @@ struct Wrong {
   std::size_t index = 0;
   float got = 0;
 };
-// Checks `sets` outputs (as first_wrong_strided, every thread's first
-// wrong element, the lowest kept) on `stream` and waits for the answer:
-// the first wrong element. `scratch` is 8 bytes of the current device's
-// memory.
+// Checks `sets` outputs of n elements, set k at c + k x stride, on
+// `stream` (each thread's first wrong element by first_wrong_in, the
+// lowest kept) and waits for the answer: the first wrong element.
+// `scratch` is 8 bytes of the current device's memory.
 Wrong first_wrong(Op op, const Seeds& s, const float* c, std::size_t n, std::size_t stride, int sets,
                   unsigned long long* scratch, cudaStream_t stream);
 #endif

@@ -5,6 +5,7 @@
 #include <cuda/ptx>
 #include <nv/target>
 
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -35,8 +36,9 @@ struct StagedAccess {
 __device__ void add_tile_bulk_copy(const float* a, const float* b, float* c, std::size_t n, const Thread& t) {
   if (!all_aligned16(a, b, c)) return GridStride::run(a, b, c, n, t);
   extern __shared__ __align__(128) Vec4 staged[];  // a's tile, then b's
-#pragma nv_diag_suppress static_var_with_dynamic_init
+#pragma nv_diag_suppress static_var_with_dynamic_init  // a barrier in shared memory is made by init() below
   __shared__ cuda::barrier<cuda::thread_scope_block> arrived;
+#pragma nv_diag_default static_var_with_dynamic_init
   const TileSpan s = tile_span(n / 4, t);
   if (s.size > 0) {  // the same for every thread of the block
     const unsigned cap = kTileFloat4s * blockDim.x;
@@ -74,14 +76,40 @@ __global__ void vector_add_kernel<TileBulkCopy>(const float* __restrict__ a, con
                     (TileBulkCopy::run(a, b, c, n, this_thread());))
 }
 
-// Dynamic shared memory a body's block of `block` threads needs.
+// Whether the current device takes cuda_v8's bulk copies (sm_90 and later;
+// before, its kernel runs cuda_v7's body and stages nothing). Asked once per device.
+bool stages_tiles() {
+  static std::map<int, bool> per_device;
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  if (const auto it = per_device.find(dev); it != per_device.end()) return it->second;
+  int major = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  return per_device[dev] = major >= 9;
+}
+
+// Dynamic shared memory a body's block of `block` threads needs here.
 template <class Body>
 std::size_t shared_bytes(unsigned) {
   return 0;
 }
 template <>
 std::size_t shared_bytes<TileBulkCopy>(unsigned block) {
-  return TileBulkCopy::shared_bytes(block);
+  return stages_tiles() ? TileBulkCopy::shared_bytes(block) : 0;
+}
+
+// Lets the kernel take `shared` bytes of dynamic shared memory: beyond
+// 48 KiB with its static shared memory (cuda_v8's barrier), a kernel must
+// ask. Asked again only for a larger size (per device: the attribute is).
+template <class Body>
+void allow_shared(std::size_t shared) {
+  static std::map<int, std::size_t> allowed;
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  if (shared == 0 || shared <= allowed[dev]) return;
+  CUDA_CHECK(cudaFuncSetAttribute(vector_add_kernel<Body>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(shared)));
+  allowed[dev] = shared;
 }
 
 // Sizes the grid as `grid` says (asking the device only for the shapes that
@@ -94,9 +122,7 @@ void launch(Grid grid, const float* a, const float* b, float* c, std::size_t n, 
   const LaunchShape s = launch_shape(grid, n, block_size, d.sms, d.blocks_per_sm);
   if (s.grid == 0) return;
   const std::size_t shared = shared_bytes<Body>(s.block);
-  if (shared > 48 * 1024)  // beyond the default, a block must ask for it
-    CUDA_CHECK(cudaFuncSetAttribute(vector_add_kernel<Body>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(shared)));
+  allow_shared<Body>(shared);
   vector_add_kernel<Body><<<s.grid, s.block, shared, stream>>>(a, b, c, n);
   CUDA_CHECK(cudaGetLastError());
 }

@@ -52,11 +52,18 @@ TEST(DeviceCheck, FindsTheFirstWrongElementOfAnySet) {
   std::vector<float> c(stride * sets, std::numeric_limits<float>::quiet_NaN());  // padding stays poisoned
   for (int k = 0; k < sets; ++k)
     for (std::size_t i = 0; i < n; ++i) c[k * stride + i] = dc::expected(dc::Op::Add, s, i);
-  // Any split of the work between threads finds the same answer.
+  // As the compare kernel does it: each thread's first wrong element, set
+  // by set, counted across sets; the lowest kept. Any split of the work
+  // between threads finds the same answer.
   auto first_wrong = [&](std::size_t threads) {
     std::size_t first = none;
     for (std::size_t t = 0; t < threads; ++t)
-      first = std::min(first, dc::first_wrong_strided(dc::Op::Add, s, c.data(), n, stride, sets, t, threads, none));
+      for (int k = 0; k < sets; ++k)
+        if (const std::size_t i = dc::first_wrong_in(dc::Op::Add, s, c.data() + k * stride, n, t, threads, none);
+            i != none) {
+          first = std::min(first, k * n + i);
+          break;
+        }
     return first;
   };
   for (std::size_t threads : {1u, 7u, 256u, 5000u}) EXPECT_EQ(first_wrong(threads), none) << threads;
