@@ -15,7 +15,7 @@ rounds=3
 if [ "${1:-}" = --rounds ]; then
   [[ "${2:-}" =~ ^[0-9]+$ ]] && [ "$2" -ge 1 ] && [ "$2" -le 50 ] \
     || { echo "train-compare: --rounds ${2:-}: expected a whole number from 1 to 50" >&2; exit 2; }
-  rounds="$2"
+  rounds=$((10#$2))  # 08 is eight, not an octal error
   shift 2
 fi
 bash "$CUDABENCH_ROOT/scripts/setup.sh"

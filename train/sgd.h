@@ -18,13 +18,13 @@ class FusedSgd {
   // Gradients to none (the next backward writes them fresh), or to zero in
   // place (what a data-parallel reducer that copies into them needs).
   void zero_grad(bool set_to_none);
-  // One step over the parameters that have a gradient.
+  // One step over the parameters that have a gradient; a parameter's first
+  // starts its momentum from its gradient, as torch::optim::SGD does.
   void step();
 
  private:
-  std::vector<torch::Tensor> params_, momentum_buffers_;
+  std::vector<torch::Tensor> params_, momentum_buffers_;  // a buffer is made at its parameter's first step
   double lr_, momentum_;
-  bool started_ = false;  // the momentum buffers hold a step's history
 };
 
 }  // namespace cudabench::models

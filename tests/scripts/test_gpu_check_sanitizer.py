@@ -108,7 +108,8 @@ def test_a_sanitizer_that_catches_its_canary_and_finds_nothing_else_passes(tmp_p
     assert rc == 0, out
     # The canary first, alone, disabled tests included; then the real runs.
     assert f"--gtest_also_run_disabled_tests --gtest_filter={CANARY[name]}" in calls[0]
-    tools = [TOOL[name]] * (3 if name == "memcheck" else 2) + (["racecheck"] * 2 if name == "sanitize" else [])
+    # sanitize proves both its tools before either counts: initcheck's canary, racecheck's, then their runs.
+    tools = [TOOL[name]] * 3 if name == "memcheck" else ["initcheck", "racecheck", "initcheck", "racecheck"]
     assert len(calls) == len(tools), calls
     for c, tool in zip(calls, tools):
         assert c.startswith(f"--tool {tool} --error-exitcode 86 ") and "--target-processes application-only" in c
@@ -117,8 +118,22 @@ def test_a_sanitizer_that_catches_its_canary_and_finds_nothing_else_passes(tmp_p
     assert f"  {TOOL[name]}: canary {CANARY[name]}" in s and "(exit 86): caught (1 errors)" in s
     assert f"  {TOOL[name]}: test_vector_add_gpu (exit 0): 0 errors" in s
     if name == "sanitize":  # cuda_v8 stages its tiles in shared memory: racecheck, proven first, on the kernels
-        assert f"--gtest_filter={RACECHECK_CANARY}" in calls[2] and "GpuVectorAdd" in calls[3]
+        assert f"--gtest_filter={RACECHECK_CANARY}" in calls[1] and "GpuVectorAdd" in calls[3]
         assert f"  racecheck: canary {RACECHECK_CANARY}" in s and "  racecheck: the kernel tests (exit 0): 0 errors" in s
+
+
+def test_a_finding_stands_when_a_later_run_refuses_the_device(tmp_path):
+    """initcheck finds an error; racecheck's run then says "Device not supported": a wrong result, not a skip."""
+    script = fake_sanitizer(tmp_path, 86, 86)
+    text = script.read_text().replace('case "$*" in *SanitizerCanary.*) rc=86 ;; *) rc=86 ;; esac',
+                                      'case "$*" in *SanitizerCanary.*) rc=86 ;; *racecheck*) rc=0; refuse=1 ;; '
+                                      '*) rc=86 ;; esac')
+    text = text.replace('echo "========= COMPUTE-SANITIZER"',
+                        'echo "========= COMPUTE-SANITIZER"\n[ -z "${refuse:-}" ] || echo "========= Device not supported"')
+    script.write_text(text)
+    rc, out, _, calls = step(tmp_path, "sanitize", script)
+    assert len(calls) == 4 and "racecheck" in calls[3], calls
+    assert rc == 1, out
 
 
 @pytest.mark.parametrize("name", ["memcheck", "sanitize"])

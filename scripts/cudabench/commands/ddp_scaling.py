@@ -20,7 +20,8 @@ is the median over them, with the range.
   efficiency   speedup / n
   all-reduce   one step's gradients (the Reducer's buckets), timed apart from
                training after it: seconds per step, algbw = bytes / seconds,
-               busbw = algbw x 2(n-1)/n (the nccl-tests bus bandwidth; 0 at n=1)
+               busbw = algbw x 2(n-1)/n (the nccl-tests bus bandwidth); n/a at n=1,
+               where nothing is reduced (null in scaling.json)
 
 On CPUs every rank gets --threads-per-rank threads (default: the CPUs /
 the largest world size), the same at every size, so that more ranks means

@@ -25,6 +25,7 @@ import sys
 from ..base.errors import BadInput, one_line
 from ..base.files import read_json
 from ..base.cli import print_usage
+from ..base.text import visible
 from ..results.gbench import SAMPLES_META, partial_note
 
 
@@ -90,7 +91,7 @@ def main(argv):
     doc = doc if isinstance(doc, dict) else {}
     missing, wrong = problems(doc, argv[2:])
     partial = (doc.get(SAMPLES_META) or {}).get("partial")
-    for line in ([partial_note(argv[1], partial)] if isinstance(partial, dict) else []) + missing + wrong:
+    for line in ([visible(partial_note(argv[1], partial))] if isinstance(partial, dict) else []) + missing + wrong:
         print(line)
     return 1 if wrong else 3 if missing else 0
 

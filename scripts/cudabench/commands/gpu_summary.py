@@ -21,6 +21,7 @@ from collections import defaultdict
 from ..base.errors import BadInput
 from ..base.files import read_bytes, read_json
 from ..base.cli import run_tool
+from ..base.text import visible
 from ..results.gbench import SAMPLES_META, partial_note
 from ..models.gpu_goals import BIG, HEADLINE, RATIO_GOALS, TRAIN_GOALS, Goal, bandwidth_goals, median, ratio_goal, \
     train_goal, train_seconds
@@ -253,7 +254,7 @@ def error_lines(d, bench):
     for f in BENCH_FILES + ("mnist.json",):
         partial = ((load(os.path.join(d, f)) or {}).get(SAMPLES_META) or {}).get("partial")
         if isinstance(partial, dict):
-            errors.append(f"PARTIAL {partial_note(f, partial)}: its rows are shown below")
+            errors.append(f"PARTIAL {visible(partial_note(f, partial))}: its rows are shown below")
     for doc in (bench, load(os.path.join(d, "mnist.json"))):
         for b in (doc or {}).get("benchmarks", []):
             if b.get("error_occurred"):

@@ -245,29 +245,32 @@ def run_schedule(arms, order, s, workdir, progress=None, into=None):
     check_driver_once(arms.values())
     started = time.monotonic()
     for j, name in enumerate(order):
-        for attempt in range(RETRIES + 1):
-            meter = LoadMeter()
-            try:
+        finished = None  # (doc, load) of this process's last attempt that gave a result
+        try:
+            for attempt in range(RETRIES + 1):
+                meter = LoadMeter()
                 doc = run_process(arms[name], len(docs[name]), s, workdir, meter)
-            except (Terminated, KeyboardInterrupt, ProcessTimedOut):
-                if attempt:  # stopped while running a loaded one again: that one finished, flagged loaded
-                    docs[name].append(doc)
-                    loads[name].append(round(load, 4))
-                raise
-            load = meter.share()
-            if load > s.max_interference:
-                others += [{"name": n, "pid": pid, "cpu_s": cpu} for n, pid, cpu in meter.busiest()]
-            if load <= s.max_interference or attempt == RETRIES:
-                break
-            if reruns >= budget:  # busy throughout: re-running would only double the time
-                if not exhausted:
-                    progress.say("the machine stayed busy: no more processes run again")
-                exhausted = True
-                break
-            reruns += 1
-            top = meter.busiest(1)
-            progress.say(f"process {name}{len(docs[name])} ran beside {100 * load:.0f}% other load"
-                         + (f" (mostly `{top[0][0]}`, pid {top[0][1]})" if top else "") + "; running it again")
+                finished = (doc, None)
+                load = meter.share()
+                finished = (doc, load)
+                if load > s.max_interference:
+                    others += [{"name": n, "pid": pid, "cpu_s": cpu} for n, pid, cpu in meter.busiest()]
+                if load <= s.max_interference or attempt == RETRIES:
+                    break
+                if reruns >= budget:  # busy throughout: re-running would only double the time
+                    if not exhausted:
+                        progress.say("the machine stayed busy: no more processes run again")
+                    exhausted = True
+                    break
+                reruns += 1
+                top = meter.busiest(1)
+                progress.say(f"process {name}{len(docs[name])} ran beside {100 * load:.0f}% other load"
+                             + (f" (mostly `{top[0][0]}`, pid {top[0][1]})" if top else "") + "; running it again")
+        except (Terminated, KeyboardInterrupt, ProcessTimedOut):
+            if finished:  # stopped after it ended, or while running a loaded one again: it finished
+                docs[name].append(finished[0])
+                loads[name].append(None if finished[1] is None else round(finished[1], 4))
+            raise
         docs[name].append(doc)
         loads[name].append(round(load, 4))
         progress.tick(f"{name}{len(docs[name]) - 1} beside {100 * load:.0f}% other load" if load > s.max_interference
@@ -404,13 +407,16 @@ def cmd_run(a):
                 notes = sorted({x.strip() for x in err if x.startswith("cudabench:")})
             meta = more_processes(arm, s, work, docs["p"], loads["p"], dict(meta, tool="run-bench", bench=a.bench), a,
                                   progress)
+            progress.end()
+            doc = merge(docs["p"], "run", meta, loads["p"])
+            doc["context"]["machine_label"] = a.label or hardware_of(doc["context"]) or "unknown"
+            write_json(a.out, doc)
         except (Terminated, KeyboardInterrupt, ProcessTimedOut) as e:
-            keep_partial(a, docs["p"], loads["p"], progress.total, stopped_by(e))
+            try:
+                keep_partial(a, docs["p"], loads["p"], progress.total, stopped_by(e))
+            except Exception as lost:  # never in place of the stop's own exit code
+                print(f"samples: the finished processes could not be kept: {one_line(lost)}", file=sys.stderr)
             raise
-        progress.end()
-    doc = merge(docs["p"], "run", meta, loads["p"])
-    doc["context"]["machine_label"] = a.label or hardware_of(doc["context"]) or "unknown"
-    write_json(a.out, doc)
     for n in notes:
         print(n, file=sys.stderr)
     if doc[META].get("rows_counted_once"):

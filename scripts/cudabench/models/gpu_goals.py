@@ -13,7 +13,7 @@ and 2^27), by the worst of them:
   VectorAdd at 1e7 elements, best raw kernel <= 30 us
   pinned host-to-device copy of 40 MB        >= 50 GB/s
   10 Fashion-MNIST epochs at batch 64        <= 6 s eager, <= 2 s with the CUDA graph
-  build/train against the same loop in Python (median epoch, one run):
+  build/train against the same loop in Python (median epoch past the first, one run):
                                              eager >= 1.3x Python eager; CUDA graph >= 1.0x Python
                                              compiled (torch.compile, reduce-overhead)
 
@@ -127,16 +127,18 @@ def library_goal(va, dram):
 
 
 def median_epoch(doc):
-    """A training run's median epoch throughput (images/s): the first
-    epoch's warm-up (cuDNN's plans, a capture, a compile) is not five of ten."""
-    return median([e["images_per_second"] for e in doc["per_epoch"]]) if doc and doc.get("per_epoch") else None
+    """A training run's median epoch throughput (images/s) past its first:
+    the first epoch's warm-up (cuDNN's plans, a capture, a compile) is left
+    out on both sides of a ratio, whatever their epochs."""
+    ips = [e["images_per_second"] for e in doc["per_epoch"]] if doc and doc.get("per_epoch") else []
+    return median(ips[1:] or ips)
 
 
 def ratio_goal(cpp, py, name, limit):
     """[the Goal of build/train's median epoch over the Python loop's, in one run]."""
     c, p = median_epoch(cpp), median_epoch(py)
     r = c / p if c and p else None
-    return [Goal(name, r, r and f"{r:.2f}x ({c:.0f} vs {p:.0f} img/s, median epoch)", f">= {limit:g}x",
+    return [Goal(name, r, r and f"{r:.2f}x ({c:.0f} vs {p:.0f} img/s, median epoch past the first)", f">= {limit:g}x",
                  r and r >= limit)]
 
 
