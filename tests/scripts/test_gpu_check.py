@@ -9,8 +9,10 @@ Faults come from CUDABENCH_TEST_GPU_CHECK_FAULT=STEP:hang|fail. The real
 (not dry) preflight meets fake drivers: a libcuda whose cuInit fails with
 802, an nvidia-smi that never answers.
 """
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -411,3 +413,27 @@ def test_a_driver_too_old_for_the_toolkit_stops_the_run_before_the_build(tmp_pat
     missing = [l for l in log.splitlines() if l.startswith("MISSING")]
     assert len(missing) == 1 and "the driver runs CUDA 12.2 (cuDriverGetVersion 12020), the toolkit builds for CUDA" \
         in missing[0], log
+
+
+def test_a_measuring_step_stopped_at_its_limit_keeps_its_finished_processes(tmp_path):
+    """As gpu-check.sh runs a step (timeout -k 15 CAP): the headline's
+    samples.py is a job of the step, so the limit's TERM is passed on and
+    waited for, and the step's file holds the process that finished, marked
+    partial, before the step has ended (and the snapshot is taken)."""
+    build, res = tmp_path / "build", tmp_path / "res"
+    build.mkdir()
+    res.mkdir()
+    # A bench of two rows whatever the step's filter asks.
+    (build / "bench").write_text(f'#!/bin/bash\nexec {sys.executable} {ROOT}/tests/fakes/fake_gbench.py '
+                                 '"${@/--benchmark_filter=*/--benchmark_filter=.}"\n')
+    (build / "bench").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDABENCH_TEST_GPU", "GC_"))}
+    env.update(CUDABENCH_ROOT=ROOT, GC_RES=str(res), GC_BUILD=str(build), GC_DRY_RUN="0", GC_QUICK="0",
+               FAKE_GBENCH_SLEEP="60", FAKE_GBENCH_SLEEP_FROM="1", FAKE_GBENCH_LOG=str(tmp_path / "log"),
+               FAKE_GBENCH_PGID=str(tmp_path / "pgid"))
+    r = subprocess.run(["timeout", "-k", "15", "8", "bash", os.path.join(ROOT, "scripts", "gpu-check-steps.sh"),
+                        "headline"], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 124, r.stdout + r.stderr
+    doc = json.loads((res / "vector_add_headline.json").read_text())
+    assert doc["cudabench_samples"]["partial"] == {"processes": 1, "planned": 2, "stopped_by": "SIGTERM"}
+    assert "partial: 1 of 2 processes ran before SIGTERM" in (res / "vector_add_headline.txt").read_text()
