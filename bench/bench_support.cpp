@@ -251,14 +251,6 @@ bool check_vector_add(benchmark::State& state, const std::string& what, const fl
   return false;
 }
 
-bool check_copy(benchmark::State& state, const std::string& what, const float* a, const float* c, std::size_t n) {
-  const std::size_t i = vector_add::first_copy_mismatch(a, c, n);
-  if (i == n) return true;
-  fail(state, what + " gave a wrong result: c[" + std::to_string(i) + "] = " + std::to_string(c[i]) + ", expected " +
-                  std::to_string(a[i]) + " (n = " + std::to_string(n) + ")");
-  return false;
-}
-
 void set_rates(benchmark::State& state, double bytes, double items) {
   using benchmark::Counter;
   if (bytes > 0) state.counters["bytes_per_second"] = Counter(bytes, Counter::kIsIterationInvariantRate, Counter::kIs1000);

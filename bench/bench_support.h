@@ -234,8 +234,6 @@ const std::vector<std::string>& notes();
 bool check_vector_add(benchmark::State& state, const std::string& what,
                       const float* a, const float* b, const float* c, std::size_t n);
 
-// The same for a copy: c == a bit for bit.
-bool check_copy(benchmark::State& state, const std::string& what, const float* a, const float* c, std::size_t n);
 
 // bytes_per_second and items_per_second of `bytes` and `items` per
 // iteration, in decimal units (1 GB/s = 1e9 bytes/s), the convention of
