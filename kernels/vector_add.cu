@@ -30,7 +30,7 @@ struct StagedAccess {
 // cuda_v8 on sm_90 and later: thread 0 brings the block's tiles of a and b
 // into shared memory with one bulk copy each (cp.async.bulk, completing on
 // an mbarrier: libcu++'s memcpy_async with 16-byte alignment), then every
-// thread adds its float4s of the tile from there (tile_part's indices) and
+// thread adds its float4s of the tile from there (add_tile's indices) and
 // stores them streaming. A tile's bytes are a multiple of 16, its start
 // 16-byte aligned (the body takes this path for aligned arrays only).
 __device__ void add_tile_bulk_copy(const float* a, const float* b, float* c, std::size_t n, const Thread& t) {
@@ -41,9 +41,8 @@ __device__ void add_tile_bulk_copy(const float* a, const float* b, float* c, std
 #pragma nv_diag_default static_var_with_dynamic_init
   const TileSpan s = tile_span(n / 4, t);
   if (s.size > 0) {  // the same for every thread of the block
-    const unsigned cap = kTileFloat4s * blockDim.x;
     Vec4* sa = staged;
-    Vec4* sb = staged + cap;
+    Vec4* sb = staged + kTileFloat4s * blockDim.x;
     if (threadIdx.x == 0) {
       init(&arrived, blockDim.x);
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the barrier, seen by the copy engine
@@ -55,9 +54,7 @@ __device__ void add_tile_bulk_copy(const float* a, const float* b, float* c, std
       cuda::memcpy_async(sb, reinterpret_cast<const Vec4*>(b) + s.first, bytes, arrived);
     }
     arrived.arrive_and_wait();
-    Vec4* tc = reinterpret_cast<Vec4*>(c) + s.first;
-    if (s.size == cap) tile_part<StagedAccess, true>(sa, sb, tc, s.size, threadIdx.x, blockDim.x);
-    else tile_part<StagedAccess, false>(sa, sb, tc, s.size, threadIdx.x, blockDim.x);
+    add_tile<StagedAccess>(sa, sb, reinterpret_cast<Vec4*>(c) + s.first, s.size, threadIdx.x, blockDim.x);
   }
   AddFloat4s::tail<StreamingAccess>(a, b, c, n, t);
 }

@@ -211,6 +211,14 @@ CUDABENCH_HD void tile_part(const Vec4* a, const Vec4* b, Vec4* c, unsigned size
     if (kFull || j + k * dim < size) Access::store(c + j + k * dim, add4(x[k], y[k]));
 }
 
+// Thread j's part of a tile of `size` float4s (0 < size), unchecked when
+// the tile is whole (kTileFloat4s x dim).
+template <class Access>
+CUDABENCH_HD void add_tile(const Vec4* a, const Vec4* b, Vec4* c, unsigned size, unsigned j, unsigned dim) {
+  if (size == kTileFloat4s * dim) tile_part<Access, true>(a, b, c, size, j, dim);
+  else tile_part<Access, false>(a, b, c, size, j, dim);
+}
+
 // The tile body, its accesses plain (cuda_v6) or streaming (cuda_v7);
 // unaligned pointers take the GridStride body, the tail is grid-stride.
 template <class Access>
@@ -222,8 +230,7 @@ struct Tile {
     const Vec4* tb = reinterpret_cast<const Vec4*>(b) + s.first;
     Vec4* tc = reinterpret_cast<Vec4*>(c) + s.first;
     const auto j = static_cast<unsigned>(t.thread), dim = static_cast<unsigned>(t.block_dim);
-    if (s.size == kTileFloat4s * dim) tile_part<Access, true>(ta, tb, tc, s.size, j, dim);
-    else if (s.size > 0) tile_part<Access, false>(ta, tb, tc, s.size, j, dim);
+    if (s.size > 0) add_tile<Access>(ta, tb, tc, s.size, j, dim);
     AddFloat4s::tail<Access>(a, b, c, n, t);
   }
 };

@@ -240,6 +240,10 @@ def run_schedule(arms, order, s, workdir, progress=None, into=None):
     them), numbered on from those already there; new ones by default."""
     progress = progress or Progress("samples", len(order), enabled=False)
     docs, loads = into or ({n: [] for n in arms}, {n: [] for n in arms})
+
+    def keep(name, doc, load):
+        docs[name].append(doc)
+        loads[name].append(None if load is None else round(load, 4))
     reruns, budget, exhausted, others = 0, max(1, len(order) // max(1, len(arms))), False, []
     require_space(workdir)
     check_driver_once(arms.values())
@@ -268,11 +272,9 @@ def run_schedule(arms, order, s, workdir, progress=None, into=None):
                              + (f" (mostly `{top[0][0]}`, pid {top[0][1]})" if top else "") + "; running it again")
         except (Terminated, KeyboardInterrupt, ProcessTimedOut):
             if finished:  # stopped after it ended, or while running a loaded one again: it finished
-                docs[name].append(finished[0])
-                loads[name].append(None if finished[1] is None else round(finished[1], 4))
+                keep(name, *finished)
             raise
-        docs[name].append(doc)
-        loads[name].append(round(load, 4))
+        keep(name, doc, load)
         progress.tick(f"{name}{len(docs[name]) - 1} beside {100 * load:.0f}% other load" if load > s.max_interference
                       else "")
     meta = {"filter": s.filter, "reps_per_process": s.reps, "min_time": s.min_time,
