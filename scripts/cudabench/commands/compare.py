@@ -108,6 +108,7 @@ def compare_files(a, files):
     report = None
     if len({machine_of(f) for f in files}) > 1:
         machines.relabel(results, files)
+        machines.clear_of_the_bar(results, files, a.metric, a.threshold)
         report = machines.render
     if a.plot:
         rc = plots.main([f.path for f in files] + ["--out", a.plot, "--labels", ",".join(f.label for f in files)])

@@ -5,8 +5,9 @@ hardware is models/kind.py's. Read by compare.py; docs/comparing-machines.md.
 Every row gets the speed of each machine against the baseline (baseline time
 / its time: 0.5x is half as fast) with a distribution-free 95% interval (the
 Hodges-Lehmann interval of the log ratio, from all pairs of process
-samples), the Mann-Whitney verdict of compare.judge, and rows that one side
-lacks are listed with the reason its file gives (no GPU, a failed check).
+samples), the Mann-Whitney verdict of compare.judge held to that interval
+(clear_of_the_bar), and rows that one side lacks are listed with the reason
+its file gives (no GPU, a failed check).
 Below the table, each family of slower rows is given the recorded facts
 that differ and bear on it, in FAMILIES' order: the likeliest cause first.
 """
@@ -57,6 +58,27 @@ def relabel(results, files):
                 v.note = f"only in {having.label}" + (f" ({err})" if err else "") + f"; {absence(lacking, v.name)}"
 
 
+def clear_of_the_bar(results, files, metric, threshold):
+    """A machine's verdict needs its whole interval beyond the bar. Two
+    machines' runs are taken at different times, never interleaved, so
+    the rank test sees their processes' spread but not what drifted
+    between the runs: a 10% change with p 0.04 and an interval reaching
+    1.00x is seen between two runs of the same code on a busy VM. Such a
+    row is "noisy", with its interval."""
+    base = files[0]
+    for f in files[1:]:
+        for v in results[f.label]:
+            if v.verdict not in ("slower", "faster"):
+                continue
+            bar = max(threshold, v.floor) if v.floor == v.floor else threshold
+            _, lo, hi = speed(base.runs[v.name].clean(), f.runs[v.name].clean(), metric)
+            clear = hi < 1 / (1 + bar) if v.verdict == "slower" else lo > 1 / (1 - bar)
+            if not clear:  # a nan interval (too few processes) is not clear either
+                reach = "too few processes for an interval" if lo != lo else \
+                    f"its 95% interval {fmt_interval((1, lo, hi))[1]} reaches within the {100 * bar:g}% bar"
+                v.verdict, v.note = "noisy", f"{reach}: more processes, or an interleaved run, can tell"
+
+
 def causes(base, other, verdicts):
     """Lines: each family with slower rows, its speed, and the facts that
     differ and bear on it (the likeliest first). Facts that are the same are
@@ -99,12 +121,12 @@ def render(files, names, results, metric, threshold, alpha, markdown):
                if diffs else "nothing in the recorded context")
     what = "time" if metric == "time" else metric
     out += ["", f"{h}Rows: {what}; speed = {base.label}'s time / the machine's (below 1x: slower); a change > {100 * threshold:g}% "
-                f"with Mann-Whitney p < {alpha:g} is a verdict; interval: {100 * CONFIDENCE:g}% for the speed"]
+                f"with Mann-Whitney p < {alpha:g} and the whole {100 * CONFIDENCE:g}% interval of the speed beyond it is a verdict"]
     if len(files) == 2:
         rows = []
         for v in results[files[1].label]:
             a, b = base.runs.get(v.name), files[1].runs.get(v.name)
-            sp, iv = fmt_interval(speed(a, b, metric)) if a and b else ("-", "-")
+            sp, iv = fmt_interval(speed(a.clean(), b.clean(), metric)) if a and b else ("-", "-")
             rows.append([v.name, fmt(a, metric), fmt(b, metric), sp, iv, "-" if v.p != v.p else f"{v.p:.3g}",
                          f"{v.n_base}/{v.n_new}", v.verdict, v.note])
         out.append(table(["benchmark", base.label, files[1].label, "speed", "95% interval", "p", "samples",
