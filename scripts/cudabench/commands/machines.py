@@ -16,7 +16,7 @@ import sys
 
 from ..base.text import fmt_speed, fmt_value, speed_of, table
 from ..results.gbench import HIGHER_IS_BETTER, compile_filter
-from ..results.stats import CONFIDENCE, median, speed
+from ..results.stats import CONFIDENCE, median, speed, the_bar
 from ..results.context import context_differences
 from ..models.families import FAMILIES, GPU_ROWS, as_text, differs, fact_value, family_of
 from ..base.errors import EXIT_BAD_INPUT
@@ -70,7 +70,7 @@ def clear_of_the_bar(results, files, metric, threshold):
         for v in results[f.label]:
             if v.verdict not in ("slower", "faster"):
                 continue
-            bar = max(threshold, v.floor) if v.floor == v.floor else threshold
+            bar = the_bar(threshold, v.floor)
             _, lo, hi = speed(base.runs[v.name].clean(), f.runs[v.name].clean(), metric)
             clear = hi < 1 / (1 + bar) if v.verdict == "slower" else lo > 1 / (1 - bar)
             if not clear:  # a nan interval (too few processes) is not clear either
@@ -163,7 +163,7 @@ def wide_rows(files, names, results, metric):
                 row.append(fmt(r, metric) + star)
                 continue
             v = results[f.label][i]
-            sp = fmt_interval(speed(runs[0], r, metric))[0] if runs[0] and r else "-"
+            sp = fmt_interval(speed(runs[0].clean(), r.clean(), metric))[0] if runs[0] and r else "-"
             row.append("-" if v.verdict == "absent" else v.note if v.verdict == "skipped" else
                        f"{fmt(r, metric)}{star} ({sp}, {v.verdict})")
         rows.append(row)

@@ -7,7 +7,7 @@ import math
 
 from ..base.text import fmt_speed, speed_of
 from .gbench import Run
-from .stats import noise_floor, speed
+from .stats import noise_floor, speed, the_bar
 
 GATE_FIRST = 6
 GATE_GROWTH = 1.35
@@ -33,7 +33,7 @@ def bars(names, floors, threshold):
     out = {}
     for n in names:
         fl = noise_floor(floors[n], GATE_PROCESSES, GATE_PROCESSES) if floors and n in floors else float("nan")
-        out[n] = max(threshold, fl) if fl == fl else threshold
+        out[n] = the_bar(threshold, fl)
     return out
 
 

@@ -69,6 +69,12 @@ def noise_floor(pool, n_a, n_b, quantile=FLOOR_QUANTILE, draws=FLOOR_DRAWS):
     return changes[min(len(changes) - 1, int(math.ceil(quantile * len(changes))) - 1)]
 
 
+def the_bar(threshold, floor):
+    """The change that counts: the threshold, or the measured noise floor
+    when that is higher (nan: no floor)."""
+    return max(threshold, floor) if floor == floor else threshold
+
+
 MAX_PAIRED = 1000  # samples a side in the interval: 1e6 pairs at most
 
 

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from ..base.errors import BadInput
 from .gbench import COULD_NOT_RUN, HIGHER_IS_BETTER, Run
-from .stats import median, min_p_value, noise_floor
+from .stats import median, min_p_value, noise_floor, the_bar
 
 # The verdicts, as the summary counts them.
 VERDICTS = ("faster", "slower", "same", "undecided", "loaded", "noisy", "error", "skipped", "missing", "new", "only")
@@ -63,7 +63,7 @@ def judge(name, a: Run, b: Run, metric="time", threshold=0.05, alpha=0.05, pool=
     v = Verdict(name, "", ma, mb, change, n_base=len(a.samples), n_new=len(b.samples))
     if pool:
         v.floor = noise_floor(pool, len(a.samples), len(b.samples))
-    bar = max(threshold, v.floor) if v.floor == v.floor else threshold
+    bar = the_bar(threshold, v.floor)
     if abs(change) <= bar:
         v.verdict = "same"
         if abs(change) > threshold:
