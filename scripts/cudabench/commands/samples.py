@@ -375,6 +375,15 @@ def stopped_by(e):
     return f"the --process-seconds limit ({e.seconds:g} s)"
 
 
+def write_run(a, docs, loads, meta):
+    """FILE: the processes merged, the machine named by --label or its
+    hardware, written whole; returns the document."""
+    doc = merge(docs, "run", meta, loads)
+    doc["context"]["machine_label"] = a.label or hardware_of(doc["context"]) or "unknown"
+    write_json(a.out, doc)
+    return doc
+
+
 def keep_partial(a, docs, loads, planned, why):
     """FILE of the processes that finished before the run was stopped, written
     whole and marked partial (how many of how many, and what stopped it);
@@ -384,9 +393,7 @@ def keep_partial(a, docs, loads, planned, why):
     meta = {"filter": a.filter, "reps_per_process": a.reps, "min_time": a.min_time, "tool": "run-bench",
             "bench": a.bench, "max_interference": a.max_interference,
             "partial": {"processes": len(docs), "planned": planned, "stopped_by": why}}
-    doc = merge(docs, "run", meta, loads)
-    doc["context"]["machine_label"] = a.label or hardware_of(doc["context"]) or "unknown"
-    write_json(a.out, doc)
+    write_run(a, docs, loads, meta)
     print(f"samples: {partial_note(a.out, meta['partial'])}: its rows are kept, marked partial", file=sys.stderr)
 
 
@@ -410,9 +417,7 @@ def cmd_run(a):
             meta = more_processes(arm, s, work, docs["p"], loads["p"], dict(meta, tool="run-bench", bench=a.bench), a,
                                   progress)
             progress.end()
-            doc = merge(docs["p"], "run", meta, loads["p"])
-            doc["context"]["machine_label"] = a.label or hardware_of(doc["context"]) or "unknown"
-            write_json(a.out, doc)
+            doc = write_run(a, docs["p"], loads["p"], meta)
         except (Terminated, KeyboardInterrupt, ProcessTimedOut) as e:
             try:
                 keep_partial(a, docs["p"], loads["p"], progress.total, stopped_by(e))
