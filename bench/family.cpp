@@ -31,4 +31,18 @@ std::string register_families(const RunOptions& run, const Usable& usable) {
   return "";
 }
 
+std::string rows_filter(const std::string& kind) {
+  const bool cpu = kind == "gate" || kind == "gate-cpu", gpu = kind == "gate" || kind == "gate-gpu";
+  std::string out;
+  auto add = [&out](const char* rows) {
+    if (*rows) out += (out.empty() ? "" : "|") + std::string(rows);
+  };
+  for (const Family& f : declared_families()) {
+    if (kind == "default") add(f.rows.default_rows);
+    if (cpu) add(f.rows.gate_cpu);
+    if (gpu) add(f.rows.gate_gpu);
+  }
+  return out.empty() ? "" : "^(" + out + ")";
+}
+
 }  // namespace cudabench::bench

@@ -213,6 +213,10 @@ int run(int argc, char** argv, StandardOutput* out) {
   BenchOptions o;
   if (auto rc = bench::parse_options(argc, argv, &o)) return *rc;
   out->keep_going_on_epipe(!o.benchmark.out_path.empty() || !o.env_out.empty());
+  if (!o.rows.empty()) {
+    std::cout << bench::rows_filter(o.rows) << "\n";
+    return kExitOk;
+  }
   if (o.explain || o.env_format) {
     const auto scan = env::PythonScanInput::from_process(o.python, o.import, doctor::examine().torch);
     const env::Report with_python = doctor::examine_with_python(scan);

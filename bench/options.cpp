@@ -308,6 +308,10 @@ void add_flags(CLI::App& app, BenchOptions* o, RawFlags* raw) {
   app.add_flag("--import", o->import,
                "with --env or --explain: each environment's own interpreter imports its torch, jax, tensorflow "
                "and cupy in a child (30 s deadline each) and reports what they see and print");
+  app.add_option("--rows", o->rows,
+                 "print the rows the benchmark families ask to be tracked, as one --benchmark_filter, and exit: "
+                 "default (the default run's), gate (the revision gate's), gate-cpu or gate-gpu")
+      ->check(CLI::IsMember({"default", "gate", "gate-cpu", "gate-gpu"}));
   app.add_flag("--require-gpu", o->require_gpu, "exit 3 when no GPU is usable (with --env, or before benchmarks)");
   app.add_option("--devices", o->devices,
                  "GPUs to run the GPU benchmarks on: 'all' or CUDA ordinals such as 0,2 (default 0); with "
@@ -340,6 +344,10 @@ int check_combinations(const CLI::App& app, const BenchOptions& o) {
   if (o.env_format && !app.remaining().empty()) {
     std::cerr << "bench: " << shown(app.remaining().front()) << " goes with benchmarks, not --env"
               << " (the report goes to stdout or --env-out)\n";
+    return kExitBadInput;
+  }
+  if (!o.rows.empty() && (o.env_format || o.explain || !app.remaining().empty() || o.require_gpu)) {
+    std::cerr << "bench: --rows takes nothing else\n";
     return kExitBadInput;
   }
   if (o.explain && (o.env_format || !app.remaining().empty() || o.require_gpu)) {

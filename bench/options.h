@@ -67,6 +67,7 @@ struct BenchOptions {
   std::string env_out;                    // --env-out
   std::string check;  // --check: "" not given; "all" (every verdict) or "python" (the user's environments alone)
   bool require_gpu = false;               // --require-gpu
+  std::string rows;                       // --rows: "" not given; default, gate, gate-cpu or gate-gpu
   std::optional<std::string> explain;     // --explain TEXT ('-': stdin)
   std::vector<std::string> python;        // --python PATH (repeatable): environments to scan besides those found
   bool import = false;                    // --import: each environment's interpreter imports its packages

@@ -50,7 +50,7 @@ ab="$CUDABENCH_ROOT/scripts/ab.py"
 machine="$(machine_label)" || exit 2
 floors="$CUDABENCH_ROOT/results/baselines/$machine.floors.json"
 out="$CUDABENCH_ROOT/results/ab-calibration/$machine"
-filter="$(ci_subset_filter)"
+filter="$(family_rows gate)" || exit 3
 mkdir -p "$out"
 stop_jobs_on_signal  # a signal stops the running ab.py and its bench runs at once
 if [ "$calibrate" = 1 ] || [ ! -f "$floors" ]; then

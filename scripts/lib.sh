@@ -305,26 +305,17 @@ toolkit_label() {
   if [ -n "$v" ]; then echo "cuda-$v"; else echo "cpu-only"; fi
 }
 
-# The CI subset the revision gate compares (scripts/regress.sh) and the A/A
-# and power trials calibrate (scripts/ab-calibration.sh): CPU rows whose
-# process-to-process spread on a shared 2-core VM lets a 10% change show
-# (cpu_omp_simd at 65536 and 1e7 move by 10-40% from process to process
-# there: see docs/regression-tracking.md), the CPU training step, and with
-# a usable GPU the GPU headline rows. Usage: ci_subset_filter [cpu|gpu|auto];
-# cpu-rows and gpu-rows give each part alone.
-# The fleet mode (scripts/fleet) runs the same rows: cpu-rows on every node,
-# gpu-rows on every GPU.
-CI_CPU_ROWS='VectorAdd/cpu_scalar/n:(65536|1048576|10000000)/|VectorAdd/cpu_omp_simd/n:(1048576|4194304)/|MnistTrain/cpu/batch:64/'
-CI_GPU_ROWS='VectorAdd/(cuda_v[1-4]|cublas_geam)/n:(10000000|134217728)/|Transfer/h2d_pinned/bytes:40000000/|MnistTrain/cuda(_graph)?/batch:64/'
-ci_subset_filter() {
-  local cpu="$CI_CPU_ROWS" gpu="$CI_GPU_ROWS"
-  case "${1:-auto}" in
-    cpu-rows) echo "^($cpu)" ;;
-    gpu-rows) echo "^($gpu)" ;;
-    cpu) echo "^($cpu)" ;;
-    gpu) echo "^($cpu|$gpu)" ;;
-    auto) if probe 60 "$CUDABENCH_ROOT/build/bench" --env --require-gpu >/dev/null 2>&1; then echo "^($cpu|$gpu)"; else echo "^($cpu)"; fi ;;
-  esac
+# The rows the benchmark families ask to be tracked (bench/family.h: each
+# family declares its default rows and its gate rows), as one filter from
+# the build's bench: family_rows KIND [BUILD], KIND default (the default
+# run), gate (the revision gate, its calibration and the machine history:
+# the GPU rows match nothing where no GPU is usable), gate-cpu or gate-gpu
+# (the fleet: the CPU rows on every node, the GPU rows on every GPU).
+family_rows() {
+  local bench="${2:-$CUDABENCH_ROOT/build}/bench" rows
+  rows="$(probe 60 "$bench" --rows="$1")" && [ -n "$rows" ] || {
+    echo "cudabench: $bench --rows=$1 gave no rows (build bench first)" >&2; return 3; }
+  echo "$rows"
 }
 
 # The sanitize preset's build (AddressSanitizer + UBSan under clang, no CUDA,

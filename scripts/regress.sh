@@ -15,7 +15,8 @@
 # only; incremental, and ccache makes a revision built before cheap). No
 # parent (a shallow clone, the first commit): nothing to compare, exit 0. When no file that goes into bench differs
 # between the two, both sides run build/bench: an A/A run, which checks the
-# gate itself. The CI subset (lib.sh: ci_subset_filter).
+# gate itself. The rows: those the benchmark families ask the gate to take
+# (bench --rows=gate; bench/family.h).
 #
 # The gate is sequential (scripts/ab.py run): interleaved processes, looked
 # at after 6 a side and then as they grow by a third, until each row's
@@ -75,7 +76,7 @@ rc=0
 run_job configure_and_build build > >(build_progress "regress: building this tree") || rc=$?
 wait $! 2>/dev/null || true  # the progress lines are out before the next
 [ "$rc" = 0 ] || { echo "regress: building this tree failed" >&2; exit 3; }
-filter="$(ci_subset_filter)"
+filter="$(family_rows gate)" || exit 3
 
 if [ "$mode" = calibrate ]; then
   rc=0

@@ -12,7 +12,7 @@
 # --label NAME names the machine (default its hardware: the GPU's model, or
 # cpu-<CPU model>-<threads>c); extra arguments go to bench after the
 # defaults (so they win), e.g. --benchmark_filter=Transfer.
-# Environment: CUDABENCH_FILTER (the default rows below), CUDABENCH_MIN_TIME
+# Environment: CUDABENCH_FILTER (instead of the families' default rows), CUDABENCH_MIN_TIME
 # (0.02 s per row and process), CUDABENCH_PROCESSES, CUDABENCH_MACHINE (the
 # same as --label).
 set -euo pipefail
@@ -39,11 +39,11 @@ build="$CUDABENCH_ROOT/build"
 KEEP_BUILD_SHARED=1 CUDABENCH_BUILD_TARGET=programs configure_and_build "$build" >/dev/null
 out_dir="$CUDABENCH_ROOT/results/$machine/$(toolkit_label "$build")"
 mkdir -p "$out_dir"
-# The headline sizes (1e7 and 2^26 beyond the caches; 4096 to 2^20 inside
-# them), the seed's flow, the copies, the training step: 4 processes of
-# these take what one process of every size took (docs/comparing-machines.md).
-sizes='4096|65536|1048576|10000000|67108864'
-filter="${CUDABENCH_FILTER:-^((VectorAdd|Copy)/[^/]+/n:($sizes)/|VectorAddFlow/[^/]+/n:($sizes)/|Transfer/|MnistTrain/(cpu|cuda)/batch:64/|MnistEval/(cpu|cuda)/)}"
+# The rows each benchmark family asks the default run to take (bench
+# --rows=default: the headline sizes, the seed's flow, the copies, the
+# training step; docs/comparing-machines.md).
+filter="${CUDABENCH_FILTER:-}"
+[ -n "$filter" ] || filter="$(family_rows default "$build")" || exit 3
 py="$(project_python)"
 stop_jobs_on_signal  # a signal stops the processes at once (no partial file is left)
 rc=0

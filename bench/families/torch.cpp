@@ -360,6 +360,10 @@ std::string add_torch(const RunOptions& run, const Usable& usable) {
   return "";
 }
 
-CUDABENCH_FAMILY(torch, 40, Needs::Nothing, add_torch);
+CUDABENCH_FAMILY(torch, 40, Needs::Nothing, add_torch,
+                 {.default_rows = "VectorAdd/torch_[^/]+/" CUDABENCH_DEFAULT_SIZES
+                                  "|MnistTrain/(cpu|cuda)/batch:64/|MnistEval/(cpu|cuda)/",
+                  .gate_cpu = "MnistTrain/cpu/batch:64/",
+                  .gate_gpu = "MnistTrain/cuda(_graph)?/batch:64/"});
 
 }  // namespace cudabench::bench

@@ -94,6 +94,7 @@ std::string add_transfers(const RunOptions& run, const Usable&) {
   return "";
 }
 
-CUDABENCH_FAMILY(transfer, 30, Needs::Gpu, add_transfers);
+CUDABENCH_FAMILY(transfer, 30, Needs::Gpu, add_transfers,
+                 {.default_rows = "Transfer/", .gate_gpu = "Transfer/h2d_pinned/bytes:40000000/"});
 
 }  // namespace cudabench::bench

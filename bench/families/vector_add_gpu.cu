@@ -185,6 +185,10 @@ std::string add_gpu_vector_add(const RunOptions& run, const Usable&) {
   return "";
 }
 
-CUDABENCH_FAMILY(vector_add_gpu, 20, Needs::Gpu, add_gpu_vector_add);
+// Every kernel variant is gated (cuda_v<N>: a new one of the table too).
+CUDABENCH_FAMILY(vector_add_gpu, 20, Needs::Gpu, add_gpu_vector_add,
+                 {.default_rows = "(VectorAdd|Copy)/(cuda_[^/]+|cublas_geam|thrust)/" CUDABENCH_DEFAULT_SIZES
+                                  "|VectorAddFlow/[^/]+/" CUDABENCH_DEFAULT_SIZES,
+                  .gate_gpu = "VectorAdd/(cuda_v[0-9]+|cublas_geam)/n:(10000000|134217728)/"});
 
 }  // namespace cudabench::bench

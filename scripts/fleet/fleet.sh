@@ -31,8 +31,8 @@
 #   --run-id ID          the run's folder name (default: UTC time and source revision)
 #   --builds DIR         where the per-environment builds go (default build-fleet)
 #   --build DIR          use this one build on every node instead
-#   --cpu-filter REGEX   the CPU rows (default: the CI subset's, scripts/lib.sh)
-#   --gpu-filter REGEX   the GPU rows (default: the CI subset's)
+#   --cpu-filter REGEX   the CPU rows (default: the families' gate rows, bench --rows=gate-cpu)
+#   --gpu-filter REGEX   the GPU rows (default: bench --rows=gate-gpu)
 #   --processes N        bench processes per machine (default 3): the samples
 #   --repetitions N      repetitions in each process (default 3)
 #   --min-time S         --benchmark_min_time (default 0.1)
@@ -80,7 +80,7 @@ case "${1:-}" in
 esac
 
 per_gpu=0 tasks="" partition="" results="" run_id="" builds="" build="" wait=0 report_only=0 no_plots=0
-cpu_filter="$(ci_subset_filter cpu-rows)" gpu_filter="$(ci_subset_filter gpu-rows)"
+cpu_filter="" gpu_filter=""  # default: the families' gate rows, from the build
 processes=3 reps=3 min_time=0.1 threshold=0.10 time_limit=01:00:00
 sbatch_args=()
 need() { [ $# -ge 2 ] || die 2 "$1 needs a value (see --help)"; }
@@ -99,8 +99,10 @@ while [ $# -gt 0 ]; do
     --run-id) need "$@"; run_id="$2"; shift 2 ;;
     --builds) need "$@"; builds="$2"; shift 2 ;;
     --build) need "$@"; build="$2"; shift 2 ;;
-    --cpu-filter) need "$@"; cpu_filter="$2"; shift 2 ;;
-    --gpu-filter) need "$@"; gpu_filter="$2"; shift 2 ;;
+    --cpu-filter) need "$@"; [ -n "$2" ] || die 2 "--cpu-filter: empty (expected a regular expression)"
+                  cpu_filter="$2"; shift 2 ;;
+    --gpu-filter) need "$@"; [ -n "$2" ] || die 2 "--gpu-filter: empty (expected a regular expression)"
+                  gpu_filter="$2"; shift 2 ;;
     --processes) need "$@"; processes="$2"; shift 2 ;;
     --repetitions) need "$@"; reps="$2"; shift 2 ;;
     --min-time) need "$@"; min_time="$2"; shift 2 ;;
@@ -128,8 +130,6 @@ python3 -c 'import math, sys; x = float(sys.argv[1]); sys.exit(0 if math.isfinit
   || die 2 "--min-time $min_time: expected seconds in (0, 60], e.g. 0.1"
 python3 -c 'import math, sys; x = float(sys.argv[1]); sys.exit(0 if math.isfinite(x) and 0 < x < 1 else 1)' "$threshold" 2>/dev/null \
   || die 2 "--threshold $threshold: expected a relative change in (0, 1), e.g. 0.10"
-[ -n "$cpu_filter" ] || die 2 "--cpu-filter: empty (expected a regular expression)"
-[ -n "$gpu_filter" ] || die 2 "--gpu-filter: empty (expected a regular expression)"
 if [ -z "$run_id" ]; then
   run_id="$(date -u +%Y%m%d-%H%M%S)-$(git -C "$CUDABENCH_ROOT" rev-parse --short HEAD 2>/dev/null || echo norev)"
 fi
@@ -191,6 +191,8 @@ if [ -z "$build" ]; then
 else
   local_build="$build"
 fi
+[ -n "$cpu_filter" ] || cpu_filter="$(family_rows gate-cpu "$local_build")" || die 3 "no gate rows from $local_build/bench"
+[ -n "$gpu_filter" ] || gpu_filter="$(family_rows gate-gpu "$local_build")" || die 3 "no gate rows from $local_build/bench"
 if [ "$per_gpu" = 0 ]; then
   "$local_build/bench" --benchmark_list_tests --benchmark_filter="$cpu_filter" >/dev/null 2>&1 \
     || die 2 "--cpu-filter $cpu_filter: matches no benchmark of $local_build/bench (see bench --benchmark_list_tests)"

@@ -21,7 +21,7 @@ from slurm_cluster import env_for, running_cluster
 
 FLEET_SH = os.path.join(ROOT, "scripts", "fleet", "fleet.sh")
 FEW_ROWS = "VectorAdd/cpu_scalar/n:4096/"  # where the rows do not matter
-# The CI subset's CPU rows (scripts/lib.sh: CI_CPU_ROWS), as bench names them.
+# The gate's CPU rows (bench --rows=gate-cpu, declared by the families), as bench names them.
 CPU_SUBSET = [f"VectorAdd/cpu_scalar/n:{n}/real_time" for n in (65536, 1048576, 10000000)] + \
              [f"VectorAdd/cpu_omp_simd/n:{n}/real_time" for n in (1048576, 4194304)] + \
              (["MnistTrain/cpu/batch:64/real_time"] if os.access(os.path.join(BUILD, "train"), os.X_OK) else [])
