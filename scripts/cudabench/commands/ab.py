@@ -38,7 +38,8 @@ Options: --processes K per side (the most: default 40; calibrate: 20; 2 to
 still running after this long is stopped and the run fails: default 3600),
 --a-env/--b-env KEY=VALUE (repeatable), --a-wrap/--b-wrap "CMD ARGS" (a
 command prefix, e.g. "scripts/cpu-quota.sh 0.9"), --labels A,B, --threshold,
---alpha, --floors FILE, --report-only, --confirm (run what came out slower
+--alpha, --floors FILE, --report-only, --fail-undecided (exit 5 when a row
+stays undecided: "could not tell" fails the job), --confirm (run what came out slower
 again, in a second interleaved run of its own, and count only a slowdown
 found twice), --max-interference SHARE (a process
 that ran while others took more than this share of the machine's CPU time,
@@ -60,34 +61,33 @@ output that is an input); 3 a process failed without a usable result
 (crash, killed, a malformed JSON, exit 2 after good ones: each named with
 its log; a full disk), or an internal error; 5 inconclusive (nothing
 slower or wrong, but rows ran beside other load: one "Inconclusive: ..."
-line names the busiest other programs); 130 interrupted. A failed
+line names the busiest other programs; with --fail-undecided also rows it
+could not tell within the budget); 130 interrupted. A failed
 check in A alone is reported, not failed on: a commit that fixes its
 parent must pass.
 """
 import argparse
 import functools
-import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import time
 
 from . import samples
-from ..base.errors import BadInput, EXIT_REGRESSION
+from ..base.errors import BadInput, EXIT_INCONCLUSIVE, EXIT_REGRESSION
 from ..base.processes import split_passthrough
 from ..base.files import check_writable, hold_lock, make_folder, refuse_inputs_as_outputs, write_whole
 from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
 from ..base.progress import Progress
 from ..base.text import table, visible
 from ..results.gbench import MAX_FILTER, load, load_doc, name_prefix
-from ..results import merged
+from ..results import entries, merged
+from ..results.entries import write_json
 from ..results.stats import load_floors, median, noise_floor
 from ..results.verdicts import judge_all
-from ..results.sequential import GATE_PROCESSES, GATE_SECONDS, bars, look, looks, rule, settle
+from ..results.sequential import GATE_PROCESSES, GATE_SECONDS, Budget, bars, headline, look, looks, rule, settle
 from ..models.comparison import render, report_verdicts
-from ..base.paths import ROOT
 
 EXIT_WRONG = samples.EXIT_WRONG
 CALIBRATE_PROCESSES = 20
@@ -120,10 +120,6 @@ def run_ab(args, a, b, extra, workdir, progress=True):
     meta["tool"] = "ab"
     return (merged.merge(docs["A"], "A", dict(meta, bench=a.bench, env=a.env, wrap=a.wrap), loads["A"]),
             merged.merge(docs["B"], "B", dict(meta, bench=b.bench, env=b.env, wrap=b.wrap), loads["B"]))
-
-
-def write_json(path, doc):
-    write_whole(path, json.dumps(doc, indent=1) + "\n")
 
 
 def loaded(path, label):
@@ -243,8 +239,9 @@ def gate_run(args, extra, out, floors, progress=True):
         named = "|".join(name_prefix(x) for x in left)
         filt = named if len(named) <= MAX_FILTER else args.filter
     shown.end()
+    budget = Budget((time.monotonic() - started) / n, args.seconds, args.processes, confidence)
     for v in results[files[1].label]:
-        settle(v, decided, n, why, args.threshold)
+        settle(v, decided, n, why, args.threshold, budget, (files[0].runs.get(v.name), files[1].runs.get(v.name)))
     write_json(os.path.join(out, "a.json"), files[0].doc)
     write_json(os.path.join(out, "b.json"), files[1].doc)
     return files, names, results, files[0].doc, files[1].doc
@@ -267,44 +264,25 @@ def say_look(shown, n, spent, decided, left):
                  if left else ""))
 
 
-def git_info(rev):
-    try:
-        r = subprocess.run(["git", "log", "-1", "--format=%H%x09%ct%x09%s", rev], capture_output=True, text=True,
-                           cwd=ROOT, timeout=60)
-        sha, ts, subject = r.stdout.strip().split("\t", 2)
-        return {"commit": sha, "time": int(ts), "subject": subject}
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return {"commit": rev}
-
-
-def store_history(args, doc_a, doc_b, results):
-    os.makedirs(args.history, exist_ok=True)
-    info_a, info_b = args.revs
-    verdicts = {v.name: {"verdict": v.verdict, "change": v.change, "p": v.p, "floor": v.floor}
-                for vs in results.values() for v in vs}
-    doc_b["cudabench_history"] = dict(info_b, parent=info_a.get("commit"), verdicts=verdicts)
-    write_json(os.path.join(args.history, f"{info_b['commit']}.json"), doc_b)
-    path_a = os.path.join(args.history, f"{info_a['commit']}.json")
-    if not os.path.exists(path_a):
-        doc_a["cudabench_history"] = dict(info_a, verdicts={})
-        write_json(path_a, doc_a)
-
-
 def cmd_run(args, extra):
     floors = load_floors(args.floors) if args.floors else None
     if args.history and not (args.rev_a and args.rev_b):
         raise BadInput("--history needs --rev-a and --rev-b")
-    args.revs = (git_info(args.rev_a), git_info(args.rev_b)) if args.history else None
+    args.revs = (entries.git_info(args.rev_a), entries.git_info(args.rev_b)) if args.history else None
     check_args(args)  # bad input is found before anything is made
     files, names, results, doc_a, doc_b = gate_run(args, extra, args.out, floors)
+    top = headline(results[files[1].label])
     rc = report_verdicts(files, names, results, "time", args.threshold, args.alpha,
                         os.path.join(args.out, "report.md"), "text", args.report_only, tool="ab",
-                        report=functools.partial(render, rule=rule(args)))
+                        report=lambda *a: (top + "\n\n" if top else "") + render(*a, rule=rule(args)))
+    if args.fail_undecided and rc == 0 and top:
+        print(f"ab: {top.split(':')[0]} (--fail-undecided)", file=sys.stderr)
+        rc = EXIT_INCONCLUSIVE
     if args.confirm and rc == EXIT_REGRESSION:
         rc = confirm(args, extra, floors, results[files[1].label])
     if args.history:
         try:
-            store_history(args, doc_a, doc_b, results)
+            entries.store_commit(args.history, args.revs, doc_a, doc_b, results)
         except OSError as e:
             print(f"ab: the history was not kept: {e}", file=sys.stderr)
     a, b = files[0].runs, files[1].runs
@@ -464,6 +442,7 @@ def main(argv=None):
     p.add_argument("--history", metavar="DIR", help="store the results per commit here")
     p.add_argument("--confirm", action="store_true",
                    help="run benchmarks found slower again; only a slowdown found twice counts")
+    p.add_argument("--fail-undecided", action="store_true", help="exit 5 when a row could not be told")
     p.add_argument("--rev-a")
     p.add_argument("--rev-b")
     p = sub.add_parser("calibrate", help="A/A run: store the noise floors")

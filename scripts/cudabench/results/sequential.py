@@ -4,6 +4,8 @@ time their number has grown by GATE_GROWTH, until every row is decided,
 GATE_PROCESSES a side, or the time budget; at each look every open row's
 interval of the change is held against its bar."""
 import math
+from dataclasses import dataclass
+from statistics import NormalDist, stdev
 
 from ..base.text import fmt_speed, speed_of
 from .gbench import Run
@@ -95,10 +97,66 @@ def open_for_load(v):
     return v.loaded_share >= LOADED_SHARE or no_interval
 
 
-def settle(v, decided, n, why, threshold):
+@dataclass
+class Budget:
+    """What the run could spend: seconds per pair of processes (measured),
+    the time budget and the most processes a side, at the run's confidence."""
+    pair_s: float
+    seconds: float
+    most: int
+    confidence: float
+    wanted: float = 0.05  # the change the budget is sized for
+
+
+def sizing(a: Run, b: Run, n, budget: Budget):
+    """Kalibera and Jones's sizing at the level of variation that counts
+    here, the process (a sample is one process's median, so the variation
+    between its repetitions is already averaged in, and more repetitions
+    cannot remove the variation between processes): the standard deviation
+    of the log process medians measured in this run, pooled over the sides
+    (not a robust one: a bimodal machine's MAD can be 0),
+    gives the interval's half-width at k processes a side, about
+    z sd sqrt(2 / k) (Hodges-Lehmann's is ~1.02x the mean's). Returns
+    (the smallest change the budget could tell: the half-width at the
+    processes it allows; the processes a side and the seconds that
+    `wanted` would need), or None without samples to size from."""
+    logs = [[math.log(x) for x in side.clean().samples] for side in (a, b)]
+    if min(len(x) for x in logs) < 2:
+        return None
+    sd = math.sqrt(sum(stdev(x) ** 2 for x in logs) / 2)
+    z = 1.02 * NormalDist().inv_cdf(0.5 + budget.confidence / 2)
+    k = max(n, min(budget.most, int(budget.seconds / budget.pair_s))) if budget.pair_s > 0 else n
+    need = max(2, math.ceil(2 * (z * sd / math.log(1 + budget.wanted)) ** 2))
+    return math.exp(z * sd * math.sqrt(2 / k)) - 1, need, need * budget.pair_s
+
+
+def sizing_note(size, budget):
+    smallest, need, secs = size
+    return (f"this runner could tell a change of {100 * smallest:.0f}% or more within the budget "
+            f"({budget.seconds:g} s, at most {budget.most} processes a side); {100 * budget.wanted:g}% would need "
+            f"about {need} processes a side, {secs:.0f} s")
+
+
+def headline(verdicts):
+    """The line above an ab report with rows it could not tell: the
+    smallest change the runner could tell for any of them, and what the
+    wanted change would need for all."""
+    sized = [v for v in verdicts if v.verdict == "undecided" and getattr(v, "size", None)]
+    if not sized:
+        return ""
+    best = min(sized, key=lambda v: v.size[0])
+    worst = max(sized, key=lambda v: v.size[2])
+    return (f"Could not tell {len(sized)} row(s) within the budget: at the noise measured, the smallest change "
+            f"this runner could tell is {100 * best.size[0]:.0f}% ({best.name.split('/real_time')[0]}); telling "
+            f"5% for every row would need about {worst.size[1]} processes a side, {worst.size[2]:.0f} s "
+            f"(--seconds, or the action's budget input).")
+
+
+def settle(v, decided, n, why, threshold, budget=None, runs=None):
     """The final verdict of one row: what its look decided, or undecided
-    with why; a row whose noise floor sets its bar says that it cannot gate
-    a smaller change on this machine."""
+    with why and the budget's sizing (runs: the row's (a, b)); a row whose
+    noise floor sets its bar says that it cannot gate a smaller change on
+    this machine."""
     if v.name in decided:
         verdict, low, high, at, bar = decided[v.name]
         v.verdict, v.floor = verdict, bar
@@ -113,6 +171,9 @@ def settle(v, decided, n, why, threshold):
         v.verdict, v.floor = "undecided", bar
         v.note = (f"could not tell: speed {speeds(low, high)} after {n} vs {n} processes straddles the "
                   f"{100 * bar:.1f}% bar ({fmt_speed(speed_of(bar))} / {fmt_speed(speed_of(-bar))}) ({why})")
+        v.size = sizing(*runs, n, budget) if budget and runs else None
+        if v.size:
+            v.note += "; " + sizing_note(v.size, budget)
     else:
         return
     if v.floor > threshold:
