@@ -106,3 +106,44 @@ def test_the_writer_remakes_the_page_on_the_branch(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     files = git("ls-tree", "-r", "--name-only", "bench-history", cwd=remote).split()
     assert "README.md" in files and "vm-a.png" in files and len([f for f in files if f.endswith(".json")]) == 6
+
+
+def seed_branch(tmp_path, n, step_at):
+    """A bare remote whose bench-history holds n entries of machine vm-a; a clone of it."""
+    remote, clone = tmp_path / "remote.git", tmp_path / "c"
+    git("init", "-q", "--bare", str(remote))
+    git("clone", "-q", str(remote), str(clone))
+    write_history(tmp_path / "seed" / "vm-a", n=n, step_at=step_at)
+    assert run("push", "--no-page", "--repo", clone, "--entries", tmp_path / "seed").returncode == 0
+    return remote, clone
+
+
+def record_and_check(tmp_path, clone, i, step_at, run_id):
+    """A machine run's entry recorded by run id, pushed and checked."""
+    doc = entry(i, step_at=step_at)
+    del doc["cudabench_history"]
+    (tmp_path / "latest.json").write_text(json.dumps(doc))
+    r = run("record", tmp_path / "latest.json", "--entries", tmp_path / run_id, "--machine", "vm-a",
+            "--run-id", run_id)
+    assert r.returncode == 0, r.stderr
+    return run("push", "--no-page", "--check", "--repo", clone, "--entries", tmp_path / run_id)
+
+
+def test_a_machine_fails_its_check_when_its_newest_runs_step_up_and_passes_when_flat(tmp_path):
+    remote, clone = seed_branch(tmp_path / "flat", 10, step_at=99)
+    r = record_and_check(tmp_path / "flat", clone, 10, 99, "4001")
+    assert r.returncode == 0 and "no slowdown among the newest 3 entries of vm-a" in r.stdout, r.stdout + r.stderr
+    # Keyed by run: a second run of the same commit is kept beside the first.
+    r = record_and_check(tmp_path / "flat", clone, 10, 99, "4002")
+    assert r.returncode == 0, r.stdout + r.stderr
+    names = [f for f in git("ls-tree", "-r", "--name-only", "bench-history", cwd=remote).split() if "-400" in f]
+    assert len(names) == 2 and all(n.startswith("vm-a/20") for n in names), names
+    # A 15% step in the newest two entries (the seed's last, then this run): failed, named by the entry that began it.
+    remote, clone = seed_branch(tmp_path / "step", 10, step_at=9)
+    r = record_and_check(tmp_path / "step", clone, 10, 9, "4003")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"history: vm-a: {STEP.split('/real_time')[0]} slower from 09c0ffe on: speed 0.87x" in r.stderr, r.stderr
+    assert FLAT.split("/real_time")[0] not in r.stderr
+    # Once the step is older than the newest 3 entries, it is the machine's level.
+    remote, clone = seed_branch(tmp_path / "old", 10, step_at=5)
+    assert record_and_check(tmp_path / "old", clone, 10, 5, "4004").returncode == 0

@@ -2,10 +2,12 @@
 history branch without losing anyone's entry.
 
     history.py page DIR --out OUT [--title T]
+    history.py record RESULT --entries DIR --machine NAME --run-id ID
     history.py push --entries DIR [--repo PATH] [--remote origin] [--branch bench-history] [--seconds 300]
+                    [--check]
 
 page: DIR holds one folder per machine, each with one JSON per commit (what
-scripts/regress.sh keeps: ab.py run --history). Writes OUT/README.md (a page
+scripts/regress.sh keeps: ab.py run --history) or per run (record). Writes OUT/README.md (a page
 GitHub shows on the branch) and OUT/<machine>.png: per machine and row, the
 commits' medians (of the processes taken without other load) with their
 range, the levels between change points with the noise band (+-2 noise
@@ -14,16 +16,25 @@ speed (old time / new time; above 1 is faster), and, marked as such, the
 points that ran beside other load (never used) and the gate's undecided
 verdicts.
 
-push: appends the JSON files under --entries (DIR/<machine>/<sha>.json) to
+record: keeps RESULT (a default run's JSON, scripts/samples.py) as
+DIR/<machine>/<UTC time>-<run id>.json: a machine's history is keyed by
+run, so nightly runs of an unchanged commit are all kept.
+
+push: appends the JSON files under --entries (DIR/<machine>/<name>.json) to
 --branch on --remote, then remakes the page there, in one commit on top of
 the remote's tip, pushed without force. A push that lost a race (another
 writer moved the tip) starts again from the new tip, after a random pause,
 until --seconds; an entry the branch already has is left as it is (the
 first run of a commit stays). Runs in --repo (default .), whose credentials
-for the remote it uses (a checkout made by actions/checkout has them).
+for the remote it uses (a checkout made by actions/checkout has them, or
+git's own configuration from the environment). With --check, each
+machine of --entries is then checked on the branch as pushed: a row whose
+newest change point is a slowdown beyond 5% among its newest 3 entries
+fails, named with the entry that began it.
 
-Exit codes: 0 done; 2 bad input (no entries, a history file that is not
-one); 3 git failed, or every try lost its race until --seconds.
+Exit codes: 0 done; 1 --check found a slowdown; 2 bad input (no entries,
+a history file that is not one, a run id that is not a name); 3 git
+failed, or every try lost its race until --seconds.
 """
 import argparse
 import os
@@ -36,9 +47,11 @@ import time
 
 from ..base.errors import BadInput, ToolError, one_line
 from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
-from ..base.files import make_folder, refuse_inputs_as_outputs, temporary_folder, write_whole
+from ..base.files import make_folder, read_json, refuse_inputs_as_outputs, temporary_folder, write_whole
 from ..base.text import fmt_speed, slug, table
-from ..results.trend import load_history, trends
+from ..results import entries as history_entries
+from ..results.gbench import load
+from ..results.trend import RECENT, load_history, recent_slowdown, trends
 
 GIT_SECONDS = 120  # every git call has this deadline
 # git push's words when another writer moved the branch first (the ref's old value no longer matches)
@@ -77,7 +90,7 @@ def plot_row(ax, t):
         ax.plot([first - 0.4, last + 0.4], [level * us] * 2, color="navy", lw=1)
     for i, sp in t.changes:
         ax.axvline(i - 0.5, color="tab:red", ls="--", lw=1)
-        ax.annotate(f"{t.points[i].commit[:7]} {fmt_speed(sp)}", (i - 0.5, 1), xycoords=("data", "axes fraction"),
+        ax.annotate(f"{t.points[i].label} {fmt_speed(sp)}", (i - 0.5, 1), xycoords=("data", "axes fraction"),
                     color="tab:red", fontsize=7, ha="left", va="top")
     loaded = [i for i, p in enumerate(t.points) if p.loaded]
     if loaded:
@@ -89,7 +102,7 @@ def plot_row(ax, t):
     ax.set_ylabel("us")
     every = max(1, len(t.points) // 8)
     ax.set_xticks(range(0, len(t.points), every))
-    ax.set_xticklabels([p.commit[:7] for p in t.points[::every]], rotation=45, fontsize=6)
+    ax.set_xticklabels([p.label for p in t.points[::every]], rotation=45, fontsize=6)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=6, loc="lower left")
@@ -99,7 +112,7 @@ def machine_section(name, ts, png):
     rows = []
     for t in ts:
         now = next((p for p in reversed(t.points) if not p.loaded and p.value == p.value), None)
-        moved = "; ".join(f"`{t.points[i].commit[:7]}` {t.points[i].subject[:50]} ({fmt_speed(sp)})" for i, sp in t.changes)
+        moved = "; ".join(f"`{t.points[i].label}` {t.points[i].subject[:50]} ({fmt_speed(sp)})" for i, sp in t.changes)
         rows.append([t.row, f"{now.value * 1e6:.3g} us" if now else "-", moved or "none",
                      "-" if t.noise != t.noise else f"{100 * t.noise:.1f}%",
                      sum(p.loaded for p in t.points), sum(p.verdict == "undecided" for p in t.points), len(t.points)])
@@ -156,7 +169,7 @@ def entries(folder):
                 if n.endswith(".json"):
                     out[f"{m}/{n}"] = os.path.join(folder, m, n)
     if not out:
-        raise BadInput(f"--entries {folder}: no <machine>/<commit>.json files")
+        raise BadInput(f"--entries {folder}: no <machine>/<name>.json files")
     return out
 
 
@@ -200,6 +213,31 @@ def attempt(a, files, work):
     return pushed.returncode == 0, added
 
 
+def cmd_record(a):
+    load(a.result)  # a Google Benchmark results file, or exit 2 naming it
+    if not history_entries.RUN_ID.match(a.machine):
+        raise BadInput(f"--machine {a.machine!r}: expected letters, digits, '.', '_' or '-'")
+    path = history_entries.store_run(os.path.join(a.entries, a.machine), read_json(a.result), a.run_id)
+    print(f"history: {path}")
+    return 0
+
+
+def check(tree, machines):
+    """1 when a machine's newest entries are a slowdown (trend.recent_slowdown), each said; else 0."""
+    found = 0
+    for m in machines:
+        for t in trends(load_history(os.path.join(tree, m))):
+            hit = recent_slowdown(t)
+            if hit:
+                found += 1
+                i, sp = hit
+                print(f"history: {m}: {t.row.split('/real_time')[0]} slower from {t.points[i].label} on: "
+                      f"speed {fmt_speed(sp)} (a change point among the newest {RECENT} entries)", file=sys.stderr)
+    if not found:
+        print(f"history: no slowdown among the newest {RECENT} entries of {', '.join(machines)}")
+    return 1 if found else 0
+
+
 def cmd_push(a):
     if a.page:
         ensure_venv("history", ("matplotlib", "ruptures"))
@@ -214,7 +252,7 @@ def cmd_push(a):
                 print(f"history: {len(added)} entr{'y' if len(added) == 1 else 'ies'} appended to {a.branch} on "
                       f"{a.remote}" + (f" ({', '.join(added)})" if added else ": the branch has them all already")
                       + (f" after {tries} tries" if tries > 1 else ""))
-                return 0
+                return check(os.path.join(work, "tree"), sorted({d.split("/")[0] for d in files})) if a.check else 0
             if time.monotonic() + 2 > deadline:
                 raise ToolError(f"every push to {a.branch} lost its race with another writer for {a.seconds:g} s "
                                 f"({tries} tries)")
@@ -237,9 +275,15 @@ def main(argv=None):
     p.add_argument("--branch", default="bench-history")
     p.add_argument("--seconds", action=bounded(1, 3600, float), default=300)
     p.add_argument("--no-page", dest="page", action="store_false")
+    p.add_argument("--check", action="store_true", help="exit 1 when the newest entries are a slowdown")
     p.add_argument("--title", default="cudabench history")
+    p = sub.add_parser("record", help="keep a run's results as an entry, keyed by the run")
+    p.add_argument("result")
+    p.add_argument("--entries", required=True)
+    p.add_argument("--machine", required=True)
+    p.add_argument("--run-id", required=True)
     a = ap.parse_args(argv)
-    return run_tool("history", lambda: cmd_page(a) if a.cmd == "page" else cmd_push(a))
+    return run_tool("history", lambda: {"page": cmd_page, "push": cmd_push, "record": cmd_record}[a.cmd](a))
 
 
 def entry():

@@ -13,6 +13,7 @@ from .gbench import finite_number, load
 from .stats import median, robust_sd
 
 BAR = 0.05  # a step smaller than this is not called a change point (the gate's threshold)
+RECENT = 3  # a slowdown among the newest this many points fails a machine's check (history.py push --check)
 
 
 @dataclass
@@ -26,6 +27,7 @@ class Point:
     loaded: bool  # too few samples without other load: shown, never used
     seen: float  # the median of all its samples, loaded ones included (how a loaded point is drawn)
     verdict: str  # the gate's verdict against the parent ("" for a first entry)
+    label: str = ""  # how it is named: a commit's first 7 hex digits, or a machine run's id
 
 
 @dataclass
@@ -79,7 +81,8 @@ def trends(history, bar=BAR):
             c = r.clean().samples
             pts.append(Point(info["commit"], info.get("subject", ""), info.get("time", 0),
                              median(c) if c else math.nan, min(c) if c else math.nan, max(c) if c else math.nan,
-                             r.too_loaded, median(r.samples), info.get("verdicts", {}).get(row, {}).get("verdict", "")))
+                             r.too_loaded, median(r.samples), info.get("verdicts", {}).get(row, {}).get("verdict", ""),
+                             str(info.get("run") or info["commit"][:7])))
         out.append(change_points(Trend(row, pts), bar))
     return out
 
@@ -114,3 +117,14 @@ def change_points(trend, bar=BAR):
     trend.levels = [(used[s], used[e - 1], math.exp(lv)) for s, e, lv in bounds]
     trend.changes = [(used[s], math.exp(prev - lv)) for (_, _, prev), (s, _, lv) in zip(bounds, bounds[1:])]
     return trend
+
+
+def recent_slowdown(trend, recent=RECENT):
+    """(index, speed) of the row's newest change point when it is a
+    slowdown (beyond the bar: change_points keeps no smaller step) whose
+    new level starts among the newest `recent` points used; else None."""
+    if not trend.changes:
+        return None
+    i, sp = trend.changes[-1]
+    used = [k for k, p in enumerate(trend.points) if not p.loaded and p.value == p.value]
+    return (i, sp) if sp < 1 and used.index(i) >= len(used) - recent else None
