@@ -8,7 +8,10 @@
 # 100 ms period), through a cgroup of its own: cgroup v1's
 # cpu.cfs_quota_us/cpu.cfs_period_us, or cgroup v2's cpu.max. A process that
 # keeps every core busy then runs about 1/FRACTION times longer; a
-# single-threaded one is not slowed. Needs root (or a delegated cgroup). The
+# single-threaded one is not slowed. CPU_QUOTA_PERIOD_MS (1 to 1000, default
+# 100) sets the period: a measurement much longer than it is slowed evenly,
+# one that fits in a period's quota may not be slowed at all (the action's
+# test takes 20 for 50 ms measurements). Needs root (or a delegated cgroup). The
 # cgroup is removed when the command ends. Exit: the command's, 2 for a bad
 # FRACTION, 3 when no cgroup can be made.
 set -euo pipefail
@@ -20,7 +23,10 @@ if ! [[ "$frac" =~ ^(0?\.[0-9]+|1(\.0*)?)$ ]] || [ $# -lt 2 ]; then
   exit 2
 fi
 shift
-period=100000
+ms="${CPU_QUOTA_PERIOD_MS:-100}"
+[[ "$ms" =~ ^[1-9][0-9]{0,3}$ ]] && [ "$ms" -le 1000 ] || {
+  echo "cpu-quota: CPU_QUOTA_PERIOD_MS '$ms': expected milliseconds from 1 to 1000" >&2; exit 2; }
+period=$((ms * 1000))
 # All the machine's cores: nproc --all, since plain nproc follows
 # OMP_NUM_THREADS and this process's affinity.
 quota="$(awk -v f="$frac" -v n="$(nproc --all)" -v p="$period" 'BEGIN { printf "%d", f * n * p }')"

@@ -6,6 +6,8 @@
 #   scripts/regress.sh --report-only    # the same, never failing on speed
 #   scripts/regress.sh --base v1.2      # against another revision
 #   scripts/regress.sh --calibrate      # measure this machine's noise floors (A/A, ~3 min)
+#   scripts/regress.sh --rows REGEX --seconds 300 --fail-undecided
+#                                       # other rows, another budget, and "could not tell" fails (exit 5)
 #   scripts/regress.sh --help           # this
 #
 # B is build/ (this tree, built first if needed); A is the base revision
@@ -41,15 +43,20 @@ export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
 script_start "$@"
 cd "$CUDABENCH_ROOT"
-mode=gate base=""
+mode=gate base="" filter="" gate=()
 while [ $# -gt 0 ]; do
-  case "$1" in
+  arg="$1"
+  if [[ "$arg" == --*=* ]]; then set -- "${arg%%=*}" "${arg#*=}" "${@:2}"; arg="$1"; fi
+  case "$arg" in
     -h|--help) usage_from_header; exit 0 ;;
     --report-only) mode=report; shift ;;
     --calibrate) mode=calibrate; shift ;;
-    --base) [ $# -ge 2 ] || { echo "regress: --base needs a revision" >&2; exit 2; }; base="$2"; shift 2 ;;
-    --base=*) base="${1#*=}"; shift ;;
-    *) echo "regress: unknown argument '$1' (--report-only, --base REV, --calibrate, --help)" >&2; exit 2 ;;
+    --fail-undecided) gate+=(--fail-undecided); shift ;;
+    --base|--rows|--seconds)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "regress: $arg needs a value" >&2; exit 2; }
+      case "$arg" in --base) base="$2" ;; --rows) filter="$2" ;; --seconds) gate+=(--seconds "$2") ;; esac
+      shift 2 ;;
+    *) echo "regress: unknown argument '$1' (--report-only, --base REV, --rows REGEX, --seconds S, --fail-undecided, --calibrate, --help)" >&2; exit 2 ;;
   esac
 done
 PROGRESS_EVERY="$(progress_seconds)" || exit 2
@@ -76,7 +83,7 @@ rc=0
 run_job configure_and_build build > >(build_progress "regress: building this tree") || rc=$?
 wait $! 2>/dev/null || true  # the progress lines are out before the next
 [ "$rc" = 0 ] || { echo "regress: building this tree failed" >&2; exit 3; }
-filter="$(family_rows gate)" || exit 3
+[ -n "$filter" ] || filter="$(family_rows gate)" || exit 3
 
 if [ "$mode" = calibrate ]; then
   rc=0
@@ -144,7 +151,7 @@ labels="$(ab_labels "${base_sha:0:7}" "$this")"
 [ "${base_sha:0:7}" != "$this" ] ||
   echo "regress: the base, $base, is this commit: an A/A run of ${base_sha:0:7}, its sides labelled (A) and (B)" >&2
 args=(run --a "$a_bench" --b build/bench --labels "$labels" --filter "$filter" --min-time 0.05
-      --alpha 0.01 --out "$out")
+      --alpha 0.01 --out "$out" "${gate[@]}")
 [ -f "$floors" ] && args+=(--floors "$floors")
 [ "$mode" = report ] && args+=(--report-only)
 history="${CUDABENCH_HISTORY:-$(cache_dir)/history}/$machine"

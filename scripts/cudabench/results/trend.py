@@ -119,12 +119,16 @@ def change_points(trend, bar=BAR):
     return trend
 
 
-def recent_slowdown(trend, recent=RECENT):
+def recent_slowdown(trend, recent=RECENT, bar=BAR):
     """(index, speed) of the row's newest change point when it is a
     slowdown (beyond the bar: change_points keeps no smaller step) whose
-    new level starts among the newest `recent` points used; else None."""
+    new level starts among the newest `recent` points used, and that level
+    is also beyond the bar above the median of every point before it (a
+    return from one fast run is no slowdown); else None."""
     if not trend.changes:
         return None
     i, sp = trend.changes[-1]
     used = [k for k, p in enumerate(trend.points) if not p.loaded and p.value == p.value]
-    return (i, sp) if sp < 1 and used.index(i) >= len(used) - recent else None
+    before = median([trend.points[k].value for k in used if k < i])
+    slower = sp < 1 and trend.levels[-1][2] > before * (1 + bar)
+    return (i, sp) if slower and used.index(i) >= len(used) - recent else None
