@@ -5,7 +5,7 @@
 #
 #  1. (--calibrate, or when results/baselines/<machine>.floors.json is
 #     missing) scripts/regress.sh --calibrate: an A/A run of 20 + 20
-#     processes of the CI subset, the noise floors, stored with the baselines
+#     processes of the gate's rows, the noise floors, stored with the baselines
 #     (of build/bench; --bench is for the trials).
 #  2. aa: N trials (default 20) of the gate's own run (scripts/regress.sh's
 #     settings: the sequential gate, alpha 0.01, the floors), the same build
@@ -13,7 +13,7 @@
 #  3. slow: N trials against a real 10% slowdown: side B is bench built from
 #     HEAD with scripts/slowdown-10pct.patch (every tenth CPU vector add and
 #     training step does its work twice), in the worktree .ab/power. Each
-#     row of the CI subset is 10% slower; "slower" is a catch.
+#     gate row is 10% slower; "slower" is a catch.
 #  4. quota (only when asked): side B under a cgroup quota of 85% of the
 #     cores (scripts/cpu-quota.sh 0.85): a bursty slowdown of the
 #     two-thread rows only.

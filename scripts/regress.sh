@@ -10,7 +10,7 @@
 #                                       # other rows, another budget, and "could not tell" fails (exit 5)
 #   scripts/regress.sh --help           # this
 #
-# B is build/ (this tree, built first if needed); A is the base revision
+# B is build/ (this tree's bench, built first if needed); A is the base revision
 # (default: HEAD^ when the tree is clean, HEAD when tracked files have
 # changes, i.e. the work in progress against the last commit), checked out
 # in a worktree, .ab/src, and built there like build/ is configured (bench
@@ -80,7 +80,7 @@ stop_jobs_on_signal
 # never measured and filed under HEAD. A build that breaks is exit 3.
 bash scripts/setup.sh  # in the foreground: sudo may ask for a password
 rc=0
-run_job configure_and_build build > >(build_progress "regress: building this tree") || rc=$?
+CUDABENCH_BUILD_TARGET=bench run_job configure_and_build build > >(build_progress "regress: building this tree") || rc=$?
 wait $! 2>/dev/null || true  # the progress lines are out before the next
 [ "$rc" = 0 ] || { echo "regress: building this tree failed" >&2; exit 3; }
 [ -n "$filter" ] || filter="$(family_rows gate)" || exit 3

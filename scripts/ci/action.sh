@@ -35,6 +35,14 @@ say() { echo "cudabench action: $*" >&2; }
 bad() { say "$*"; finish 2; }
 is_true() { case "${1,,}" in true|1|yes) return 0 ;; false|0|no|"") return 1 ;; *) bad "$2: '$1': expected true or false" ;; esac; }
 
+# The inputs every mode reads, checked before anything is built or run.
+check_inputs() {
+  is_true "${CUDABENCH_FAIL_UNDECIDED:-false}" fail-on-undecided || true
+  is_true "${CUDABENCH_REFERENCE:-true}" reference || true
+  [[ "${CUDABENCH_BUDGET:-150}" =~ ^[0-9]+(\.[0-9]+)?$ ]] && [ "${CUDABENCH_BUDGET:-150}" != 0 ] \
+    || bad "budget: '${CUDABENCH_BUDGET:-}': expected seconds, e.g. 150"
+}
+
 # Every mode's end: the outputs, the job summary, the exit code.
 finish() {
   local rc="$1" verdict
@@ -105,7 +113,6 @@ mode_stack() {
 mode_machine() {
   local py machine filter out="$work/machine" rc=0 crc=0 hrc=0 branch="${CUDABENCH_HISTORY_BRANCH:-}"
   machine="$(machine_label)" || finish 2
-  is_true "${CUDABENCH_REFERENCE:-true}" reference || true
   build_here
   py="$(project_python)"
   filter="$(rows default)" || finish 3
@@ -159,6 +166,6 @@ history_python() {
 }
 
 case "${CUDABENCH_MODE:-}" in
-  code|stack|machine|history) "mode_$CUDABENCH_MODE" ;;
+  code|stack|machine|history) check_inputs; "mode_$CUDABENCH_MODE" ;;
   *) CUDABENCH_MODE="${CUDABENCH_MODE:-none}"; bad "mode: '$CUDABENCH_MODE': expected code, stack, machine or history" ;;
 esac

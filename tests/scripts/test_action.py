@@ -13,6 +13,10 @@ checkout, whose build the action uses.
   CPU quota (scripts/cpu-quota.sh 0.5 with 20 ms periods: a 50 ms
   measurement of two threads needs five periods' quota, so none escapes
   it, as one could fit into a 100 ms period's), caught slower (exit 1).
+- Mode code: a fork of cudabench with a family of its own
+  (tests/throwaway_family.py) gates the commit that adds it against its
+  parent, the new family's row listed as new, and leaves its entries for
+  the history job.
 - Mode machine appends an entry per run to a history branch of the bare
   repository: a flat history passes; a 15% step in the newest entries fails
   the job with its change point named.
@@ -29,6 +33,7 @@ import yaml
 
 import actions_runner as ar
 from conftest import BENCH, ROOT
+from throwaway_family import FILE, LINE, SOURCE
 
 CI = os.path.join(ROOT, "scripts", "ci")
 GPU_RUNNER = {"self-hosted", "linux", "x64", "gpu"}
@@ -73,11 +78,16 @@ def checkout(inputs, ctx):
     return {}
 
 
-def run(workflow, job, event, ws, action=ROOT, fork=False):
+def runner_env():
+    """What the runner's service passes on: this machine's PATH, HOME and cudabench settings (its cache)."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG") or k.startswith("CUDABENCH_")}
     env.pop("CUDABENCH_BUILD_DIR", None)
+    return env
+
+
+def run(workflow, job, event, ws, action=ROOT, fork=False):
     return ar.run_job(workflow, job, event, payload(event, ws, fork), workspace=str(ws), runner_labels=GPU_RUNNER,
-                      env=env, actions={"actions/checkout": checkout, "cudabench/cudabench": str(action),
+                      env=runner_env(), actions={"actions/checkout": checkout, "cudabench/cudabench": str(action),
                                         "actions/upload-artifact": lambda i, c: {},
                                         "actions/download-artifact": lambda i, c: {}},
                       needs_results={"gate": {"result": "success", "outputs": {}}}, timeout=1200)
@@ -190,3 +200,39 @@ def test_the_machine_mode_keeps_each_run_and_fails_on_a_step_in_the_newest_entri
     r = run(nightly("step"), "track", "schedule", ws)
     assert r.ran and r.exit_code == 1 and r.steps[-1]["outputs"].get("verdict") == "regression", r.log[-4000:]
     assert re.search(f"{ROW.split('/real_time')[0]} slower from \\S+ on: speed 0\\.[78]\\dx", r.summary), r.summary[-3000:]
+
+
+@needs_bench
+def test_a_fork_with_a_family_of_its_own_gates_its_commit(tmp_path):
+    fork = tmp_path / "fork"
+    git("clone", "-q", ROOT, str(fork))
+    (fork / "bench" / "families" / FILE).write_text(SOURCE)
+    with open(fork / "bench" / "CMakeLists.txt", "a") as f:
+        f.write(LINE)
+    git("add", "-A", cwd=fork)
+    git("-c", "user.name=f", "-c", "user.email=f@x", "commit", "-q", "-m", "a family of our own", cwd=fork)
+    wf = users_copy(fork, "code.yml", "gate", rows="^(Throwaway/|VectorAdd/cpu_scalar/n:65536/)", budget="40")
+    kept = tmp_path / "artifact"
+    upload = lambda inputs, ctx: shutil.copytree(inputs["path"], kept) and {}
+    r = ar.run_job(wf, "gate", "push", payload("push", fork), workspace=str(fork), runner_labels=GPU_RUNNER,
+                   env=runner_env(), actions={"actions/checkout": checkout, "cudabench/cudabench": ROOT,
+                                              "actions/upload-artifact": upload}, timeout=1400)
+    assert r.ran and r.exit_code == 0, r.log[-5000:]
+    assert "## cudabench (code): pass" in r.summary, r.summary[-3000:]
+    row = next(x for x in r.summary.splitlines() if "Throwaway/cpu_sum/n:4096" in x)
+    assert "new" in row, row
+    head = git("rev-parse", "HEAD", cwd=fork).strip()
+    assert [p.name for p in kept.glob(f"*/{head}.json")] == [f"{head}.json"], list(kept.rglob("*"))
+
+
+def test_a_bad_input_ends_the_job_with_exit_2_and_one_line_naming_it(tmp_path):
+    _, ws = user_repo(tmp_path)
+    for inputs, said in (({"budget": "soon"}, "budget: 'soon': expected seconds"),
+                         ({"fail-on-undecided": "maybe"}, "fail-on-undecided: 'maybe': expected true or false"),
+                         ({"mode": "nightly"}, "mode: 'nightly': expected code, stack, machine or history")):
+        r = run(users_copy(ws, "stack.yml", "gate", **inputs), "gate", "push", ws)
+        assert r.exit_code == 2 and r.steps[-1]["outputs"].get("verdict") == "bad-input", r.log[-2000:]
+        assert f"cudabench action: {said}" in r.log, r.log[-2000:]
+    # Mode code needs a fork of cudabench: this repository is not one.
+    r = run(users_copy(ws, "code.yml", "gate"), "gate", "push", ws)
+    assert r.exit_code == 2 and "has no scripts/regress.sh: mode stack compares two stacks" in r.log, r.log[-2000:]

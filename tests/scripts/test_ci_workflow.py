@@ -69,3 +69,15 @@ def test_every_action_is_pinned_to_a_commit():
     for path in [*WORKFLOWS]:
         for uses in re.findall(r"uses:\s*(\S+)", open(path).read()):
             assert re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", uses), (path, uses)
+
+
+def test_the_examples_call_a_commit_of_this_repository_that_has_the_action():
+    pins = {u.split("@")[1] for w in WORKFLOWS for u in re.findall(r"uses:\s*(cudabench/cudabench@\S+)", open(w).read())}
+    assert len(pins) == 1, pins  # one commit of the action, in all three
+    pin = pins.pop()
+    known = subprocess.run(["git", "cat-file", "-e", f"{pin}^{{commit}}"], cwd=ROOT, capture_output=True)
+    if known.returncode:
+        pytest.skip(f"{pin} is not in this clone (a shallow one)")
+    for f in ("action.yml", "scripts/ci/action.sh"):
+        r = subprocess.run(["git", "cat-file", "-e", f"{pin}:{f}"], cwd=ROOT, capture_output=True)
+        assert r.returncode == 0, f"{pin} has no {f}"
