@@ -50,12 +50,12 @@ ab="$CUDABENCH_ROOT/scripts/ab.py"
 machine="$(machine_label)" || exit 2
 floors="$CUDABENCH_ROOT/results/baselines/$machine.floors.json"
 out="$CUDABENCH_ROOT/results/ab-calibration/$machine"
-filter="$(family_rows gate)" || exit 3
 mkdir -p "$out"
 stop_jobs_on_signal  # a signal stops the running ab.py and its bench runs at once
 if [ "$calibrate" = 1 ] || [ ! -f "$floors" ]; then
   run_job bash "$CUDABENCH_ROOT/scripts/regress.sh" --calibrate
 fi
+filter="$(family_rows gate "$(dirname "$bench")")" || exit 3  # after regress.sh built build/bench
 # The default steps are aa and slow; quota and omp when named.
 step() { if [ -z "$only" ]; then [ "$1" = aa ] || [ "$1" = slow ]; else [[ " $only " == *" $1 "* ]]; fi; }
 gate=(--filter "$filter" --min-time 0.05 --alpha 0.01)

@@ -43,7 +43,7 @@ export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
 script_start "$@"
 cd "$CUDABENCH_ROOT"
-mode=gate base="" filter="" gate=()
+mode=gate base="" filter="" seconds=150 gate=()
 while [ $# -gt 0 ]; do
   arg="$1"
   if [[ "$arg" == --*=* ]]; then set -- "${arg%%=*}" "${arg#*=}" "${@:2}"; arg="$1"; fi
@@ -54,7 +54,7 @@ while [ $# -gt 0 ]; do
     --fail-undecided) gate+=(--fail-undecided); shift ;;
     --base|--rows|--seconds)
       [ $# -ge 2 ] && [ -n "$2" ] || { echo "regress: $arg needs a value" >&2; exit 2; }
-      case "$arg" in --base) base="$2" ;; --rows) filter="$2" ;; --seconds) gate+=(--seconds "$2") ;; esac
+      case "$arg" in --base) base="$2" ;; --rows) filter="$2" ;; --seconds) seconds="$2"; gate+=(--seconds "$2") ;; esac
       shift 2 ;;
     *) echo "regress: unknown argument '$1' (--report-only, --base REV, --rows REGEX, --seconds S, --fail-undecided, --calibrate, --help)" >&2; exit 2 ;;
   esac
@@ -156,7 +156,7 @@ args=(run --a "$a_bench" --b build/bench --labels "$labels" --filter "$filter" -
 [ "$mode" = report ] && args+=(--report-only)
 history="${CUDABENCH_HISTORY:-$(cache_dir)/history}/$machine"
 [ "$clean" = 1 ] && args+=(--history "$history" --rev-a "$base_sha" --rev-b "$(git rev-parse HEAD)")
-echo "regress: ${base_sha:0:7} (A) against $this (B) on $machine: interleaved processes until each row is decided (at most 40 + 40, 150 s)" >&2
+echo "regress: ${base_sha:0:7} (A) against $this (B) on $machine: interleaved processes until each row is decided (at most 40 + 40, $seconds s)" >&2
 rc=0
 run_job "$py" scripts/ab.py "${args[@]}" || rc=$?
 if [ "$clean" = 1 ] && [ -d "$history" ]; then

@@ -27,9 +27,11 @@ export CUDABENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 . "$CUDABENCH_ROOT/scripts/lib.sh"
 script_start "$@"
 stop_jobs_on_signal  # a signal stops the running tool's whole process group
-: "${GITHUB_WORKSPACE:?the action runs in a GitHub job (GITHUB_WORKSPACE is unset)}"
-work="${RUNNER_TEMP:-$(mktemp -d)}/cudabench"
-mkdir -p "$work"
+# The token pushes to the history branch and goes nowhere else: not into
+# the environment of anything the action runs (set-up, builds, benches, a
+# fork's scripts), only into git's, for that push (with_token).
+token="${CUDABENCH_TOKEN:-}"
+unset CUDABENCH_TOKEN
 report="" entries=""
 say() { echo "cudabench action: $*" >&2; }
 bad() { say "$*"; finish 2; }
@@ -37,6 +39,7 @@ is_true() { case "${1,,}" in true|1|yes) return 0 ;; false|0|no|"") return 1 ;; 
 
 # The inputs every mode reads, checked before anything is built or run.
 check_inputs() {
+  [ -n "${GITHUB_WORKSPACE:-}" ] || bad "GITHUB_WORKSPACE is unset: the action runs in a GitHub job"
   is_true "${CUDABENCH_FAIL_UNDECIDED:-false}" fail-on-undecided || true
   is_true "${CUDABENCH_REFERENCE:-true}" reference || true
   [[ "${CUDABENCH_BUDGET:-150}" =~ ^[0-9]+(\.[0-9]+)?$ ]] && [ "${CUDABENCH_BUDGET:-150}" != 0 ] \
@@ -47,6 +50,7 @@ check_inputs() {
 finish() {
   local rc="$1" verdict
   case "$rc" in 0) verdict=pass ;; 1) verdict=regression ;; 2) verdict=bad-input ;; 5) verdict=inconclusive ;; *) verdict=broken ;; esac
+  CUDABENCH_MODE="${CUDABENCH_MODE:-none}"
   if [ -n "${GITHUB_OUTPUT:-}" ]; then
     printf 'verdict=%s\nreport=%s\nentries=%s\n' "$verdict" "$report" "$entries" >>"$GITHUB_OUTPUT"
   fi
@@ -59,7 +63,7 @@ finish() {
 
 # The action's own build: set up (idempotent) and built; a failure is exit 3.
 build_here() {
-  bash "$CUDABENCH_ROOT/scripts/setup.sh" || finish 3
+  bash "$CUDABENCH_ROOT/scripts/setup.sh" || finish $?
   CUDABENCH_BUILD_TARGET=programs configure_and_build "$CUDABENCH_ROOT/build" >/dev/null || { say "the build failed"; finish 3; }
 }
 
@@ -70,9 +74,12 @@ rows() {  # the rows: CUDABENCH_ROWS, or the families' KIND rows (status 3 when 
 # A push to the history branch with the token as git's own configuration,
 # from the environment (never in a command line or a remote's URL).
 with_token() {
-  if [ -z "${CUDABENCH_TOKEN:-}" ]; then "$@"; return; fi
+  local header
+  if [ -z "$token" ]; then "$@"; return; fi
+  header="$(printf 'x-access-token:%s' "$token" | base64 -w0)"
+  echo "::add-mask::$header"  # the runner hides it in every log line
   GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0="http.${GITHUB_SERVER_URL:-https://github.com}/.extraheader" \
-    GIT_CONFIG_VALUE_0="AUTHORIZATION: basic $(printf 'x-access-token:%s' "$CUDABENCH_TOKEN" | base64 -w0)" "$@"
+    GIT_CONFIG_VALUE_0="AUTHORIZATION: basic $header" "$@"
 }
 
 mode_code() {
@@ -85,10 +92,11 @@ mode_code() {
   fi
   [ -z "$base" ] || args+=(--base "$base")
   [ "${CUDABENCH_ROWS:-default}" = default ] || args+=(--rows "$CUDABENCH_ROWS")
+  [ "${CUDABENCH_BUDGET:-150}" = 150 ] || args+=(--seconds "$CUDABENCH_BUDGET")  # (a fork's older regress.sh has none)
   ! is_true "${CUDABENCH_FAIL_UNDECIDED:-false}" fail-on-undecided || args+=(--fail-undecided)
   entries="$work/entries"
   report="$ws/build/regress/report.md"
-  CUDABENCH_HISTORY="$entries" run_job bash "$ws/scripts/regress.sh" --seconds "${CUDABENCH_BUDGET:-150}" "${args[@]}" || rc=$?
+  CUDABENCH_HISTORY="$entries" run_job bash "$ws/scripts/regress.sh" "${args[@]}" || rc=$?
   finish "$rc"
 }
 
@@ -97,7 +105,7 @@ mode_stack() {
   [ -n "${CUDABENCH_A_WRAP:-}${CUDABENCH_B_WRAP:-}${CUDABENCH_A_BENCH:-}${CUDABENCH_B_BENCH:-}" ] \
     || bad "mode stack needs what differs: a-wrap and b-wrap, or a-bench and b-bench"
   build_here
-  py="$(project_python)"
+  py="$(project_python)" || finish 3
   filter="$(rows gate)" || finish 3
   args=(run --a "${CUDABENCH_A_BENCH:-$CUDABENCH_ROOT/build/bench}" --b "${CUDABENCH_B_BENCH:-$CUDABENCH_ROOT/build/bench}"
         --labels "${CUDABENCH_LABELS:-before,after}" --filter "$filter" --seconds "${CUDABENCH_BUDGET:-150}"
@@ -114,7 +122,7 @@ mode_machine() {
   local py machine filter out="$work/machine" rc=0 crc=0 hrc=0 branch="${CUDABENCH_HISTORY_BRANCH:-}"
   machine="$(machine_label)" || finish 2
   build_here
-  py="$(project_python)"
+  py="$(project_python)" || finish 3
   filter="$(rows default)" || finish 3
   mkdir -p "$out"
   run_job "$py" "$CUDABENCH_ROOT/scripts/samples.py" run --bench "$CUDABENCH_ROOT/build/bench" --filter "$filter" \
@@ -127,14 +135,14 @@ mode_machine() {
   if [ -n "$branch" ]; then
     entries="$out/entries"
     run_job "$py" "$CUDABENCH_ROOT/scripts/history.py" record "$out/latest.json" --entries "$entries" --machine "$machine" \
-      --run-id "${GITHUB_RUN_ID:-local}-${GITHUB_RUN_ATTEMPT:-1}" >/dev/null || finish $?
+      --run-id "${GITHUB_RUN_ID:-local}-${GITHUB_RUN_ATTEMPT:-1}" --commit "${CUDABENCH_ACTION_REF:-}" >/dev/null || finish $?
     with_token run_job "$py" "$CUDABENCH_ROOT/scripts/history.py" push --repo "$GITHUB_WORKSPACE" --branch "$branch" \
       --entries "$entries" --check >"$out/check.txt" 2>&1 || hrc=$?
     cat "$out/check.txt" >&2
     { echo; echo "### History ($branch)"; echo; sed 's/^/    /' "$out/check.txt"; } >>"$report"
   fi
-  for r in "$hrc" "$crc" "$rc"; do  # a slowdown first, then whatever else went wrong
-    [ "$r" = 0 ] || finish "$r"
+  for r in 1 "$rc" "$crc" "$hrc"; do  # a slowdown (or a wrong result) first, then what else went wrong
+    [[ " $rc $crc $hrc " == *" $r "* ]] && [ "$r" != 0 ] && finish "$r"
   done
   finish 0
 }
@@ -158,7 +166,8 @@ history_python() {
   v="${CUDABENCH_VENV:-$cache/venv}"
   if [ ! -x "$v/bin/python" ]; then
     v="$cache/history-venv"
-    [ -x "$v/bin/python" ] || { python3 -m venv "$v" && "$v/bin/pip" install -q -r "$CUDABENCH_ROOT/scripts/requirements.txt"; } \
+    [ -x "$v/bin/python" ] || { timeout 120 python3 -m venv "$v" &&
+      timeout 900 "$v/bin/pip" install -q -r "$CUDABENCH_ROOT/scripts/requirements.txt"; } \
       || { say "could not make the history's venv in $v"; rm -rf "$v"; finish 3; }
   fi
   export CUDABENCH_VENV="$v"

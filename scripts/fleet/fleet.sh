@@ -192,7 +192,10 @@ else
   local_build="$build"
 fi
 [ -n "$cpu_filter" ] || cpu_filter="$(family_rows gate-cpu "$local_build")" || die 3 "no gate rows from $local_build/bench"
-[ -n "$gpu_filter" ] || gpu_filter="$(family_rows gate-gpu "$local_build")" || die 3 "no gate rows from $local_build/bench"
+if [ -z "$gpu_filter" ] && ! gpu_filter="$(family_rows gate-gpu "$local_build" 2>/dev/null)"; then
+  gpu_filter='^$'  # matches no row
+  echo "fleet: $local_build was built without GPU families: no GPU rows (--gpu-filter names them)" >&2
+fi
 if [ "$per_gpu" = 0 ]; then
   "$local_build/bench" --benchmark_list_tests --benchmark_filter="$cpu_filter" >/dev/null 2>&1 \
     || die 2 "--cpu-filter $cpu_filter: matches no benchmark of $local_build/bench (see bench --benchmark_list_tests)"

@@ -305,8 +305,8 @@ def test_bad_output_file_lines_raise(tmp_path):
 
 
 def test_the_deadline_stops_the_job(tmp_path):
-    wf = ("on: push\njobs:\n  j:\n    runs-on: x\n    timeout-minutes: 0.02\n    steps:\n"
-          "      - run: echo started; sleep 30\n      - if: always()\n        run: echo after\n")
+    wf = ("on: push\njobs:\n  j:\n    runs-on: x\n    timeout-minutes: 0.1\n    steps:\n"
+          "      - run: echo started; sleep 60\n      - if: always()\n        run: echo after\n")
     r = run(tmp_path, wf, labels={"x"})
     assert (r.conclusion, r.exit_code) == ("failure", 124) and "timed out" in r.reason
     assert "started" in r.log and "after" not in r.log

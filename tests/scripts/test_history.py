@@ -124,7 +124,7 @@ def record_and_check(tmp_path, clone, i, step_at, run_id):
     del doc["cudabench_history"]
     (tmp_path / "latest.json").write_text(json.dumps(doc))
     r = run("record", tmp_path / "latest.json", "--entries", tmp_path / run_id, "--machine", "vm-a",
-            "--run-id", run_id)
+            "--run-id", run_id, "--commit", "v1.4")
     assert r.returncode == 0, r.stderr
     return run("push", "--no-page", "--check", "--repo", clone, "--entries", tmp_path / run_id)
 
@@ -138,6 +138,8 @@ def test_a_machine_fails_its_check_when_its_newest_runs_step_up_and_passes_when_
     assert r.returncode == 0, r.stdout + r.stderr
     names = [f for f in git("ls-tree", "-r", "--name-only", "bench-history", cwd=remote).split() if "-400" in f]
     assert len(names) == 2 and all(n.startswith("vm-a/20") for n in names), names
+    info = json.loads(git("show", f"bench-history:{names[0]}", cwd=remote))["cudabench_history"]
+    assert info["run"] in ("4001", "4002") and info["commit"] == "v1.4" and "of cudabench v1.4" in info["subject"]
     # A 15% step in the newest two entries (the seed's last, then this run): failed, named by the entry that began it.
     remote, clone = seed_branch(tmp_path / "step", 10, step_at=9)
     r = record_and_check(tmp_path / "step", clone, 10, 9, "4003")

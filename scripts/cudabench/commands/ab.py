@@ -271,12 +271,13 @@ def cmd_run(args, extra):
     args.revs = (entries.git_info(args.rev_a), entries.git_info(args.rev_b)) if args.history else None
     check_args(args)  # bad input is found before anything is made
     files, names, results, doc_a, doc_b = gate_run(args, extra, args.out, floors)
-    top = headline(results[files[1].label])
+    top = headline(results[files[1].label], args.processes)
     rc = report_verdicts(files, names, results, "time", args.threshold, args.alpha,
                         os.path.join(args.out, "report.md"), "text", args.report_only, tool="ab",
                         report=lambda *a: (top + "\n\n" if top else "") + render(*a, rule=rule(args)))
-    if args.fail_undecided and rc == 0 and top:
-        print(f"ab: {top.split(':')[0]} (--fail-undecided)", file=sys.stderr)
+    undecided = [v.name for v in results[files[1].label] if v.verdict == "undecided"]
+    if args.fail_undecided and rc == 0 and undecided:
+        print(f"ab: could not tell {len(undecided)} row(s) within the budget (--fail-undecided)", file=sys.stderr)
         rc = EXIT_INCONCLUSIVE
     if args.confirm and rc == EXIT_REGRESSION:
         rc = confirm(args, extra, floors, results[files[1].label])

@@ -2,7 +2,7 @@
 history branch without losing anyone's entry.
 
     history.py page DIR --out OUT [--title T]
-    history.py record RESULT --entries DIR --machine NAME --run-id ID
+    history.py record RESULT --entries DIR --machine NAME --run-id ID [--commit REV]
     history.py push --entries DIR [--repo PATH] [--remote origin] [--branch bench-history] [--seconds 300]
                     [--check]
 
@@ -18,7 +18,8 @@ verdicts.
 
 record: keeps RESULT (a default run's JSON, scripts/samples.py) as
 DIR/<machine>/<UTC time>-<run id>.json: a machine's history is keyed by
-run, so nightly runs of an unchanged commit are all kept.
+run, so nightly runs of an unchanged commit are all kept; --commit names
+the revision of cudabench that measured (a new one can explain a step).
 
 push: appends the JSON files under --entries (DIR/<machine>/<name>.json) to
 --branch on --remote, then remakes the page there, in one commit on top of
@@ -217,7 +218,7 @@ def cmd_record(a):
     load(a.result)  # a Google Benchmark results file, or exit 2 naming it
     if not history_entries.RUN_ID.match(a.machine):
         raise BadInput(f"--machine {a.machine!r}: expected letters, digits, '.', '_' or '-'")
-    path = history_entries.store_run(os.path.join(a.entries, a.machine), read_json(a.result), a.run_id)
+    path = history_entries.store_run(os.path.join(a.entries, a.machine), read_json(a.result), a.run_id, a.commit)
     print(f"history: {path}")
     return 0
 
@@ -239,7 +240,7 @@ def check(tree, machines):
 
 
 def cmd_push(a):
-    if a.page:
+    if a.page or a.check:
         ensure_venv("history", ("matplotlib", "ruptures"))
     files = entries(a.entries)
     git(a.repo, "rev-parse", "--git-dir")
@@ -282,6 +283,7 @@ def main(argv=None):
     p.add_argument("--entries", required=True)
     p.add_argument("--machine", required=True)
     p.add_argument("--run-id", required=True)
+    p.add_argument("--commit", default="", help="the revision of cudabench that measured (the action's ref)")
     a = ap.parse_args(argv)
     return run_tool("history", lambda: {"page": cmd_page, "push": cmd_push, "record": cmd_record}[a.cmd](a))
 

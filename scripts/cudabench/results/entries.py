@@ -67,6 +67,7 @@ def store_run(folder, doc, run_id, commit="", when=None):
         raise BadInput(f"{path}: this run's entry is there already")
     os.makedirs(folder, exist_ok=True)
     doc["cudabench_history"] = {"commit": commit or run_id, "run": run_id, "time": when,
-                                "subject": f"run {run_id}", "verdicts": {}}
+                                "subject": f"run {run_id}" + (f" of cudabench {commit}" if commit else ""),
+                                "verdicts": {}}
     write_json(path, doc)
     return path

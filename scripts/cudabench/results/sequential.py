@@ -108,23 +108,27 @@ class Budget:
     wanted: float = 0.05  # the change the budget is sized for
 
 
+POWER = 0.8  # the sizing's: a change of that size is told 4 times in 5
+
+
 def sizing(a: Run, b: Run, n, budget: Budget):
     """Kalibera and Jones's sizing at the level of variation that counts
     here, the process (a sample is one process's median, so the variation
     between its repetitions is already averaged in, and more repetitions
-    cannot remove the variation between processes): the standard deviation
-    of the log process medians measured in this run, pooled over the sides
-    (not a robust one: a bimodal machine's MAD can be 0),
-    gives the interval's half-width at k processes a side, about
-    z sd sqrt(2 / k) (Hodges-Lehmann's is ~1.02x the mean's). Returns
-    (the smallest change the budget could tell: the half-width at the
-    processes it allows; the processes a side and the seconds that
-    `wanted` would need), or None without samples to size from."""
+    cannot remove the variation between processes). sd, the standard
+    deviation of the log process medians measured in this run, pooled over
+    the sides (not a robust one: a bimodal machine's MAD can be 0), gives
+    the interval's half-width at k processes a side, z sd sqrt(2 / k)
+    (Hodges-Lehmann's is ~1.02x the mean's); a change d is told with
+    POWER when d = (z + z_power) sd sqrt(2 / k). Returns (the smallest
+    change told so within the processes the budget allows; the processes a
+    side and the seconds that `wanted` would need), or None without
+    samples to size from."""
     logs = [[math.log(x) for x in side.clean().samples] for side in (a, b)]
     if min(len(x) for x in logs) < 2:
         return None
     sd = math.sqrt(sum(stdev(x) ** 2 for x in logs) / 2)
-    z = 1.02 * NormalDist().inv_cdf(0.5 + budget.confidence / 2)
+    z = 1.02 * (NormalDist().inv_cdf(0.5 + budget.confidence / 2) + NormalDist().inv_cdf(POWER))
     k = max(n, min(budget.most, int(budget.seconds / budget.pair_s))) if budget.pair_s > 0 else n
     need = max(2, math.ceil(2 * (z * sd / math.log(1 + budget.wanted)) ** 2))
     return math.exp(z * sd * math.sqrt(2 / k)) - 1, need, need * budget.pair_s
@@ -133,23 +137,25 @@ def sizing(a: Run, b: Run, n, budget: Budget):
 def sizing_note(size, budget):
     smallest, need, secs = size
     return (f"this runner could tell a change of {100 * smallest:.0f}% or more within the budget "
-            f"({budget.seconds:g} s, at most {budget.most} processes a side); {100 * budget.wanted:g}% would need "
-            f"about {need} processes a side, {secs:.0f} s")
+            f"({budget.seconds:g} s, at most {budget.most} processes a side; {100 * POWER:.0f}% of the time); "
+            f"{100 * budget.wanted:g}% would need about {need} processes a side, {secs:.0f} s")
 
 
-def headline(verdicts):
+def headline(verdicts, most=GATE_PROCESSES):
     """The line above an ab report with rows it could not tell: the
     smallest change the runner could tell for any of them, and what the
-    wanted change would need for all."""
+    wanted change would need for all (beyond `most` processes a side, no
+    budget can buy it: the runner's noise must come down)."""
     sized = [v for v in verdicts if v.verdict == "undecided" and getattr(v, "size", None)]
     if not sized:
         return ""
     best = min(sized, key=lambda v: v.size[0])
     worst = max(sized, key=lambda v: v.size[2])
+    more = ("(--seconds, or the action's budget input)" if worst.size[1] <= most else
+            f"(more than the gate's {most} processes a side: a longer budget cannot buy it; a quieter runner can)")
     return (f"Could not tell {len(sized)} row(s) within the budget: at the noise measured, the smallest change "
             f"this runner could tell is {100 * best.size[0]:.0f}% ({best.name.split('/real_time')[0]}); telling "
-            f"5% for every row would need about {worst.size[1]} processes a side, {worst.size[2]:.0f} s "
-            f"(--seconds, or the action's budget input).")
+            f"5% for every row would need about {worst.size[1]} processes a side, {worst.size[2]:.0f} s {more}.")
 
 
 def settle(v, decided, n, why, threshold, budget=None, runs=None):

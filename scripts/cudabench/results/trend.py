@@ -123,12 +123,13 @@ def recent_slowdown(trend, recent=RECENT, bar=BAR):
     """(index, speed) of the row's newest change point when it is a
     slowdown (beyond the bar: change_points keeps no smaller step) whose
     new level starts among the newest `recent` points used, and that level
-    is also beyond the bar above the median of every point before it (a
-    return from one fast run is no slowdown); else None."""
+    is also beyond the bar above the median of the 2 x `recent` points
+    before it (a return from one fast run is no slowdown; a return to an
+    old slow level after a faster spell is); else None."""
     if not trend.changes:
         return None
     i, sp = trend.changes[-1]
     used = [k for k, p in enumerate(trend.points) if not p.loaded and p.value == p.value]
-    before = median([trend.points[k].value for k in used if k < i])
+    before = median([trend.points[k].value for k in used if k < i][-2 * recent:])
     slower = sp < 1 and trend.levels[-1][2] > before * (1 + bar)
     return (i, sp) if slower and used.index(i) >= len(used) - recent else None
