@@ -32,6 +32,8 @@ stop_jobs_on_signal  # a signal stops the running tool's whole process group
 # fork's scripts), only into git's, for that push (with_token).
 token="${CUDABENCH_TOKEN:-}"
 unset CUDABENCH_TOKEN
+work="${RUNNER_TEMP:-$(mktemp -d)}/cudabench"
+mkdir -p "$work"
 report="" entries=""
 say() { echo "cudabench action: $*" >&2; }
 bad() { say "$*"; finish 2; }

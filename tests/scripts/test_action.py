@@ -240,3 +240,20 @@ def test_a_bad_input_ends_the_job_with_exit_2_and_one_line_naming_it(tmp_path):
     # Mode code needs a fork of cudabench: this repository is not one.
     r = run(users_copy(ws, "code.yml", "gate"), "gate", "push", ws)
     assert r.exit_code == 2 and "has no scripts/regress.sh: mode stack compares two stacks" in r.log, r.log[-2000:]
+
+
+@needs_bench
+def test_no_program_the_action_runs_sees_the_token(tmp_path):
+    """Both sides' bench is a spy that keeps its environment, then is a fake
+    Google Benchmark program: the token reached the step, and none of them."""
+    _, ws = user_repo(tmp_path)
+    spy = tmp_path / "spy-bench"
+    spy.write_text(f"#!/bin/sh\nenv >> {tmp_path / 'seen'}\n"
+                   f"exec {os.path.join(ROOT, 'tests', 'fakes', 'fake_gbench.py')} \"$@\"\n")
+    spy.chmod(0o755)
+    wf = users_copy(ws, "stack.yml", "gate", rows=".", budget="20",
+                    **{"a-bench": str(spy), "b-bench": str(spy), "a-wrap": "", "b-wrap": ""})
+    r = run(wf, "gate", "push", ws)
+    assert r.ran and r.exit_code == 0, r.log[-3000:]
+    seen = (tmp_path / "seen").read_text()
+    assert "GITHUB_WORKSPACE=" in seen and ar.TOKEN not in seen and "CUDABENCH_TOKEN" not in seen
