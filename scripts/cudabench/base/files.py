@@ -203,6 +203,11 @@ def write_whole(path, text_or_writer):
             os.unlink(tmp)
 
 
+def write_json(path, doc):
+    """A JSON document written whole (write_whole), indented by one."""
+    write_whole(path, json.dumps(doc, indent=1) + "\n")
+
+
 @contextlib.contextmanager
 def temporary_folder(prefix):
     """A new folder under $TMPDIR for the tool's work, removed on any exit:

@@ -77,13 +77,12 @@ import time
 from . import samples
 from ..base.errors import BadInput, EXIT_INCONCLUSIVE, EXIT_REGRESSION
 from ..base.processes import split_passthrough
-from ..base.files import check_writable, hold_lock, make_folder, refuse_inputs_as_outputs, write_whole
+from ..base.files import check_writable, hold_lock, make_folder, refuse_inputs_as_outputs, write_json, write_whole
 from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
 from ..base.progress import Progress
 from ..base.text import table, visible
 from ..results.gbench import MAX_FILTER, load, load_doc, name_prefix
 from ..results import entries, merged
-from ..results.entries import write_json
 from ..results.stats import load_floors, median, noise_floor
 from ..results.verdicts import judge_all
 from ..results.sequential import GATE_PROCESSES, GATE_SECONDS, Budget, bars, headline, look, looks, rule, settle

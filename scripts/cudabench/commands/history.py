@@ -30,8 +30,9 @@ first run of a commit stays). Runs in --repo (default .), whose credentials
 for the remote it uses (a checkout made by actions/checkout has them, or
 git's own configuration from the environment). With --check, each
 machine of --entries is then checked on the branch as pushed: a row whose
-newest change point is a slowdown beyond 5% among its newest 3 entries
-fails, named with the entry that began it.
+newest change point, among its newest 3 entries, is a slowdown beyond 5%
+to a level also 5% above the 6 entries before it fails, named with the
+entry that began it.
 
 Exit codes: 0 done; 1 --check found a slowdown; 2 bad input (no entries,
 a history file that is not one, a run id that is not a name); 3 git
@@ -51,7 +52,7 @@ from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
 from ..base.files import make_folder, read_json, refuse_inputs_as_outputs, temporary_folder, write_whole
 from ..base.text import fmt_speed, slug, table
 from ..results import entries as history_entries
-from ..results.gbench import load
+from ..results.gbench import load_doc
 from ..results.trend import RECENT, load_history, recent_slowdown, trends
 
 GIT_SECONDS = 120  # every git call has this deadline
@@ -215,10 +216,11 @@ def attempt(a, files, work):
 
 
 def cmd_record(a):
-    load(a.result)  # a Google Benchmark results file, or exit 2 naming it
+    doc = read_json(a.result)
+    load_doc(doc, a.result)  # a Google Benchmark results file, or exit 2 naming it
     if not history_entries.RUN_ID.match(a.machine):
         raise BadInput(f"--machine {a.machine!r}: expected letters, digits, '.', '_' or '-'")
-    path = history_entries.store_run(os.path.join(a.entries, a.machine), read_json(a.result), a.run_id, a.commit)
+    path = history_entries.store_run(os.path.join(a.entries, a.machine), doc, a.run_id, a.commit)
     print(f"history: {path}")
     return 0
 

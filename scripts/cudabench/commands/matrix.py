@@ -19,11 +19,10 @@ whether the GPU was usable for each, then each benchmark some stack did not
 run, with that stack's reason, so that a row one stack cannot run is shown,
 not dropped.
 """
-import json
 import re
 import sys
 
-from ..base.files import check_writable, read_json, refuse_inputs_as_outputs, write_whole
+from ..base.files import check_writable, read_json, refuse_inputs_as_outputs, write_json, write_whole
 from ..base.cli import print_usage, run_tool
 from ..base.text import table
 from ..results import merged
@@ -46,7 +45,7 @@ def read(path):
 def merge(out, rounds):
     """One process per round: results.merged's merge, one sample per process."""
     doc = merged.merge([read(p) for p in rounds], "matrix", {"tool": "matrix", "rounds": len(rounds)})
-    write_whole(out, json.dumps(doc, indent=1) + "\n")
+    write_json(out, doc)
 
 
 # LibTorch's rows: they need LibTorch's GPU (its CUDA may differ from the

@@ -51,7 +51,6 @@ bench's process group is stopped, the work folder under $TMPDIR is removed:
 it is kept only when the last line names a log in it).
 """
 import argparse
-import json
 import os
 import re
 import signal
@@ -64,7 +63,7 @@ from .driver_probe import DRIVER_CHECKED
 from ..base.errors import EXIT_INCONCLUSIVE, BadInput, ToolError, one_line
 from ..base.processes import LoadMeter, Terminated, split_passthrough, wait_in_own_group
 from ..base.files import (check_writable, hold_lock, is_stream, read_json, refuse_inputs_as_outputs, temporary_folder,
-                          write_whole)
+                          write_json)
 from ..base.cli import ArgParser, bounded, output_folder, run_tool
 from ..base.progress import Progress
 from ..base.text import fmt_value, table
@@ -283,10 +282,6 @@ def run_schedule(arms, order, s, workdir, progress=None, into=None):
             "busiest": busiest(others)}
     return docs, loads, meta
 
-
-
-def write_json(path, doc):
-    write_whole(path, json.dumps(doc, indent=1) + "\n")
 
 
 def summary(doc):

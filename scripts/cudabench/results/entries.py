@@ -6,19 +6,14 @@ a commit's gate run is kept once per commit (<sha>.json: the revision
 gate, ab.py run --history), a machine's run once per run
 (<UTC time>-<run id>.json: the machine mode, history.py record), so
 nightly runs of an unchanged commit are all kept."""
-import json
 import os
 import re
 import subprocess
 import time
 
 from ..base.errors import BadInput
-from ..base.files import write_whole
+from ..base.files import write_json
 from ..base.paths import ROOT
-
-
-def write_json(path, doc):
-    write_whole(path, json.dumps(doc, indent=1) + "\n")
 
 
 def git_info(rev, cwd=ROOT):

@@ -1,6 +1,5 @@
 """fleet merge: one unit's bench processes into one Google Benchmark JSON
 and a status file (each array task runs it)."""
-import json
 import os
 import re
 import socket
@@ -8,7 +7,7 @@ import time
 
 
 from ...base.errors import EXIT_OK, BadInput, one_line
-from ...base.files import check_writable, read_bytes, read_json, refuse_inputs_as_outputs, write_whole
+from ...base.files import check_writable, read_bytes, read_json, refuse_inputs_as_outputs, write_json
 from ...results.gbench import load_doc
 from ...results import merged
 
@@ -90,7 +89,7 @@ def cmd_merge(a):
             pass
     if docs and a.out:
         doc = merged.merge(docs, a.unit, {"tool": "fleet", "host": a.host, "unit": a.unit, "device": a.device})
-        write_whole(a.out, json.dumps(doc, indent=1) + "\n")
+        write_json(a.out, doc)
         status["results"] = os.path.basename(a.out)
-    write_whole(a.status_out, json.dumps(status, indent=1) + "\n")
+    write_json(a.status_out, status)
     return EXIT_OK
