@@ -413,6 +413,6 @@ def test_add_machine_never_replaces_a_reference_it_is_made_from(tmp_path):
     assert r.returncode == 2 and r.stderr == (f"compare: --add-machine {ref}: is the input {ref} "
                                               "(an output never replaces an input)\n"), r.stderr
     assert ref.read_text() == before
-    # machines.py's bad input is compare.py's: exit 2, never an internal error
+    # the machine report's bad input is compare.py's: exit 2, never an internal error
     r = run(f("base.json"), f("not_gbench.json"), "--add-machine", "--reference", str(tmp_path / "other"))
     assert r.returncode == 2 and "not Google Benchmark JSON" in r.stderr, r.stderr

@@ -1,4 +1,4 @@
-"""Machines compared (scripts/samples.py, compare.py, machines.py): two
+"""Machines compared (scripts/samples.py, compare.py, models/machines.py): two
 "machines" made here with OMP_NUM_THREADS 1 and 2, the committed AMD EPYC
 run against the recorded Intel one, and a
 reference made, committed in a temp repo and found by hardware."""
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 
-from cudabench.commands import machines
+from cudabench.models import machines
 from cudabench.results.gbench import CLOCK_COUNTERS, ResultFile, Run, load
 from cudabench.results.verdicts import judge_all
 from cudabench.results.stats import noise_floor, speed

@@ -3,11 +3,12 @@ tests/test_layout.py checks the C++ rooms.
 
 scripts/cudabench is one package in layers that import only downward:
 base (files, processes, the command-line conventions) <- results (the
-Google Benchmark JSON, statistics, context, verdicts) <- models (row
-families and the facts that explain them, references, the comparison
-report) <- commands (one module per tool). A module may import its own
-layer and those below, never above, and no import cycle is allowed, not
-even one hidden in a function. scripts/<tool>.py are entry points of a few
+Google Benchmark JSON, statistics, context, verdicts) <- sampling (the
+driver probe, the sampler that runs bench processes) and models (row
+families and the facts that explain them, references, the reports) <-
+commands (one module, or one folder, per tool). A module may import its own
+layer and those below, never above; no command imports another command;
+and no import cycle is allowed, not even one hidden in a function. scripts/<tool>.py are entry points of a few
 lines; nothing edits sys.path; no module is over 500 lines and no
 function over 80.
 """
@@ -18,7 +19,7 @@ import re
 from conftest import ROOT, SCRIPTS
 
 PACKAGE = os.path.join(SCRIPTS, "cudabench")
-LAYERS = {"base": 0, "results": 1, "models": 2, "commands": 3}
+LAYERS = {"base": 0, "results": 1, "sampling": 2, "models": 2, "commands": 3}
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
 MAX_ENTRY_LINES = 10
@@ -71,6 +72,19 @@ def test_modules_import_only_their_own_layer_or_lower():
            for m, p in modules().items() for d in imports(m, p)
            if layer(m) is not None and layer(d) is not None and layer(d) > layer(m)]
     assert not bad, "imports that point up:\n" + "\n".join(bad)
+
+
+def command_of(name):
+    """The tool a module of cudabench.commands belongs to (its module, or its folder), else None."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "commands" else None
+
+
+def test_no_command_imports_another_command():
+    bad = [f"{m} imports {d}" for m, p in modules().items() for d in imports(m, p)
+           if command_of(m) and command_of(d) and command_of(d) != command_of(m)]
+    assert not bad, "commands that import another (move what they share to a layer below):\n" + "\n".join(bad)
+    assert command_of("cudabench.commands.fleet.merge") == "fleet" != command_of("cudabench.commands.ab")
 
 
 def test_no_import_cycle():

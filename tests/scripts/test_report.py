@@ -38,7 +38,7 @@ def test_report_refuses_bad_input(tmp_path):
 
 def test_runs_on_several_gpus_are_one_line_per_device(tmp_path):
     import json
-    from cudabench.commands import report
+    from cudabench.models import report
     doc = {"context": {}, "benchmarks": [
         {"name": f"VectorAdd/cuda_v4/n:1048576/dev:{d}/manual_time", "run_type": "iteration",
          "real_time": 10.0 + d, "time_unit": "us", "bytes_per_second": 1e12 * (d + 1)} for d in (0, 1)]}

@@ -31,7 +31,7 @@ import pytest
 from conftest import FAKES, ROOT, SCRIPTS
 
 
-from cudabench.commands import driver_probe
+from cudabench.sampling import driver as driver_probe
 from cudabench.commands import stacks
 
 # What --help must never run: installers, builders, probes, Slurm, python.
@@ -244,7 +244,7 @@ def test_a_signal_to_a_python_tool_stops_its_bounded_probe(tmp_path, in_run_tool
     if in_run_tool:  # as cli.run_tool runs a tool: the signal is an exception, exit 128 + 15
         call = f"sys.exit(cli.run_tool('t', lambda: {call}))"
     p = subprocess.Popen([sys.executable, "-c", f"import sys; from cudabench.base import cli; "
-                          f"from cudabench.commands import driver_probe; {call}"], stderr=subprocess.PIPE, text=True,
+                          f"from cudabench.sampling import driver as driver_probe; {call}"], stderr=subprocess.PIPE, text=True,
                          cwd=SCRIPTS)
     try:
         for _ in range(100):

@@ -74,7 +74,7 @@ import shutil
 import sys
 import time
 
-from . import samples
+from ..sampling import sampler
 from ..base.errors import BadInput, EXIT_INCONCLUSIVE, EXIT_REGRESSION
 from ..base.processes import split_passthrough
 from ..base.files import check_writable, hold_lock, make_folder, refuse_inputs_as_outputs, write_json, write_whole
@@ -88,7 +88,7 @@ from ..results.verdicts import judge_all
 from ..results.sequential import GATE_PROCESSES, GATE_SECONDS, Budget, bars, headline, look, looks, rule, settle
 from ..models.comparison import render, report_verdicts
 
-EXIT_WRONG = samples.EXIT_WRONG
+EXIT_WRONG = sampler.EXIT_WRONG
 CALIBRATE_PROCESSES = 20
 
 
@@ -111,10 +111,10 @@ def parse_env(pairs, opt):
 
 
 def run_ab(args, a, b, extra, workdir, progress=True):
-    """The interleaved processes (samples.run_schedule); returns the merged (a_doc, b_doc)."""
-    s = samples.Sampling(args.filter, args.reps, args.min_time, args.max_interference, extra, args.process_seconds)
+    """The interleaved processes (sampler.run_schedule); returns the merged (a_doc, b_doc)."""
+    s = sampler.Sampling(args.filter, args.reps, args.min_time, args.max_interference, extra, args.process_seconds)
     shown = Progress("ab", 2 * args.processes, enabled=progress)
-    docs, loads, meta = samples.run_schedule({"A": a, "B": b}, schedule(args.processes), s, workdir, shown)
+    docs, loads, meta = sampler.run_schedule({"A": a, "B": b}, schedule(args.processes), s, workdir, shown)
     shown.end()
     meta["tool"] = "ab"
     return (merged.merge(docs["A"], "A", dict(meta, bench=a.bench, env=a.env, wrap=a.wrap), loads["A"]),
@@ -129,8 +129,8 @@ def loaded(path, label):
 def sides(args):
     wrap_a = shlex.split(args.a_wrap or "")
     wrap_b = shlex.split(args.b_wrap or "")
-    a = samples.Arm("A", args.a, parse_env(args.a_env, "--a-env"), wrap_a).check("--a")
-    b = samples.Arm("B", args.b, parse_env(args.b_env, "--b-env"), wrap_b).check("--b")
+    a = sampler.Arm("A", args.a, parse_env(args.a_env, "--a-env"), wrap_a).check("--a")
+    b = sampler.Arm("B", args.b, parse_env(args.b_env, "--b-env"), wrap_b).check("--b")
     return a, b
 
 
@@ -208,10 +208,10 @@ def gate_run(args, extra, out, floors, progress=True):
     before = 0.0
     shown = Progress("ab", 2 * plan[-1], budget=args.seconds, enabled=progress)
     for j, n in enumerate(plan):
-        s = samples.Sampling(filt, args.reps, args.min_time, args.max_interference, extra, args.process_seconds)
+        s = sampler.Sampling(filt, args.reps, args.min_time, args.max_interference, extra, args.process_seconds)
         work = os.path.join(procdir, f"look{j + 1}")
         make_folder(work, "--out")
-        d, lo, meta = samples.run_schedule({"A": a, "B": b}, schedule(n - len(docs["A"])), s, work, shown)
+        d, lo, meta = sampler.run_schedule({"A": a, "B": b}, schedule(n - len(docs["A"])), s, work, shown)
         for side in docs:
             docs[side] += d[side]
             loads[side] += lo[side]
@@ -226,7 +226,7 @@ def gate_run(args, extra, out, floors, progress=True):
         say_look(shown, n, spent, decided, left)
         if not left:
             break
-        if samples.stays_busy(lo["A"] + lo["B"], args.max_interference):
+        if sampler.stays_busy(lo["A"] + lo["B"], args.max_interference):
             why = "every process of the last look ran beside other load, after re-runs: the machine stays busy"
             break
         # The next look's time from this look's processes: decided rows have left them.
@@ -363,8 +363,8 @@ def cmd_trials(args, extra):
     tally, changes, walls, reruns, by_trial = {}, {}, [], [], []
     for t in range(args.n):
         files, names, results, doc_a, _ = gate_run(args, extra, os.path.join(args.out, "last"), floors, False)
-        walls.append(doc_a[samples.META]["wall_s"])
-        reruns.append(doc_a[samples.META]["reruns"])
+        walls.append(doc_a[sampler.META]["wall_s"])
+        reruns.append(doc_a[sampler.META]["reruns"])
         by_trial.append({v.name: v.verdict for v in results[files[1].label]})
         for v in results[files[1].label]:
             tally.setdefault(v.name, {})
@@ -372,8 +372,8 @@ def cmd_trials(args, extra):
             changes.setdefault(v.name, []).append(v.change)
         line = ", ".join(f"{n.split('/real_time')[0]}: {v.verdict}" for n, v in
                          ((x.name, x) for x in results[files[1].label]) if v.verdict != "same")
-        print(f"ab: trial {t + 1}/{args.n} ({walls[-1]:.0f} s, {doc_a[samples.META]['processes']} vs "
-              f"{doc_a[samples.META]['processes']} processes, {reruns[-1]} run again): "
+        print(f"ab: trial {t + 1}/{args.n} ({walls[-1]:.0f} s, {doc_a[sampler.META]['processes']} vs "
+              f"{doc_a[sampler.META]['processes']} processes, {reruns[-1]} run again): "
               f"{line or 'all same'}", file=sys.stderr, flush=True)
     verdicts = ["slower", "faster", "same", "undecided", "noisy", "error"]
     verdicts += [v for v in ("missing", "new") if any(v in c for c in tally.values())]
@@ -420,22 +420,22 @@ def main(argv=None):
             p.add_argument("--floors", metavar="FILE", help="noise floors (ab.py calibrate)")
             p.add_argument("--report-only", action="store_true")
         most = GATE_PROCESSES if two_sides else CALIBRATE_PROCESSES
-        p.add_argument("--processes", action=bounded(2, samples.MAX_COUNT), default=most,
+        p.add_argument("--processes", action=bounded(2, sampler.MAX_COUNT), default=most,
                        help=f"processes per side (default {most}" + (": the most the gate takes)" if two_sides else ")"))
         if two_sides:
             p.add_argument("--seconds", action=bounded(1, 86400, float), default=GATE_SECONDS,
                            help=f"the gate's time budget: no look begins that would end past it (default {GATE_SECONDS})")
         p.add_argument("--filter", default=".", help="benchmark regex")
-        p.add_argument("--reps", action=bounded(1, samples.MAX_COUNT), default=3,
+        p.add_argument("--reps", action=bounded(1, sampler.MAX_COUNT), default=3,
                        help="repetitions per process (default 3)")
-        p.add_argument("--min-time", action=samples.MIN_TIME, help="--benchmark_min_time for each process, seconds")
-        samples.add_process_seconds(p)
+        p.add_argument("--min-time", action=sampler.MIN_TIME, help="--benchmark_min_time for each process, seconds")
+        sampler.add_process_seconds(p)
         p.add_argument("--threshold", action=bounded(0, 10, float, "(]"), default=0.05)
         p.add_argument("--alpha", action=bounded(0, 1, float, "()"), default=0.05)
         p.add_argument("--out", default="build/ab", type=output_folder, help="output folder (default build/ab)")
-        p.add_argument("--max-interference", action=bounded(0, 1, float), default=samples.MAX_INTERFERENCE,
+        p.add_argument("--max-interference", action=bounded(0, 1, float), default=sampler.MAX_INTERFERENCE,
                        help=f"run a process again when others took more than this share of the CPUs "
-                            f"meanwhile (default {samples.MAX_INTERFERENCE}; 1 never)")
+                            f"meanwhile (default {sampler.MAX_INTERFERENCE}; 1 never)")
 
     p = sub.add_parser("run", help="compare two builds")
     common(p)
@@ -450,7 +450,7 @@ def main(argv=None):
     p.add_argument("--bench", required=True)
     p.add_argument("--floors-out", required=True, metavar="FILE")
     p = sub.add_parser("trials", help="N runs; verdict counts per benchmark")
-    p.add_argument("n", action=bounded(1, samples.MAX_COUNT), metavar="N", help="trials")
+    p.add_argument("n", action=bounded(1, sampler.MAX_COUNT), metavar="N", help="trials")
     common(p)
     args = ap.parse_args(argv)
 

@@ -75,8 +75,8 @@ from ..results.context import hardware_of, machine_of, set_labels, with_baseline
 from ..results.verdicts import judge_all
 from ..models.references import REFERENCES, add_machine, find_reference, load_machines, recorded_as
 from ..models import kind
-from . import machines
-from . import report as plots
+from ..models import machines
+from ..models import report as plots
 from ..models.comparison import report_verdicts
 
 # The options each mode reads; another one given would be ignored without a
@@ -111,9 +111,7 @@ def compare_files(a, files):
         machines.clear_of_the_bar(results, files, a.metric, a.threshold)
         report = machines.render
     if a.plot:
-        rc = plots.main([f.path for f in files] + ["--out", a.plot, "--labels", ",".join(f.label for f in files)])
-        if rc:
-            return rc  # it said why (a full disk: 3)
+        plots.write_report([f.path for f in files], a.plot, [f.label for f in files])
     return report_verdicts(files, names, results, a.metric, a.threshold, a.alpha, a.markdown, a.format, a.report_only,
                   report=report)
 

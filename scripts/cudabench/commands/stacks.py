@@ -40,7 +40,7 @@ import re
 import sys
 from collections import namedtuple
 
-from . import driver_probe
+from ..sampling import driver
 from ..base.cli import run_tool
 from ..base.paths import SCRIPTS
 
@@ -75,7 +75,7 @@ def read_driver():
     for no driver: from driver_probe.py, in a child with a deadline (a stuck
     GPU hangs libcuda). A libcuda that hung or crashed is no driver too, and
     a third item says so: (None, "", "libcuda hung in cuInit for 15 s: ...")."""
-    found = driver_probe.probe_in_child(driver_probe.probe_seconds())
+    found = driver.probe_in_child(driver.probe_seconds())
     if "why" in found:
         return None, "", found["why"]
     if not found.get("libcuda") or found.get("cuda_version", 0) <= 0:
@@ -102,7 +102,7 @@ NVCC_SEARCH = "/usr/local/cuda/bin/nvcc:/usr/local/cuda-*/bin/nvcc"
 def nvcc_version(nvcc):
     """ "13.0.88" from nvcc --version, or None."""
     try:
-        rc, out, _ = driver_probe.run_bounded([nvcc, "--version"], 30)
+        rc, out, _ = driver.run_bounded([nvcc, "--version"], 30)
     except OSError:
         return None
     if rc is None:

@@ -12,16 +12,13 @@ Below the table, each family of slower rows is given the recorded facts
 that differ and bear on it, in FAMILIES' order: the likeliest cause first.
 """
 import math
-import sys
 
 from ..base.text import fmt_speed, fmt_value, speed_of, table
 from ..results.gbench import HIGHER_IS_BETTER, compile_filter
 from ..results.stats import CONFIDENCE, median, speed, the_bar
 from ..results.context import context_differences
-from ..models.families import FAMILIES, GPU_ROWS, as_text, differs, fact_value, family_of
-from ..base.errors import EXIT_BAD_INPUT
-from ..base.cli import print_usage
-from ..models.comparison import count_words
+from .families import FAMILIES, GPU_ROWS, as_text, differs, fact_value, family_of
+from .comparison import count_words
 
 
 def absence(f, name):
@@ -168,15 +165,3 @@ def wide_rows(files, names, results, metric):
                        f"{fmt(r, metric)}{star} ({sp}, {v.verdict})")
         rows.append(row)
     return rows
-
-
-def entry():
-    """The program, as scripts/machines.py runs it: its exit code."""
-    if sys.argv[1:2] in (["-h"], ["--help"]):
-        return print_usage("machines", __doc__ + "\nUsage: compare.py A.json B.json ... (see compare.py --help)")
-    print("machines: a module of compare.py: run compare.py A.json B.json", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
-if __name__ == "__main__":
-    sys.exit(entry())
