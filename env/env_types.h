@@ -111,7 +111,11 @@ struct GpuDevice {
 struct HostInfo {
   std::string cpu_model;
   std::string microcode;  // /proc/cpuinfo's first "microcode" (x86)
-  std::string cpu_flags;  // its first "flags": what the CPU (or the hypervisor) offers
+  std::string cpu_flags;  // its first "flags" (Arm: "Features"): what the CPU (or the hypervisor) offers
+  // Which CPU it is, when the model name is generic (a VM's "AMD EPYC"):
+  // "<vendor_id> family F model M stepping S" (x86), "implementer I
+  // architecture A part P variant V revision R" (Arm); "" when cpuinfo says none.
+  std::string cpu_id;
   int sockets = 0, cores = 0, threads = 0;
   std::string kernel;          // /proc/sys/kernel/osrelease
   std::string os;              // PRETTY_NAME of /etc/os-release

@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "parsers.h"
 #include "probe.h"
@@ -39,6 +41,14 @@ HostInfo probe_host(const std::string& root_dir) {
   std::string line, physical = "0", model_fallback;
   bool has_topology = false;
   int cpu_cores_field = 0;
+  // The first CPU's identity fields, in the order the id names them.
+  const std::vector<std::pair<std::string, std::string>> id_names = {
+      {"vendor_id", ""}, {"cpu family", "family"}, {"model", "model"}, {"stepping", "stepping"},
+      {"CPU implementer", "implementer"}, {"CPU architecture", "architecture"}, {"CPU part", "part"},
+      {"CPU variant", "variant"}, {"CPU revision", "revision"}};
+  std::set<std::string> id_fields;
+  for (const auto& [field, _] : id_names) id_fields.insert(field);
+  std::map<std::string, std::string> id;
   while (std::getline(cpuinfo, line)) {
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
@@ -50,8 +60,10 @@ HostInfo probe_host(const std::string& root_dir) {
       h.cpu_model = value;
     } else if (key == "microcode" && h.microcode.empty()) {
       h.microcode = value;
-    } else if (key == "flags" && h.cpu_flags.empty()) {
+    } else if ((key == "flags" || key == "Features") && h.cpu_flags.empty()) {
       h.cpu_flags = value;
+    } else if (id_fields.count(key) && !id.count(key)) {
+      id[key] = value;
     } else if ((key == "Model" || key == "Hardware") && model_fallback.empty()) {
       model_fallback = value;  // Arm and others have no "model name"
     } else if (key == "physical id") {
@@ -65,6 +77,8 @@ HostInfo probe_host(const std::string& root_dir) {
     }
   }
   if (h.cpu_model.empty()) h.cpu_model = model_fallback;
+  for (const auto& [field, word] : id_names)
+    if (id.count(field)) h.cpu_id += (h.cpu_id.empty() ? "" : " ") + (word.empty() ? "" : word + " ") + id[field];
   h.sockets = sockets.empty() ? (h.threads ? 1 : 0) : static_cast<int>(sockets.size());
   h.cores = has_topology ? static_cast<int>(cores.size())
                          : (cpu_cores_field ? cpu_cores_field * h.sockets : h.threads);

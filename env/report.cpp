@@ -265,10 +265,10 @@ Lines torch_lines(const Report& r) {
 
 Lines host_lines(const HostInfo& h) {
   return {text("Host"),
-          {row("CPU", (h.cpu_model.empty() ? "?" : h.cpu_model) + ": " + std::to_string(h.sockets) + " socket(s), " +
+          {row("CPU", (h.cpu_model.empty() ? "?" : h.cpu_model) + (h.cpu_id.empty() ? "" : " (" + h.cpu_id + ")") + ": " + std::to_string(h.sockets) + " socket(s), " +
                           std::to_string(h.cores) + " cores, " + std::to_string(h.threads) + " threads; " +
                           std::to_string(h.numa_nodes) + " NUMA node(s)"),
-           {{"host/cpu_model", h.cpu_model}, {"host/sockets", h.sockets}, {"host/cores", h.cores},
+           {{"host/cpu_model", h.cpu_model}, {"host/cpu_id", h.cpu_id}, {"host/sockets", h.sockets}, {"host/cores", h.cores},
             {"host/threads", h.threads}, {"host/numa_nodes", h.numa_nodes}}},
           {row("memory", gib(h.memory_bytes) + "; transparent huge pages " + (h.thp.empty() ? "?" : h.thp) +
                              "; CPU governor " + (h.cpu_governor.empty() ? "none (no cpufreq)" : h.cpu_governor)),
@@ -517,6 +517,7 @@ std::vector<std::pair<std::string, std::string>> context_entries(const Report& r
   c.emplace_back("host_cpu_model", h.cpu_model);
   c.emplace_back("host_microcode", h.microcode.empty() ? "none" : h.microcode);
   c.emplace_back("host_cpu_flags", h.cpu_flags.empty() ? "none" : h.cpu_flags);
+  c.emplace_back("host_cpu_id", h.cpu_id.empty() ? "none" : h.cpu_id);
   c.emplace_back("host_sockets", std::to_string(h.sockets));
   c.emplace_back("host_cores", std::to_string(h.cores));
   c.emplace_back("host_threads", std::to_string(h.threads));

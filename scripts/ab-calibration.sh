@@ -47,7 +47,7 @@ while [ $# -gt 0 ]; do
 done
 py="$(project_python)"
 ab="$CUDABENCH_ROOT/scripts/ab.py"
-machine="$(machine_label)" || exit 2
+machine="$(machine_label)" || exit $?
 floors="$CUDABENCH_ROOT/results/baselines/$machine.floors.json"
 out="$CUDABENCH_ROOT/results/ab-calibration/$machine"
 mkdir -p "$out"

@@ -91,7 +91,7 @@ done
 cd "$CUDABENCH_ROOT"
 budget="$(setting CUDABENCH_GPU_CHECK_BUDGET)" || exit 2  # common/settings.json
 if [ -z "$res" ]; then
-  machine="$(machine_label)" || exit 2
+  machine="$(machine_label)" || exit $?
   res="$CUDABENCH_ROOT/results/gpu-check/$machine"
 fi
 dest="${dest:-${OUT:-$res}}"

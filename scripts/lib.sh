@@ -276,7 +276,7 @@ nvidia_smi() {
 }
 
 # A name for this kind of machine: the GPU's (nvidia-smi, within its
-# deadline), or the CPU's with its core count.
+# deadline), or the CPU's: its model, identity, ISA level and threads.
 # CUDABENCH_MACHINE overrides.
 # It names a folder under results/ and the history: one safe path component,
 # never a path (../../x, /), or the caller stops with exit 2.
@@ -291,10 +291,13 @@ machine_label() {
   fi
   local name
   name="$(nvidia_smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 || true)"
-  if [ -z "$name" ]; then
-    name="cpu-$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n1)-$(nproc)c"
+  if [ -n "$name" ]; then
+    echo "$name" | tr '[:upper:]' '[:lower:]' | sed -E 's/[^a-z0-9]+/-/g; s/^-+|-+$//g'
+    return
   fi
-  echo "$name" | tr '[:upper:]' '[:lower:]' | sed -E 's/[^a-z0-9]+/-/g; s/^-+|-+$//g'
+  # The CPU's kind, named as results/context.py's hardware_of names a run's.
+  command -v python3 >/dev/null || { echo "${0##*/}: naming this CPU's kind needs python3, which is not on PATH" >&2; return 3; }
+  PYTHONPATH="$LIB_SCRIPTS" python3 -m cudabench.results.context this-cpu
 }
 
 # The toolkit a build used, as its own environment report names it:

@@ -55,7 +55,7 @@ for s in "${stacks[@]}"; do
   names+=("${STACK[stack]}")
 done
 
-machine="$(machine_label)" || exit 2
+machine="$(machine_label)" || exit $?
 cpu_rows='VectorAdd/(cpu_scalar|cpu_omp_simd|torch_cpu)/n:(1048576|10000000)/|MnistTrain/cpu/batch:64/'
 gpu_rows='VectorAdd/(cuda_v[1-4]|cublas_geam|thrust|torch_cuda)/n:(1048576|10000000|134217728)/|Transfer/h2d_pinned/bytes:40000000/|MnistTrain/cuda/batch:64/'
 if nvidia_smi -L >/dev/null 2>&1; then

@@ -61,7 +61,7 @@ while [ $# -gt 0 ]; do
 done
 PROGRESS_EVERY="$(progress_seconds)" || exit 2
 py="$(project_python)"
-machine="$(machine_label)" || exit 2
+machine="$(machine_label)" || exit $?
 floors="results/baselines/$machine.floors.json"
 out=build/regress
 mkdir -p "$out"

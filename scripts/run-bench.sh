@@ -10,7 +10,7 @@
 # run ends with one "Inconclusive: ..." line naming the busiest programs.
 #   scripts/run-bench.sh [-h|--help] [--label NAME] [bench flags...]
 # --label NAME names the machine (default its hardware: the GPU's model, or
-# cpu-<CPU model>-<threads>c); extra arguments go to bench after the
+# its CPU kind, docs/comparing-machines.md); extra arguments go to bench after the
 # defaults (so they win), e.g. --benchmark_filter=Transfer.
 # Environment: CUDABENCH_FILTER (instead of the families' default rows), CUDABENCH_MIN_TIME
 # (0.02 s per row and process), CUDABENCH_PROCESSES, CUDABENCH_MACHINE (the
@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
     *) args+=("$1"); shift ;;
   esac
 done
-machine="$(machine_label)" || exit 2  # checked before anything is installed
+machine="$(machine_label)" || exit $?  # checked before anything is installed
 processes="$(setting CUDABENCH_PROCESSES)" || exit 2
 bash "$CUDABENCH_ROOT/scripts/setup.sh"
 build="$CUDABENCH_ROOT/build"

@@ -122,7 +122,7 @@ mode_stack() {
 
 mode_machine() {
   local py machine filter out="$work/machine" rc=0 crc=0 hrc=0 branch="${CUDABENCH_HISTORY_BRANCH:-}"
-  machine="$(machine_label)" || finish 2
+  machine="$(machine_label)" || finish $?
   build_here
   py="$(project_python)" || finish 3
   filter="$(rows default)" || finish 3

@@ -335,8 +335,8 @@ TEST(HostProbe, TwoSocketsOfHyperthreadedCores) {
   for (int socket = 0; socket < 2; ++socket)
     for (int thread = 0; thread < 2; ++thread)
       for (int core = 0; core < 2; ++core)
-        cpuinfo += "processor\t: " + std::to_string(cpu++) + "\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9654 96-Core Processor\n"
-                   "microcode\t: 0xa101148\nflags\t\t: fpu sse2 avx2 avx512f\n"
+        cpuinfo += "processor\t: " + std::to_string(cpu++) + "\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\n"
+                   "model name\t: AMD EPYC 9654 96-Core Processor\nstepping\t: 1\nmicrocode\t: 0xa101148\nflags\t\t: fpu sse2 avx2 avx512f\n"
                    "physical id\t: " + std::to_string(socket) + "\ncore id\t\t: " + std::to_string(core) +
                    "\ncpu cores\t: 2\n\n";
   t.file("proc/cpuinfo", cpuinfo);
@@ -352,6 +352,7 @@ TEST(HostProbe, TwoSocketsOfHyperthreadedCores) {
   EXPECT_EQ(h.cpu_model, "AMD EPYC 9654 96-Core Processor");
   EXPECT_EQ(h.microcode, "0xa101148");
   EXPECT_EQ(h.cpu_flags, "fpu sse2 avx2 avx512f");
+  EXPECT_EQ(h.cpu_id, "AuthenticAMD family 25 model 17 stepping 1");  // "model" is not "model name"
   EXPECT_EQ(h.sockets, 2);
   EXPECT_EQ(h.cores, 4);
   EXPECT_EQ(h.threads, 8);
@@ -375,9 +376,15 @@ TEST(HostProbe, AVmWithoutTopologyOrCpufreq) {
   EXPECT_EQ(h.cpu_governor, "");
   EXPECT_EQ(h.microcode, "");  // none in this cpuinfo
   EXPECT_EQ(h.numa_nodes, 0);
-  // And an Arm machine names its model elsewhere.
-  t.file("proc/cpuinfo", "processor\t: 0\nBogoMIPS\t: 50.00\n\nModel\t\t: NVIDIA Grace\n");
-  EXPECT_EQ(probe_host(t.root.string()).cpu_model, "NVIDIA Grace");
+  EXPECT_EQ(h.cpu_id, "");
+  // And an Arm machine names its model, its identity and its flags elsewhere.
+  t.file("proc/cpuinfo", "processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd sve sve2\nCPU implementer\t: 0x41\n"
+                         "CPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: 0xd4f\nCPU revision\t: 0\n\n"
+                         "Model\t\t: NVIDIA Grace\n");
+  const HostInfo arm = probe_host(t.root.string());
+  EXPECT_EQ(arm.cpu_model, "NVIDIA Grace");
+  EXPECT_EQ(arm.cpu_flags, "fp asimd sve sve2");
+  EXPECT_EQ(arm.cpu_id, "implementer 0x41 architecture 8 part 0xd4f variant 0x0 revision 0");
 }
 
 TEST(HostProbe, GpuNumaAffinityFromSysfs) {
@@ -399,6 +406,7 @@ TEST(Report, ContextDescribesHostAndTheSelectedGpu) {
   r.host.cpu_model = "AMD EPYC 9654 96-Core Processor";
   r.host.microcode = "0xa101148";
   r.host.cpu_flags = "fpu sse2 avx2 avx512f";
+  r.host.cpu_id = "AuthenticAMD family 25 model 17 stepping 1";
   r.host.sockets = 2;
   r.host.cores = 192;
   r.host.threads = 384;
@@ -425,6 +433,7 @@ TEST(Report, ContextDescribesHostAndTheSelectedGpu) {
   EXPECT_EQ(c["host_cpu_model"], "AMD EPYC 9654 96-Core Processor");
   EXPECT_EQ(c["host_microcode"], "0xa101148");  // what tells two machines of one model apart
   EXPECT_EQ(c["host_cpu_flags"], "fpu sse2 avx2 avx512f");
+  EXPECT_EQ(c["host_cpu_id"], "AuthenticAMD family 25 model 17 stepping 1");
   EXPECT_EQ(c["host_sockets"], "2");
   EXPECT_EQ(c["host_cores"], "192");
   EXPECT_EQ(c["host_threads"], "384");

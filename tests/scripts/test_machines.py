@@ -142,7 +142,7 @@ def test_a_reference_is_made_committed_and_found_by_hardware(tmp_path):
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     r = py(os.path.join(ROOT, "scripts", "compare.py"), "--add-machine", INTEL, "--reference", str(refs))
     assert r.returncode == 0, r.stderr
-    path = refs / "cpu-intel-r-xeon-r-processor-2c" / "reference.json"
+    path = refs / "cpu-intel-r-xeon-r-processor-cpuid-unknown-isa-unknown-2c" / "reference.json"
     subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
     subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "ref"],
                    check=True)
@@ -151,7 +151,7 @@ def test_a_reference_is_made_committed_and_found_by_hardware(tmp_path):
         [str(kept.relative_to(repo)), str(path.relative_to(repo))]
     assert find_reference(load(INTEL), str(refs)) == str(path)
     r = py(os.path.join(ROOT, "scripts", "compare.py"), INTEL, "--reference", str(refs), "--report-only")
-    assert r.returncode == 0 and "among the 1 recorded machine(s) of cpu-intel-r-xeon-r-processor-2c" in r.stdout
+    assert r.returncode == 0 and "among the 1 recorded machine(s) of cpu-intel-r-xeon-r-processor-cpuid-unknown-isa-unknown-2c" in r.stdout
     r = py(os.path.join(ROOT, "scripts", "compare.py"), AMD, "--reference", str(refs))
     assert r.returncode == 2 and "no reference for unknown hardware" in r.stderr  # it records no CPU model
     assert py(os.path.join(ROOT, "scripts", "compare.py"), AMD, "--reference", str(refs), "--if-any").returncode == 0

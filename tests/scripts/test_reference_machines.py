@@ -10,7 +10,7 @@ import os
 from conftest import ROOT, run_script
 
 REFS = os.path.join(ROOT, "results", "reference")
-INTEL = os.path.join(REFS, "cpu-intel-r-xeon-r-processor-2c", "machines")
+INTEL = os.path.join(REFS, "cpu-intel-r-xeon-r-processor-cpuid-unknown-isa-unknown-2c", "machines")
 TWO_THREAD_ROWS = ("cpu_omp_simd", "cpu_omp_nt")
 # OMP_NUM_THREADS=1 against 2 on this VM kind: +92.8% and +90.5% on the
 # two-thread rows (results/archive/ab-calibration/.../omp).
@@ -58,7 +58,7 @@ def scaled(src, dest, factor_of, context=None):
 
 def test_leave_one_out_no_recorded_machine_is_slower_or_faster_than_the_others(tmp_path):
     hwdirs = [d for d in glob.glob(os.path.join(REFS, "*")) if len(machines_of(d)) >= 2]
-    assert {os.path.basename(d) for d in hwdirs} >= {"cpu-intel-r-xeon-r-processor-2c", "nvidia-h200"}
+    assert {os.path.basename(d) for d in hwdirs} >= {"cpu-intel-r-xeon-r-processor-cpuid-unknown-isa-unknown-2c", "nvidia-h200"}
     for hwdir in hwdirs:
         machines = machines_of(hwdir)
         for left_out, runs in machines.items():
@@ -145,7 +145,7 @@ def test_adding_machines_keeps_each_apart_with_its_runs_and_facts_and_counts_a_r
     add(str(refs), "vm-a", *a)
     r = add(str(refs), "vm-b", b[0], b[0], b[1])
     assert "the same run as" in r.stderr and "counted once" in r.stderr
-    hw = refs / "cpu-intel-r-xeon-r-processor-2c"
+    hw = refs / "cpu-intel-r-xeon-r-processor-cpuid-unknown-isa-unknown-2c"
     assert sorted(os.listdir(hw / "machines" / "vm-b")) == sorted(os.path.basename(p) for p in b)
     ref = json.load(open(hw / "reference.json"))
     meta = ref["cudabench_reference"]["machines"]

@@ -106,7 +106,7 @@ def compare_files(a, files):
     floors = load_floors(a.floors) if a.floors else None
     names, results = judge_all(files, a.metric, a.threshold, a.alpha, a.filter, floors)
     report = None
-    if len({machine_of(f) for f in files}) > 1:
+    if len({(machine_of(f), hardware_of(f.context)) for f in files}) > 1:  # two machines, or two kinds
         machines.relabel(results, files)
         machines.clear_of_the_bar(results, files, a.metric, a.threshold)
         report = machines.render

@@ -25,7 +25,7 @@ verdict (a row with fewer than 2 others is "loaded": exit 5). Progress
 per benchmark per process (repetition_index = the process, "load" = the
 share others took meanwhile), the first process's context plus
 machine_label (--label, default the machine's label: the GPU's model, or
-cpu-<CPU model>-<threads>c), and "cudabench_samples": how the samples were
+its CPU kind: model, identity, ISA level, threads), and "cudabench_samples": how the samples were
 taken. Prints a table: each benchmark's median, the spread of its process
 samples, its throughput and its load.
 

@@ -6,7 +6,7 @@ docs/comparing-machines.md is tested against this table."""
 import re
 from dataclasses import dataclass
 
-from ..results.context import clock_medians
+from ..results.context import clock_medians, flag_texts, isa_level
 from ..results.gbench import CLOCK_COUNTERS
 
 
@@ -38,7 +38,7 @@ FAMILIES = (
         ("mem_clock_mhz", "memory clock under load (MHz)"), ("sm_clock_mhz", "SM clock under load (MHz)"),
         ("gpu_app_clocks_mhz", "application clocks (MHz)"), ("cuda_driver_version", "driver"))),
     Family("cpu", "CPU rows", r"/(cpu_|torch_cpu)|^Mnist(Train|Eval)/cpu", (
-        ("host_cpu_model", "CPU"), ("cpu_threads_used", "threads the CPU rows use"),
+        ("host_cpu_model", "CPU"), ("host_cpu_id", "CPU identity"), ("cpu_threads_used", "threads the CPU rows use"),
         ("host_threads", "hardware threads"), ("host_cpu_governor", "CPU governor"),
         ("host_thp", "transparent huge pages"), ("host_memory_gib", "memory (GiB)"),
         ("mhz_per_cpu", "CPU clock (MHz)"), ("host_microcode", "microcode"), ("host_cpu_flags", "CPU flags"),
@@ -89,13 +89,42 @@ def as_text(v):
 
 
 def fact_texts(key, values):
-    """Each value of a fact as text; for the CPU flags (a hundred words),
-    only the flags not common to all: "+avx512f -amx_tile"."""
+    """Each value of a fact as text; the CPU flags (a hundred words) as
+    context.flag_texts shows them: the flags that differ, in one short line."""
     if key != "host_cpu_flags":
         return ["-" if v is None else as_text(v) for v in values]
-    sets = [set(str(v).split()) for v in values if v is not None]
-    common = set.intersection(*sets) if sets else set()
-    union = set.union(*sets) if sets else set()
-    return ["-" if v is None else " ".join([f"+{x}" for x in sorted(set(str(v).split()) - common)] +
-                                           [f"-{x}" for x in sorted(union - set(str(v).split()))]) or "the common flags"
-            for v in values]
+    return flag_texts(values)
+
+
+CPU_KEYS = ("host_cpu_model", "host_cpu_id", "host_cpu_flags")  # said together, as "a different CPU"
+ISA_WORDS = {"avx512": "AVX-512", "avx2": "AVX2 (no AVX-512)", "avx": "AVX (no AVX2)", "sse2": "SSE2 (no AVX)",
+             "sve2": "SVE2", "sve": "SVE (no SVE2)", "neon": "NEON (no SVE)", "scalar": "no vector ISA"}
+
+
+def cpu_words(f):
+    """The CPU a file records, in words: "AMD EPYC (AuthenticAMD family 25
+    model 17 stepping 1, AVX-512)"; None when it records no model."""
+    model = fact_value(f, "host_cpu_model")
+    if model is None:
+        return None
+    isa = isa_level(f.context.get("host_cpu_flags"))
+    return (f"{model} ({fact_value(f, 'host_cpu_id') or 'no family, model or stepping recorded'}, "
+            f"{ISA_WORDS.get(isa, isa) if isa else 'no CPU flags recorded'})")
+
+
+def same_cpu(a, b):
+    """False when two files' CPUs differ in what they record of model name,
+    identity or ISA level (a fact one of them lacks does not count)."""
+    pairs = [(fact_value(a, k), fact_value(b, k)) for k in ("host_cpu_model", "host_cpu_id")]
+    pairs.append((isa_level(a.context.get("host_cpu_flags")), isa_level(b.context.get("host_cpu_flags"))))
+    return all(x is None or y is None or str(x) == str(y) for x, y in pairs)
+
+
+def different_cpu(f, others):
+    """"a different CPU: X against Y" when file `f`'s CPU differs from that
+    of every file of `others`, else ""."""
+    mine = cpu_words(f)
+    if mine is None or not others or any(same_cpu(f, o) for o in others):
+        return ""
+    theirs = sorted({w for w in (cpu_words(o) for o in others) if w})
+    return f"a different CPU: {mine} against {', '.join(theirs) or 'one not recorded'}" if theirs else ""

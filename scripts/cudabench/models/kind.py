@@ -31,7 +31,7 @@ from ..results.stats import CONFIDENCE, machine_bounds, median, median_se, speed
 from ..results.verdicts import Verdict, judge_all, loaded_note
 from .references import FACTS
 from .comparison import count_words
-from .families import FAMILIES, differs, fact_texts, fact_value, family_of
+from .families import CPU_KEYS, FAMILIES, different_cpu, differs, fact_texts, fact_value, family_of
 
 ADD = "scripts/compare.py --add-machine {run}"
 # A verdict on a row: beyond where this share of machines of the kind fall.
@@ -188,8 +188,11 @@ def fact_lines(machines, f):
 
 def causes(fam, machines, f):
     """The family's facts (likeliest first) in which the run differs from every recorded machine."""
-    out = []
+    cpu = different_cpu(f, [m.file for m in machines]) if any(k == "host_cpu_model" for k, _ in fam.facts) else ""
+    out = [cpu] if cpu else []
     for key, label in fam.facts:
+        if cpu and key in CPU_KEYS:
+            continue
         mine = fact_value(f, key)
         known = [t for t in (fact_value(m.file, key) for m in machines) if t is not None]
         if mine is not None and known and all(differs(key, t, mine) for t in known):

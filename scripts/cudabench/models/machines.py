@@ -17,7 +17,8 @@ from ..base.text import fmt_speed, fmt_value, speed_of, table
 from ..results.gbench import HIGHER_IS_BETTER, compile_filter
 from ..results.stats import CONFIDENCE, median, speed, the_bar
 from ..results.context import context_differences
-from .families import FAMILIES, GPU_ROWS, as_text, differs, fact_value, family_of
+from .families import (CPU_KEYS, FAMILIES, GPU_ROWS, different_cpu, differs, fact_texts, fact_value,
+                       family_of)
 from .comparison import count_words
 
 
@@ -88,8 +89,11 @@ def causes(base, other, verdicts):
             continue
         total = sum(1 for v in verdicts if family_of(v.name) is fam and v.verdict not in ("only", "skipped"))
         sp = median([speed_of(v.change) for v in rows])
-        diffs = [f"{label} {as_text(fact_value(other, k))} against {as_text(fact_value(base, k))}"
-                 for k, label in fam.facts if differs(k, fact_value(base, k), fact_value(other, k))]
+        cpu = different_cpu(other, [base]) if any(k == "host_cpu_model" for k, _ in fam.facts) else ""
+        diffs = [cpu] * bool(cpu) + [
+            "{} {} against {}".format(label, *fact_texts(k, [fact_value(other, k), fact_value(base, k)]))
+            for k, label in fam.facts if differs(k, fact_value(base, k), fact_value(other, k))
+            and not (cpu and k in CPU_KEYS)]
         why = "; ".join(diffs) if diffs else "no recorded fact differs (the same hardware and stack: rerun, or look at load)"
         out.append(f"{fam.label} {fmt_speed(sp)} ({len(rows)} of {total} slower): {why}")
     return out

@@ -4,6 +4,8 @@ during the run, the machine and hardware a result names, and the columns'
 labels."""
 import functools
 import os
+import re
+import sys
 from pathlib import Path
 
 from ..base.errors import BadInput, ToolError
@@ -49,13 +51,39 @@ def context_keys():
     return [e["key"] for e in context_schema() if e.get("compare")]
 
 
+FLAGS_SHOWN = 6  # the most CPU flags a cell lists; a family of them (avx512*) is one
+
+
+def flag_groups(flags):
+    """Flags as words, a family of AVX-512 flags as one: ["avx512 (11 flags)", "vaes"]."""
+    wide = sorted(x for x in flags if x.startswith("avx512"))
+    rest = sorted(x for x in flags if not x.startswith("avx512"))
+    return ([f"avx512 ({len(wide)} flag{'s' if len(wide) > 1 else ''})"] if wide else []) + rest
+
+
+def flag_texts(values):
+    """Each file's CPU flags (host_cpu_flags: a hundred words) as the flags
+    not common to all, in one short line: "+avx512 (11 flags) -amx_tile",
+    at most FLAGS_SHOWN, then how many more; "-" for None."""
+    sets = [set(str(v).split()) for v in values if v is not None]
+    common = set.intersection(*sets) if sets else set()
+    union = set.union(*sets) if sets else set()
+    out = []
+    for v in values:
+        mine = set(str(v).split()) if v is not None else set()
+        words = [f"+{x}" for x in flag_groups(mine - common)] + [f"-{x}" for x in flag_groups(union - mine)]
+        more = f" (+{len(words) - FLAGS_SHOWN} more)" if len(words) > FLAGS_SHOWN else ""
+        out.append("-" if v is None else " ".join(words[:FLAGS_SHOWN]) + more or "the common flags")
+    return out
+
+
 def context_differences(files):
     rows = []
     keys = [k for k in context_keys() if any(k in f.context for f in files)]
     for k in keys:
         vals = [str(f.context.get(k, "-")) for f in files]
         if len(set(vals)) > 1:
-            rows.append((k, vals))
+            rows.append((k, flag_texts([f.context.get(k) for f in files]) if k == "host_cpu_flags" else vals))
     clocks = [clock_medians(f) for f in files]
     for c in CLOCK_COUNTERS:
         vals = [x.get(c) for x in clocks]
@@ -65,16 +93,95 @@ def context_differences(files):
     return rows
 
 
+# A CPU's vector ISA level: the widest its flags offer (x86, then Arm).
+ISA_LEVELS = (("avx512f", "avx512"), ("avx2", "avx2"), ("avx", "avx"), ("sse2", "sse2"),
+              ("sve2", "sve2"), ("sve", "sve"), ("asimd", "neon"))
+VENDORS = {"AuthenticAMD": "amd", "GenuineIntel": "intel", "HygonGenuine": "hygon", "CentaurHauls": "centaur"}
+# What a run that does not record a fact gets in its kind's name, in place of it.
+UNKNOWN_ID, UNKNOWN_ISA = "cpuid-unknown", "isa-unknown"
+
+
+def isa_level(flags):
+    """avx512, avx2, ... for the CPU flags `flags` (host_cpu_flags); None when not recorded."""
+    if not isinstance(flags, str) or flags in ("", "none"):
+        return None
+    have = set(flags.split())
+    return next((level for flag, level in ISA_LEVELS if flag in have), "scalar")
+
+
+def generation(cpu_id, model=""):
+    """The CPU's identity (host_cpu_id) as a short name: f25m17s1 for x86's
+    family, model and stepping (led by the vendor when the model name does
+    not say it), 0x41-0xd4f-r0p0 for Arm's implementer, part, variant and
+    revision; None when not recorded."""
+    if not isinstance(cpu_id, str) or cpu_id in ("", "none"):
+        return None
+    words = cpu_id.split()
+    vendor = words.pop(0) if len(words) % 2 else ""
+    f = dict(zip(words[::2], words[1::2]))
+    if "family" in f:
+        short = VENDORS.get(vendor, vendor)
+        lead = "" if not short or short in slug(str(model)).split("-") else short + "-"
+        return f"{lead}f{f['family']}m{f.get('model', '?')}s{f.get('stepping', '?')}"
+    variant = f.get("variant", "?")
+    variant = str(int(variant, 0)) if re.fullmatch(r"0x[0-9a-fA-F]+|[0-9]+", variant) else variant
+    return f"{f.get('implementer', '?')}-{f.get('part', '?')}-r{variant}p{f.get('revision', '?')}"
+
+
 def hardware_of(context):
-    """The hardware a result was measured on, as a name: the GPU's model when
-    bench could use one, else cpu-<CPU model>-<threads>c (what
-    scripts/lib.sh's machine_label gives by default)."""
+    """The kind of hardware a result was measured on, as a name: the GPU's
+    model when bench could use one, else what decides a CPU's speed:
+    cpu-<model name>-<identity>-<ISA level>-<threads>c, e.g.
+    cpu-amd-epyc-f25m17s1-avx512-2c (a VM's model name, "AMD EPYC", names no
+    generation; the identity and the flags do). A run that records no
+    identity or no flags says so in the name (cpuid-unknown, isa-unknown),
+    so it is never mixed with runs that record them. scripts/lib.sh's
+    machine_label gives the same name (this_cpu)."""
     gpu = context.get("gpu_name")
     if isinstance(gpu, str) and gpu and gpu != "none":
         return slug(gpu)
     model = context.get("host_cpu_model")
     threads = context.get("host_threads") or context.get("num_cpus")
-    return slug(f"cpu-{model}-{threads}c") if model else ""
+    if not model:
+        return ""
+    gen = generation(context.get("host_cpu_id"), model) or UNKNOWN_ID
+    return slug(f"cpu-{model}-{gen}-{isa_level(context.get('host_cpu_flags')) or UNKNOWN_ISA}-{threads}c")
+
+
+def this_cpu(cpuinfo):
+    """The context facts hardware_of reads, from /proc/cpuinfo's text, as
+    env/probe_host.cpp reads them (for the moments before bench is built)."""
+    facts, ident, threads = {}, {}, 0
+    names = {"vendor_id": "", "cpu family": "family", "model": "model", "stepping": "stepping",
+             "CPU implementer": "implementer", "CPU architecture": "architecture", "CPU part": "part",
+             "CPU variant": "variant", "CPU revision": "revision"}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if not sep:
+            continue
+        threads += key == "processor"
+        if key == "model name" or (key in ("Model", "Hardware") and "fallback" not in facts):
+            facts.setdefault("fallback" if key != "model name" else "host_cpu_model", value)
+        elif key in ("flags", "Features"):
+            facts.setdefault("host_cpu_flags", value)
+        elif key in names:
+            ident.setdefault(key, value)
+    facts.setdefault("host_cpu_model", facts.pop("fallback", ""))
+    facts.pop("fallback", None)
+    facts["host_cpu_id"] = " ".join(((names[k] + " ") if names[k] else "") + ident[k] for k in names if k in ident)
+    facts["host_threads"] = str(threads)
+    return facts
+
+
+def main(argv):
+    """python3 -m cudabench.results.context this-cpu: this machine's CPU kind (lib.sh's machine_label)."""
+    if argv != ["this-cpu"]:
+        print("usage: python3 -m cudabench.results.context this-cpu", file=sys.stderr)
+        return 2
+    with open("/proc/cpuinfo", errors="replace") as f:
+        print(hardware_of(this_cpu(f.read(16 << 20))))
+    return 0
 
 
 def machine_of(f):
@@ -150,3 +257,7 @@ def with_baseline_first(files, baseline):
     if not pick:
         raise BadInput(f"--baseline {baseline}: no such column (the columns: {', '.join(f.label for f in files)})")
     return pick[:1] + [f for f in files if f is not pick[0]]
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
