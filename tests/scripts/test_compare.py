@@ -1,7 +1,10 @@
 """The compare tool's verdicts and exit codes on fixed fixtures
 (tests/fixtures/compare, written by make_fixtures.py)."""
+import functools
+import json
 import os
 import subprocess
+import tempfile
 import sys
 
 import pytest
@@ -27,6 +30,18 @@ def f(name):
     return os.path.join(FIX, name)
 
 
+@functools.cache
+def p(name):
+    """The fixture `name` as a file of many processes (one per repetition, as
+    scripts/samples.py writes them): the samples a verdict may rest on."""
+    doc = read_json(f(name))
+    for b in doc["benchmarks"]:
+        b["process"] = b.get("repetition_index", 0)
+    path = os.path.join(tempfile.mkdtemp(prefix="cudabench-processes."), name)
+    write_whole(path, json.dumps(doc))
+    return path
+
+
 def run(*args):
     return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "compare.py"), *args],
                           capture_output=True, text=True)
@@ -46,9 +61,22 @@ def test_clear_regression_is_slower_and_fails_the_gate():
     assert v[A].change == pytest.approx(0.2, abs=0.01)
     assert v[A].p < 0.05
     assert v[B].verdict == "same"
-    r = run(f("base.json"), f("regression.json"))
+    r = run(p("base.json"), p("regression.json"))
     assert r.returncode == 1, r.stdout + r.stderr
     assert "slower" in r.stderr and A in r.stderr
+
+
+def test_repetitions_of_one_process_get_the_ratio_and_no_verdict():
+    """Two of Google Benchmark's own files (repetitions inside one process
+    each) would call the regression slower; they get its ratio, no verdict,
+    and one line saying why and which command takes samples from processes."""
+    r = run(f("base.json"), f("regression.json"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    row = next(x for x in r.stdout.splitlines() if x.startswith(A))
+    assert " 0.83x " in row and "undecided" in row and "slower" not in row, row
+    why = [x for x in r.stdout.splitlines() if "repetitions inside one process" in x]
+    assert len(why) == 1 and "scripts/samples.py run" in why[0], r.stdout
+    assert "0 rows slower beyond the bar" in r.stdout and "1 undecided" in r.stdout, r.stdout
 
 
 def test_report_only_never_fails_on_a_regression():
@@ -109,8 +137,8 @@ def test_every_comparison_shows_a_speed_as_the_machine_report_does():
     """One convention: the baseline's time over the new one's, 0.83x for
     20% more time, in compare's two-file table, its side by side and the
     machine report alike; never "+20.0%"."""
-    two = next(l for l in run(f("base.json"), f("regression.json")).stdout.splitlines() if l.startswith(A))
-    three = next(l for l in run(f("base.json"), f("improvement.json"), f("regression.json")).stdout.splitlines()
+    two = next(l for l in run(p("base.json"), p("regression.json")).stdout.splitlines() if l.startswith(A))
+    three = next(l for l in run(p("base.json"), p("improvement.json"), p("regression.json")).stdout.splitlines()
                  if l.startswith(A))
     assert " 0.83x " in two and "%" not in two, two
     assert "(0.83x, slower)" in three and "(1.2" in three and "%" not in three, three
@@ -178,7 +206,7 @@ def test_context_differences_head_the_report(tmp_path):
 
 
 def test_side_by_side_for_three_files():
-    r = run(f("base.json"), f("improvement.json"), f("regression.json"), "--labels", "old,fast,slow")
+    r = run(p("base.json"), p("improvement.json"), p("regression.json"), "--labels", "old,fast,slow")
     assert r.returncode == 1  # the third is a regression
     line = next(l for l in r.stdout.splitlines() if l.startswith(A))
     assert "faster" in line and "slower" in line
@@ -207,7 +235,7 @@ def test_measured_clocks_are_a_context_difference():
     assert "gpu_app_clocks_mhz" in head
     # Lower clocks without a throttle reason: still slower, and the gate fails.
     assert verdicts("base.json", "lower_clocks.json")[A].verdict == "slower"
-    assert run(f("base.json"), f("lower_clocks.json")).returncode == 1
+    assert run(p("base.json"), p("lower_clocks.json")).returncode == 1
     # Same clocks: no row.
     assert "sm_clock_mhz" not in run(f("base.json"), f("identical.json")).stdout
 

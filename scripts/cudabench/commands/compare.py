@@ -27,6 +27,13 @@ without aggregate suffixes); every repetition is a sample. For each pair:
            gate like slower
   new      in a later file but not in the baseline: listed, never a failure
 
+A verdict of slower, faster or noisy rests only on samples that measure how
+processes differ: files of many processes (scripts/samples.py's, ab.py's, a
+reference). Where a file's samples are repetitions inside one process
+(Google Benchmark's own file), which share its memory placement, clocks and
+neighbours, those rows are "undecided" with their ratio, and one Note says
+why and which command takes samples from processes.
+
 With --filter, only the benchmarks whose name matches count (the others are
 not read at all).
 
@@ -72,7 +79,7 @@ from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
 from ..results.gbench import compile_filter, load
 from ..results.stats import load_floors
 from ..results.context import hardware_of, machine_of, set_labels, with_baseline_first
-from ..results.verdicts import judge_all
+from ..results.verdicts import without_process_samples, judge_all
 from ..models.references import REFERENCES, add_machine, find_reference, load_machines, recorded_as
 from ..models import kind
 from ..models import machines
@@ -105,6 +112,7 @@ def compare_files(a, files):
     machines or one is a reference), the plots, the exit code."""
     floors = load_floors(a.floors) if a.floors else None
     names, results = judge_all(files, a.metric, a.threshold, a.alpha, a.filter, floors)
+    without_process_samples(files, results)
     report = None
     if len({(machine_of(f), hardware_of(f.context)) for f in files}) > 1:  # two machines, or two kinds
         machines.relabel(results, files)

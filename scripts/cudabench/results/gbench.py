@@ -68,6 +68,16 @@ class ResultFile:
     notes: list = field(default_factory=list)  # what a report must say of it (partial, rows counted once)
 
     @property
+    def processes(self):
+        """How many processes its samples come from: the sampler's count, else
+        the distinct processes its entries name, else 1 (Google Benchmark's
+        own file: every repetition inside one process)."""
+        n = self.meta.get("processes")
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            return n
+        return max(1, len({(b.get("machine"), b.get("process")) for b in self.benchmarks if "process" in b}))
+
+    @property
     def partial(self):
         """How a run stopped before all its processes ran (samples.py), or None: a whole run."""
         p = self.meta.get("partial")
