@@ -167,3 +167,62 @@ def test_the_machine_bounds_widen_with_fewer_machines():
     assert widths[0] > widths[1] > widths[2] > 0
     centre, h = machine_bounds([math.log(2.0), math.log(2.0)], spread_floor=0.05, confidence=0.975)
     assert math.isclose(centre, math.log(2.0)) and h > 0.05  # machines that agree exactly: still the floor
+
+
+VM_C = [os.path.join(ROOT, "..", "shared", "instances", f"cpu-amd-epyc-2c.vm-c.run{i}.json") for i in (1, 2)]
+
+
+def loaded_copy(src, dest, share):
+    """src's run as if `share` of its processes had run beside a compiler."""
+    doc = json.load(open(src))
+    procs = sorted({b["repetition_index"] for b in doc["benchmarks"]})
+    busy = set(procs[:max(1, round(share * len(procs)))])
+    for b in doc["benchmarks"]:
+        if b["repetition_index"] in busy:
+            b.update(loaded=True, load=0.61)
+    dest.write_text(json.dumps(doc))
+    return str(dest)
+
+
+def test_a_loaded_run_is_refused_and_never_offered_for_adding(tmp_path):
+    refs = str(tmp_path / "refs")
+    busy = loaded_copy(VM_C[1], tmp_path / "busy.json", 1.0)
+    r = run_script("compare.py", "--add-machine", busy, "--reference", refs)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "rows ran beside other load" in r.stderr and "rerun on an idle machine" in r.stderr
+    assert not os.path.exists(refs) or not glob.glob(os.path.join(refs, "*", "reference.json"))
+    add(refs, "vm-c", VM_C[0])
+    r = run_script("compare.py", busy, "--reference", refs)
+    assert "not for the reference: " in r.stdout and "--add-machine" not in r.stdout, r.stdout
+    # A run with a few loaded processes keeps its clean ones: the reference holds none taken beside load.
+    some = loaded_copy(VM_C[1], tmp_path / "some.json", 0.05)  # one process
+    add(refs, "vm-c2", some)
+    (ref,) = glob.glob(os.path.join(refs, "*", "reference.json"))
+    entries = json.load(open(ref))["benchmarks"]
+    assert not any(b.get("loaded") for b in entries) and {b["machine"] for b in entries} == {"vm-c", "vm-c2"}
+
+
+def test_a_machine_far_outside_the_recorded_ones_joins_only_when_the_user_says_so(tmp_path):
+    refs = str(tmp_path / "refs")
+    add(refs, "vm-c", VM_C[0])
+    slow = scaled(VM_C[1], tmp_path / "slow.json", lambda name: 3.0 if "/cpu_" in name else 1.0)
+    r = run_script("compare.py", slow, "--reference", refs)
+    assert "--outlier-ok" in r.stdout and "lie far outside the 1 recorded machine(s)" in r.stdout, r.stdout
+    r = run_script("compare.py", "--add-machine", slow, "--machine", "odd", "--reference", refs)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "--outlier-ok" in r.stderr, r.stderr
+    assert "x the slowest's time: " in r.stderr and "cpu_" in r.stderr.split("time: ")[1], r.stderr
+    r = run_script("compare.py", "--add-machine", slow, "--machine", "odd", "--reference", refs, "--outlier-ok")
+    assert r.returncode == 0, r.stderr
+    r = run_script("compare.py", VM_C[1], "--reference", refs)
+    assert "odd (recorded 2026-12-06, an outlier added with --outlier-ok)" in r.stdout, r.stdout
+    assert run_script("compare.py", VM_C[1], "--outlier-ok").returncode == 2  # only with --add-machine
+
+
+def test_a_run_of_another_kind_put_among_a_kinds_machines_by_hand_is_refused(tmp_path):
+    refs = tmp_path / "refs"
+    add(str(refs), "vm-c", VM_C[0])
+    (hwdir,) = refs.glob("*")
+    other = hwdir / "machines" / "vm-c" / "intel.json"
+    other.write_bytes(open(machines_of(os.path.dirname(INTEL))["vm-a"][0], "rb").read())
+    r = run_script("compare.py", "--add-machine", VM_C[1], "--machine", "vm-c3", "--reference", str(refs))
+    assert r.returncode == 2 and "intel.json: a run of cpu-intel" in r.stderr and "its own kind" in r.stderr, r.stderr

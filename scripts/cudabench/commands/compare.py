@@ -80,7 +80,7 @@ from ..results.gbench import compile_filter, load
 from ..results.stats import load_floors
 from ..results.context import hardware_of, machine_of, set_labels, with_baseline_first
 from ..results.verdicts import without_process_samples, judge_all
-from ..models.references import REFERENCES, add_machine, find_reference, load_machines, recorded_as
+from ..models.references import FAR, REFERENCES, add_machine, find_reference, load_machines, recorded_as
 from ..models import kind
 from ..models import machines
 from ..models import report as plots
@@ -88,10 +88,10 @@ from ..models.comparison import report_verdicts
 
 # The options each mode reads; another one given would be ignored without a
 # word (--filter with --add-machine kept every row), so it is refused.
-MODES = {"add_machine": ("--add-machine", {"files", "add_machine", "machine", "reference"}),
+MODES = {"add_machine": ("--add-machine", {"files", "add_machine", "machine", "reference", "outlier_ok"}),
          "reference": ("--reference", {"files", "reference", "if_any", "metric", "threshold", "alpha", "filter",
                                         "markdown", "format", "report_only"})}
-ONLY_WITH = {"machine": "add_machine", "if_any": "reference"}
+ONLY_WITH = {"machine": "add_machine", "outlier_ok": "add_machine", "if_any": "reference"}
 
 
 def refuse_ignored(a, ap):
@@ -178,6 +178,9 @@ def main(argv=None):
                     help="keep the files (runs of one machine) as a machine of the reference for their hardware "
                          "(in --reference DIR), made when there is none")
     ap.add_argument("--machine", metavar="NAME", help="with --add-machine: the machine's name (default m<N>-<date>)")
+    ap.add_argument("--outlier-ok", action="store_true",
+                    help=f"with --add-machine: add a machine whose rows lie far outside the recorded ones (over "
+                         f"{FAR:g}x slower or faster); the reference marks it")
     ap.add_argument("--plot", metavar="DIR", type=output_folder, help="also plots and report.md through report.py")
     a = ap.parse_args(argv)
 
@@ -185,7 +188,7 @@ def main(argv=None):
         ensure_venv()
         refuse_ignored(a, ap)
         if a.add_machine:
-            path, name, notes = add_machine(a.files, a.machine, a.reference or None)
+            path, name, notes = add_machine(a.files, a.machine, a.reference or None, a.outlier_ok)
             for n in notes:
                 print(f"compare: {n}", file=sys.stderr)
             print(f"compare: machine {name} added: {path} (its runs under {os.path.dirname(path)}/machines/{name})")

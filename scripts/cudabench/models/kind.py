@@ -29,7 +29,7 @@ from ..results.context import context_keys
 from ..results.gbench import HIGHER_IS_BETTER
 from ..results.stats import CONFIDENCE, machine_bounds, median, median_se, speed, t_quantile
 from ..results.verdicts import Verdict, judge_all, loaded_note
-from .references import FACTS
+from .references import FACTS, OUTLIER_OK, far_rows, outlier_note, refusal
 from .comparison import count_words
 from .families import CPU_KEYS, FAMILIES, different_cpu, differs, fact_texts, fact_value, family_of
 
@@ -238,7 +238,8 @@ def render(machines, hw, f, results, metric, markdown, run_path, kept=""):
     h = "### " if markdown else ""
     vs = results[f.label]
     out = [f"{h}{f.label} among the {len(machines)} recorded machine(s) of {hw}",
-           ", ".join(f"{m.name} (recorded {m.recorded[:10]})" for m in machines), ""]
+           ", ".join(f"{m.name} (recorded {m.recorded[:10]}{', an outlier added with ' + OUTLIER_OK if m.outlier else ''})"
+                     for m in machines), ""]
     facts = fact_lines(machines, f)
     if facts:
         out += [table(["fact"] + [m.name for m in machines] + [f.label], facts, markdown), ""]
@@ -253,16 +254,24 @@ def render(machines, hw, f, results, metric, markdown, run_path, kept=""):
         rows = [v for v in vs if family_of(v.name) is fam and v.verdict in JUDGED]
         if rows:
             out.append(("- " if markdown else "  ") + family_line(fam, rows, machines, f))
-    out += ["", counts_line(f, vs, len(machines), run_path, kept)]
+    out += ["", counts_line(f, vs, machines, run_path, kept)]
     return "\n".join(out)
 
 
-def counts_line(f, vs, k, run_path, kept):
+def counts_line(f, vs, machines, run_path, kept):
+    """The counts, and the offer to add this run: never for a run --add-machine would refuse."""
+    k = len(machines)
     words, c = count_words(vs, "rows slower than machines of this kind")
     line = f"{f.label} against {k} recorded machine(s) of its kind: " + ", ".join(words)
     clean = not any(c[x] for x in ("slower", "faster", "loaded", "noisy", "error"))
+    refused, far = refusal(f), far_rows(f, machines)
     if kept:
         line += f"\nthis run is in the reference already, as machine {kept}"
+    elif refused:
+        line += f"\nnot for the reference: {refused}"
+    elif far:
+        line += (f"\n{outlier_note(far, k)}: if this machine is right, add it with "
+                 f"{ADD.format(run=run_path)} {OUTLIER_OK}")
     elif k == 1 or clean:
         why = "one machine of this kind is recorded" if k == 1 else "not an outlier, on a clean run"
         line += f"\n{why}: add this one to the reference with {ADD.format(run=run_path)}"

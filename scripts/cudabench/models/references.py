@@ -20,7 +20,8 @@ from ..base.errors import BadInput
 from ..base.paths import ROOT
 from ..base.files import make_folder, read_json, refuse_inputs_as_outputs, write_whole
 from ..results.context import hardware_of
-from ..results.gbench import ResultFile, load_doc, partial_note, unique_rows
+from ..results.gbench import MIN_CLEAN, ResultFile, load_doc, partial_note, unique_rows
+from ..results.stats import median
 from .families import FAMILIES
 
 REFERENCES = os.path.join(ROOT, "results", "reference")
@@ -30,6 +31,14 @@ FORMAT = 2
 FACTS = tuple(dict.fromkeys([k for fam in FAMILIES for k, _ in fam.facts] + [
     "host_kernel", "host_microcode", "host_cpu_flags", "gpu_ecc", "gpu_app_clocks_mhz", "cudabench_git"]))
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# A row this many times slower or faster than every recorded machine lies far
+# outside them; a machine with FAR_ROWS of its rows (at least 2) so far joins
+# only when the user says it is right. Two VMs of one kind were seen up to
+# 1.4x apart on a row; one row alone is noise, not a machine.
+FAR = 2.0
+FAR_ROWS = 0.1
+OUTLIER_OK = "--outlier-ok"
+OUTLIER_MARK = "OUTLIER"  # a file in the machine's folder: kept with its runs, read by remake
 
 
 @dataclass
@@ -39,6 +48,62 @@ class Machine:
     facts: dict
     file: ResultFile  # its runs' process samples together
     runs: list = field(default_factory=list)
+    outlier: bool = False  # added with --outlier-ok: its rows lay far outside the machines recorded before it
+
+
+def refusal(f):
+    """Why run `f` may never join a reference ("" when it may): rows with
+    fewer than MIN_CLEAN processes taken without other load (a loaded run
+    would widen the kind's bounds for good)."""
+    rows = [r for r in f.runs.values() if r.samples and not r.error]
+    loaded = [r.name for r in rows if r.too_loaded]
+    if loaded:
+        return (f"{len(loaded)} of {len(rows)} rows ran beside other load (fewer than {MIN_CLEAN} processes "
+                f"without it, e.g. {loaded[0]}): rerun on an idle machine")
+    if not rows:
+        return "it has no measured row"
+    return ""
+
+
+def far_rows(f, machines):
+    """[(row, times)]: the rows of run `f` (its clean samples) more than FAR
+    times slower (times > 1) or faster (times < 1) than every recorded
+    machine, when they are FAR_ROWS of its rows or more (else [])."""
+    out = []
+    for name, r in f.runs.items():
+        levels = [median(m.file.runs[name].clean().samples) for m in machines
+                  if name in m.file.runs and m.file.runs[name].clean().samples]
+        mine = r.clean().samples
+        if not levels or not mine or r.error:
+            continue
+        m = median(mine)
+        times = m / max(levels) if m > max(levels) else m / min(levels) if m < min(levels) else 1.0
+        if times > FAR or times < 1 / FAR:
+            out.append((name, times))
+    measured = sum(1 for r in f.runs.values() if r.samples and not r.error)
+    return out if len(out) >= max(2, FAR_ROWS * measured) else []
+
+
+def outlier_note(far, k):
+    name, times = max(far, key=lambda x: max(x[1], 1 / x[1]))
+    how = f"{times:.1f}x the slowest's time" if times > 1 else f"{1 / times:.1f}x as fast as the fastest"
+    return f"{len(far)} row(s) lie far outside the {k} recorded machine(s) (up to {how}: {name})"
+
+
+def admit(files, paths, machines, outlier_ok):
+    """BadInput (one line) for a run that may not join the reference of
+    `machines`; returns whether any is an outlier added on the user's word."""
+    outlier = False
+    for f, p in zip(files, paths):
+        why = refusal(f)
+        if why:
+            raise BadInput(f"--add-machine {p}: {why}")
+        far = far_rows(f, machines)
+        if far and not outlier_ok:
+            raise BadInput(f"--add-machine {p}: {outlier_note(far, len(machines))}: if this machine is right, "
+                           f"add it with {OUTLIER_OK} (the reference marks it)")
+        outlier |= bool(far)
+    return outlier
 
 
 def reference_path(hardware, folder=None):
@@ -60,10 +125,12 @@ def digest(doc, path="the run"):
     return hashlib.sha256(json.dumps(sorted(json.dumps(b, sort_keys=True) for b in rows)).encode()).hexdigest()[:16]
 
 
-def add_machine(paths, name=None, folder=None):
+def add_machine(paths, name=None, folder=None, outlier_ok=False):
     """Keep the runs `paths` (of one machine, of one hardware) as machine
     `name` of the reference for their hardware, and remake reference.json
-    from every machine kept. Returns (reference path, machine name, [notes])."""
+    from every machine kept. A run with loaded rows is refused; one whose
+    rows lie far outside the recorded machines only with outlier_ok, and
+    it is marked. Returns (reference path, machine name, [notes])."""
     docs = [read_json(p) for p in paths]
     files = [load_doc(d, p) for d, p in zip(docs, paths)]
     kinds = {hardware_of(f.context) for f in files}
@@ -75,6 +142,7 @@ def add_machine(paths, name=None, folder=None):
     hwdir = os.path.dirname(path)
     refuse_inputs_as_outputs([("--add-machine", path)], paths)
     kept = machine_folders(hwdir)
+    outlier = admit(files, paths, load_machines(path)[1] if os.path.isfile(path) else [], outlier_ok)
     name = name or f"m{len(kept) + 1}-{str(docs[0].get('context', {}).get('date', ''))[:10] or 'undated'}"
     if not NAME.fullmatch(name):
         raise BadInput(f"--machine {name}: expected one name of letters, digits, '.', '_' and '-'")
@@ -94,6 +162,9 @@ def add_machine(paths, name=None, folder=None):
         base = os.path.basename(p)
         dest = os.path.join(target, base if not os.path.exists(os.path.join(target, base)) else f"{i}-{base}")
         shutil.copyfile(p, dest)
+    if outlier:
+        write_whole(os.path.join(target, OUTLIER_MARK), "added with --outlier-ok: its rows lay far outside the "
+                                                         "machines recorded before it\n")
     remake(hwdir, hw)
     return path, name, notes
 
@@ -128,9 +199,14 @@ def remake(hwdir, hw):
         ref["context"] = dict(ctx, machine_label=f"reference-{hw}")
         ref["cudabench_reference"]["machines"].append({
             "name": name, "recorded": dates[0], "runs": [os.path.basename(p) for p in runs],
-            "facts": {key: ctx[key] for key in FACTS if key in ctx}})
+            "facts": {key: ctx[key] for key in FACTS if key in ctx},
+            "outlier": os.path.isfile(os.path.join(hwdir, "machines", name, OUTLIER_MARK))})
         for d, p in zip(docs, runs):
-            rows = unique_rows(d["benchmarks"], p)[0]  # a row written twice is one sample
+            if hardware_of(d.get("context", {})) != hw:
+                raise BadInput(f"{p}: a run of {hardware_of(d.get('context', {})) or 'unknown hardware'} among the "
+                               f"machines of {hw}: move it to the reference of its own kind")
+            # A process taken beside other load is kept in the run, never in the reference.
+            rows = [b for b in unique_rows(d["benchmarks"], p)[0] if b.get("loaded") is not True]
             procs = sorted({b.get("repetition_index", 0) for b in rows})
             for b in rows:
                 index = k + procs.index(b.get("repetition_index", 0))
@@ -160,5 +236,5 @@ def load_machines(path, metric="time", wanted=None):
         facts = m.get("facts") if isinstance(m.get("facts"), dict) else doc.get("context", {})
         f.context = facts
         out.append(Machine(f.label, str(m.get("recorded") or doc.get("context", {}).get("date", "?")),
-                           facts, f, m.get("runs") or []))
+                           facts, f, m.get("runs") or [], m.get("outlier") is True))
     return whole, out
