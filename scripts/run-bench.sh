@@ -48,12 +48,13 @@ py="$(project_python)"
 stop_jobs_on_signal  # a signal stops the processes at once (no partial file is left)
 rc=0
 run_job "$py" "$CUDABENCH_ROOT/scripts/samples.py" run --bench "$build/bench" --processes "$processes" \
-  --filter "$filter" --min-time "${CUDABENCH_MIN_TIME:-0.02}" --label "$machine" \
+  --filter "$filter" --min-time "${CUDABENCH_MIN_TIME:-0.02}" --label "$machine" --load-line top \
   --out "$out_dir/latest.json" -- "${args[@]}" || rc=$?
 [ "$rc" = 0 ] || [ "$rc" = 5 ] || exit "$rc"  # 5: written, but rows ran beside other load (inconclusive)
 echo "results: $out_dir/latest.json" >&2
 # How this machine compares with the reference for its hardware, if one is committed.
 crc=0
-run_job "$py" "$CUDABENCH_ROOT/scripts/compare.py" "$out_dir/latest.json" --reference --if-any --report-only || crc=$?
+run_job "$py" "$CUDABENCH_ROOT/scripts/compare.py" "$out_dir/latest.json" --reference --if-any --report-only \
+  --load-line end || crc=$?
 [ "$crc" = 0 ] || [ "$crc" = 5 ] || exit "$crc"
 exit $(( rc > crc ? rc : crc ))

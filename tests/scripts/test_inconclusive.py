@@ -80,8 +80,11 @@ def test_run_bench_beside_a_busy_loop_writes_its_result_compares_and_exits_5(bus
                            capture_output=True, text=True, timeout=600, env={**os.environ, **env})
         assert r.returncode == EXIT_INCONCLUSIVE, r.stdout + r.stderr
         lines = [x for x in r.stdout.splitlines() if x.startswith("Inconclusive: ")]
-        assert lines and all(x.startswith("Inconclusive: 1 of 1 rows") and f"`{LOOP}`, pid {busy_loop.pid}" in x
-                             for x in lines), r.stdout
+        assert all(x.startswith("Inconclusive: 1 of 1 rows") and f"`{LOOP}`, pid {busy_loop.pid}" in x
+                   for x in lines), r.stdout
+        # Once at the top, once at the very end, with one count: not once per tool.
+        out = [x for x in r.stdout.splitlines() if x.strip()]
+        assert len(lines) == 2 and out[0] == lines[0] and out[-1] == lines[1], r.stdout
         written = glob.glob(os.path.join(ROOT, "results", label, "*", "latest.json"))
         assert len(written) == 1 and json.load(open(written[0]))["benchmarks"], r.stderr
     finally:
@@ -95,6 +98,9 @@ def test_the_gate_beside_a_busy_loop_is_inconclusive_and_names_it(tmp_path, busy
     assert line.startswith("Inconclusive: 2 of 2 rows"), line
     rows = [x for x in r.stdout.splitlines() if x.startswith("Fake/")]
     assert all(" loaded " in x and "could not tell" in x for x in rows), rows
+    # Its medians are marked loaded, with no speed, and no floor column: none was measured.
+    assert all(x.count("(loaded)") == 2 and "%" not in x.split("could not tell")[0] for x in rows), rows
+    assert len([x for x in r.stdout.splitlines() if x.startswith("Inconclusive: ")]) == 2, r.stdout
     # It stopped at the first look: the machine stayed busy.
     assert "the machine stays busy" in r.stdout and "look at 9 vs 9" not in r.stderr, r.stdout + r.stderr
 

@@ -73,7 +73,7 @@ import argparse
 import os
 import sys
 
-from ..base.errors import BadInput, EXIT_OK
+from ..base.errors import EXIT_INCONCLUSIVE, EXIT_OK, BadInput
 from ..base.files import check_writable, make_folder, refuse_inputs_as_outputs
 from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
 from ..results.gbench import compile_filter, load
@@ -84,13 +84,13 @@ from ..models.references import FAR, REFERENCES, add_machine, find_reference, lo
 from ..models import kind
 from ..models import machines
 from ..models import report as plots
-from ..models.comparison import report_verdicts
+from ..models.comparison import load_line, report_verdicts
 
 # The options each mode reads; another one given would be ignored without a
 # word (--filter with --add-machine kept every row), so it is refused.
 MODES = {"add_machine": ("--add-machine", {"files", "add_machine", "machine", "reference", "outlier_ok"}),
          "reference": ("--reference", {"files", "reference", "if_any", "metric", "threshold", "alpha", "filter",
-                                        "markdown", "format", "report_only"})}
+                                        "markdown", "format", "report_only", "load_line"})}
 ONLY_WITH = {"machine": "add_machine", "outlier_ok": "add_machine", "if_any": "reference"}
 
 
@@ -121,7 +121,7 @@ def compare_files(a, files):
     if a.plot:
         plots.write_report([f.path for f in files], a.plot, [f.label for f in files])
     return report_verdicts(files, names, results, a.metric, a.threshold, a.alpha, a.markdown, a.format, a.report_only,
-                  report=report)
+                           report=report, load_line_at=a.load_line)
 
 
 def against_reference(a, wanted):
@@ -132,8 +132,11 @@ def against_reference(a, wanted):
     path = find_reference(f, a.reference or None)
     hw = hardware_of(f.context) or "unknown hardware"
     if not path:
-        if a.if_any:
-            return EXIT_OK
+        if a.if_any:  # nothing to hold it against; after run-bench's table, its load line still ends the run
+            line = load_line([f], {}, [f]) if a.load_line == "end" else ""
+            if line:
+                print(line)
+            return EXIT_INCONCLUSIVE if line else EXIT_OK
         raise BadInput(f"--reference: no reference for {hw} in {a.reference or REFERENCES} "
                        f"(make one: compare.py --add-machine RUN.json; docs/comparing-machines.md)")
     check_outputs(a, [path])
@@ -146,7 +149,7 @@ def against_reference(a, wanted):
     kept = recorded_as(a.files[0], os.path.dirname(path))
     report = lambda *args: kind.render(recorded, hw, f, results, a.metric, args[-1], a.files[0], kept)
     return report_verdicts([whole, f], names, results, a.metric, a.threshold, a.alpha, a.markdown, a.format,
-                           a.report_only, report=report)
+                           a.report_only, report=report, load_line_at=a.load_line)
 
 
 def check_outputs(a, inputs):
@@ -178,6 +181,9 @@ def main(argv=None):
                     help="keep the files (runs of one machine) as a machine of the reference for their hardware "
                          "(in --reference DIR), made when there is none")
     ap.add_argument("--machine", metavar="NAME", help="with --add-machine: the machine's name (default m<N>-<date>)")
+    ap.add_argument("--load-line", choices=["both", "end"], default="both",
+                    help="where the 'Inconclusive: ...' line goes: top and bottom (default), or only at the end "
+                         "(after a run that printed its own at the top: run-bench.sh)")
     ap.add_argument("--outlier-ok", action="store_true",
                     help=f"with --add-machine: add a machine whose rows lie far outside the recorded ones (over "
                          f"{FAR:g}x slower or faster); the reference marks it")

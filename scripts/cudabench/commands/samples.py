@@ -100,7 +100,7 @@ def cmd_run(a):
               "numbers): each counted once", file=sys.stderr)
     runs = load_doc(doc, "result").runs
     line = inconclusive_line(runs, doc[META])
-    print("\n\n".join(x for x in (line, summary(doc), line) if x), flush=True)
+    print("\n\n".join(x for x in (line, summary(doc), line if a.load_line == "both" else "") if x), flush=True)
     wide = [n for n in meta.get("wide", []) if not runs[n].too_loaded]  # the loaded ones have their own line
     if wide:
         print(f"samples: {len(wide)} row(s) still wider than +-{100 * WIDE:g}% after {len(docs['p'])} "
@@ -137,6 +137,9 @@ def main(argv=None):
     p.add_argument("--min-time", action=MIN_TIME, help="--benchmark_min_time for each process, seconds")
     p.add_argument("--filter", default=".", help="benchmark regex")
     p.add_argument("--label", help="the machine's name in the result (default: its hardware)")
+    p.add_argument("--load-line", choices=["both", "top"], default="both",
+                   help="where the 'Inconclusive: ...' line goes: top and bottom of the table (default), or only at "
+                        "the top (a report follows that ends with it: run-bench.sh)")
     p.add_argument("--max-interference", action=bounded(0, 1, float), default=MAX_INTERFERENCE)
     add_process_seconds(p)
     a = ap.parse_args(argv)

@@ -9,7 +9,7 @@ from ..base.files import write_whole
 from ..base.text import fmt_speed, fmt_value, speed_of, table, visible
 from ..results.stats import median
 from ..results.context import context_differences
-from ..results.verdicts import VERDICTS, inconclusive
+from ..results.verdicts import VERDICTS, inconclusive, shown_median
 
 
 # The counts beside slower, same and faster, shown when there are any.
@@ -44,7 +44,10 @@ def render(files, names, results, metric, threshold, alpha, markdown, rule=None)
     if len(files) == 2:
         rows = []
         for v in results[files[1].label]:
-            row = [v.name, fmt_value(v.base, metric), fmt_value(v.new, metric), fmt_speed(speed_of(v.change))]
+            a, b = files[0].runs.get(v.name), files[1].runs.get(v.name)
+            row = [v.name, shown_median(a, metric) if a else fmt_value(v.base, metric),
+                   shown_median(b, metric) if b else fmt_value(v.new, metric),
+                   "-" if v.verdict == "loaded" else fmt_speed(speed_of(v.change))]
             if floored:
                 row.append("-" if v.floor != v.floor else f"{100 * v.floor:.1f}%")
             rows.append(row + ["-" if v.p != v.p else f"{v.p:.3g}", f"{v.n_base}/{v.n_new}", v.verdict, v.note])
@@ -69,11 +72,13 @@ def render(files, names, results, metric, threshold, alpha, markdown, rule=None)
 
 
 def report_verdicts(files, names, results, metric="time", threshold=0.05, alpha=0.05, markdown=None, fmt="text",
-           report_only=False, tool="compare", report=None):
+           report_only=False, tool="compare", report=None, load_line_at="both"):
     """Print the report (and write it as Markdown), return the exit code.
     The code does not depend on anyone reading the output: a closed pipe
     (`| head`) does not hide a regression. report: the renderer (render, or
-    machines.render for machines)."""
+    machines.render for machines). load_line_at: where the "Inconclusive"
+    line goes, "both" (top and bottom) or "end" (a run that printed its own
+    at the top: run-bench.sh's)."""
     report = report or render
     line = load_line(files, results)
     slower = [v.name for vs in results.values() for v in vs if v.verdict == "slower"]
@@ -81,7 +86,8 @@ def report_verdicts(files, names, results, metric="time", threshold=0.05, alpha=
     failed = sorted({v.name for vs in results.values() for v in vs if v.new_failed})
     broke = sorted({v.name for vs in results.values() for v in vs if v.new_broke})
     notes = "\n".join(f"Note: {visible(n)}" for f in files for n in f.notes)  # rows counted once, ...
-    framed = lambda text: (f"{line}\n\n{text}\n\n{line}" if line else text) + (f"\n\n{notes}" if notes else "")
+    top = line if load_line_at == "both" else ""
+    framed = lambda text: "\n\n".join(x for x in (top, text, line, notes) if x)
     if markdown:
         write_whole(markdown, framed(report(files, names, results, metric, threshold, alpha, True)) + "\n")
     try:
@@ -108,11 +114,16 @@ def report_verdicts(files, names, results, metric="time", threshold=0.05, alpha=
     return EXIT_INCONCLUSIVE if line else EXIT_OK
 
 
-def load_line(files, results):
-    """The "Inconclusive: ..." line when rows could not be judged for other load (verdicts.inconclusive)."""
-    judged = lambda v: v.verdict not in ("missing", "new", "skipped", "absent", "only")  # rows both sides measured
-    vs = [v for vs in results.values() for v in vs if judged(v)]
+def load_line(files, results, measured=None):
+    """The "Inconclusive: ..." line when rows could not be judged for other
+    load (verdicts.inconclusive), counted over the rows the later files
+    measured (or the files `measured`), as the run that took them counts
+    (samples.py): one count."""
+    measured = files[1:] if measured is None else measured
+    rows = {n for f in measured for n, r in f.runs.items() if r.samples and not r.error}
+    loaded = {v.name for vs in results.values() for v in vs if v.verdict == "loaded"}
+    loaded |= {n for f in measured for n in rows if n in f.runs and f.runs[n].too_loaded}
     loads = [x for f in files for r in f.runs.values() for x in r.loads]
     busiest = sorted((b for f in files for b in f.meta.get("busiest") or [] if isinstance(b, dict)),
                      key=lambda b: -b.get("cpu_s", 0))
-    return inconclusive(len(vs), sum(v.verdict == "loaded" for v in vs), loads, busiest)
+    return inconclusive(len(rows | loaded), len(loaded), loads, busiest)

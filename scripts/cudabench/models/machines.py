@@ -13,10 +13,11 @@ that differ and bear on it, in FAMILIES' order: the likeliest cause first.
 """
 import math
 
-from ..base.text import fmt_speed, fmt_value, speed_of, table
+from ..base.text import fmt_speed, speed_of, table
 from ..results.gbench import HIGHER_IS_BETTER, compile_filter
 from ..results.stats import CONFIDENCE, median, speed, the_bar
 from ..results.context import context_differences
+from ..results.verdicts import shown_median
 from .families import (CPU_KEYS, FAMILIES, GPU_ROWS, different_cpu, differs, fact_texts, fact_value,
                        family_of)
 from .comparison import count_words
@@ -147,7 +148,7 @@ def render(files, names, results, metric, threshold, alpha, markdown):
 
 
 def fmt(run, metric):
-    return fmt_value(median(run.samples), metric) if run and run.samples and not run.error else "-"
+    return shown_median(run, metric)
 
 
 def wide_rows(files, names, results, metric):

@@ -163,18 +163,19 @@ def settle(v, decided, n, why, threshold, budget=None, runs=None):
     with why and the budget's sizing (runs: the row's (a, b)); a row whose
     noise floor sets its bar says that it cannot gate a smaller change on
     this machine."""
+    floor = lambda bar: bar if bar > threshold else float("nan")  # shown only where a measured floor set the bar
     if v.name in decided:
         verdict, low, high, at, bar = decided[v.name]
-        v.verdict, v.floor = verdict, bar
+        v.verdict, v.floor = verdict, floor(bar)
         v.note = f"speed {speeds(low, high)} after {at} vs {at} processes"
     elif open_for_load(v):
-        v.verdict, v.floor, v.change = "loaded", v.interval[2], float("nan")  # no speed from loaded medians
+        v.verdict, v.floor, v.change = "loaded", floor(v.interval[2]), float("nan")  # no speed from loaded medians
         v.note = (f"could not tell: {100 * v.loaded_share:.0f}% of a side's {n} processes ran beside other load "
                   f"({why})")
         return
     elif hasattr(v, "interval"):
         low, high, bar = v.interval
-        v.verdict, v.floor = "undecided", bar
+        v.verdict, v.floor = "undecided", floor(bar)
         v.note = (f"could not tell: speed {speeds(low, high)} after {n} vs {n} processes straddles the "
                   f"{100 * bar:.1f}% bar ({fmt_speed(speed_of(bar))} / {fmt_speed(speed_of(-bar))}) ({why})")
         v.size = sizing(*runs, n, budget) if budget and runs else None

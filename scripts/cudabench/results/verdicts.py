@@ -3,6 +3,7 @@ the change of the medians, the noise floor and a Mann-Whitney U test."""
 from dataclasses import dataclass
 
 from ..base.errors import BadInput
+from ..base.text import fmt_value
 from .gbench import COULD_NOT_RUN, HIGHER_IS_BETTER, Run
 from .stats import median, min_p_value, noise_floor, the_bar
 
@@ -140,6 +141,17 @@ def without_process_samples(files, results):
             if v.verdict in ("slower", "faster", "noisy"):
                 v.verdict, v.note = "undecided", "one process: no verdict"
     one[0].notes.append(ONE_PROCESS.format(label=one[0].label or one[0].path))
+
+
+def shown_median(run, metric="time"):
+    """A row's median as every table shows it: of the samples a verdict rests
+    on (those taken without other load), or, when too few were, of them all,
+    marked "(loaded)": never a loaded number shown as a number; "-" for none."""
+    if not run or not run.samples or run.error:
+        return "-"
+    if run.too_loaded:
+        return f"{fmt_value(median(run.samples), metric)} (loaded)"
+    return fmt_value(median(run.clean().samples), metric)
 
 
 def loaded_note(*runs):
