@@ -154,3 +154,28 @@ def test_long_runs_print_progress_with_an_estimate(tmp_path, tool_args, unit, to
     prog = name.split(".")[0]
     assert [x.split(": ", 1)[1].split(" ")[0] for x in steps] == [f"{i}/{total}" for i in range(1, total + 1)], steps
     assert all(x.startswith(f"{prog}: ") and " so far, about " in x and " left" in x for x in steps), steps
+
+
+def test_budgets_hold_beside_a_busy_loop_and_never_say_0_s_left_while_work_remains(tmp_path, busy_loop):
+    """Beside a busy loop every process is loaded and would run again: the
+    default run's sampler and the gate stop starting processes at their
+    budget (the one under way ends), and the estimate never says "0 s left"
+    while processes remain."""
+    import time
+    env = {"FAKE_GBENCH_SLEEP": "1", "CUDABENCH_PROGRESS_SECONDS": "0"}
+    started = time.monotonic()
+    r = tool("samples.py", "run", "--bench", FAKE, "--processes", "20", "--seconds", "4", "--out",
+             tmp_path / "run.json", env=env)
+    took = time.monotonic() - started
+    assert r.returncode == EXIT_INCONCLUSIVE, r.stdout + r.stderr
+    meta = json.load(open(tmp_path / "run.json"))["cudabench_samples"]
+    assert 2 <= meta["processes"] < 20 and meta["budget_ended"]["planned"] == 20, meta
+    assert took < 4 + 8, took  # the budget, and the process under way (20 processes and re-runs: over 30 s)
+    assert "ended after" in r.stderr and "about 0 s left" not in r.stderr, r.stderr
+    started = time.monotonic()
+    r = tool("ab.py", "run", "--a", FAKE, "--b", FAKE, "--processes", "40", "--seconds", "5",
+             "--out", tmp_path / "gate", env=env)
+    took = time.monotonic() - started
+    assert r.returncode == EXIT_INCONCLUSIVE, r.stdout + r.stderr
+    assert took < 5 + 10, took
+    assert "about 0 s left" not in r.stderr and "the budget of 5 s ended after" in r.stdout, r.stdout + r.stderr

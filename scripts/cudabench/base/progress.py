@@ -37,18 +37,24 @@ class Progress:
 
     def left(self, done):
         """Seconds left: the time per step so far times the steps left,
-        capped by the budget; None before the first step."""
+        capped by the budget, but while steps remain never less than one
+        step (past the budget, the one under way still runs); None before
+        the first step."""
         spent = time.monotonic() - self.started
         if not done:
             return None
-        rest = spent / done * max(0, self.total - done)
-        return min(rest, max(0.0, self.budget - spent)) if self.budget else rest
+        each = spent / done
+        rest = each * max(0, self.total - done)
+        if not self.budget or done >= self.total:
+            return rest
+        return min(rest, max(self.budget - spent, each))
 
     def line(self, done, what=""):
         spent = time.monotonic() - self.started
         rest = self.left(done)
+        over = ", passed: no new process starts" if self.budget and spent > self.budget else ""
         eta = "estimating" if rest is None else f"about {clock(rest)} left" + (
-            f" (budget {clock(self.budget)})" if self.budget else "")
+            f" (budget {clock(self.budget)}{over})" if self.budget else "")
         return (f"{self.tool}: {done}/{self.total} {self.unit} done, {clock(spent)} so far, {eta}"
                 + (f"; {visible(what)}" if what else ""))
 

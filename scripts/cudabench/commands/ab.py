@@ -211,10 +211,13 @@ def gate_run(args, extra, out, floors, progress=True):
         s = sampler.Sampling(filt, args.reps, args.min_time, args.max_interference, extra, args.process_seconds)
         work = os.path.join(procdir, f"look{j + 1}")
         make_folder(work, "--out")
-        d, lo, meta = sampler.run_schedule({"A": a, "B": b}, schedule(n - len(docs["A"])), s, work, shown)
+        d, lo, meta = sampler.run_schedule({"A": a, "B": b}, schedule(n - len(docs["A"])), s, work, shown,
+                                           deadline=started + args.seconds)
+        ended = meta.get("budget_ended")
         for side in docs:
             docs[side] += d[side]
             loads[side] += lo[side]
+        n = len(docs["A"])  # the processes a side that ran: fewer than planned when the budget ended
         orders, reruns, others = orders + meta["order"], reruns + meta["reruns"], others + meta["busiest"]
         meta = dict(meta, filter=args.filter, order=orders, reruns=reruns, tool="ab", looks=plan[:j + 1],
                     wall_s=round(time.monotonic() - started, 1), confidence=confidence,
@@ -225,6 +228,9 @@ def gate_run(args, extra, out, floors, progress=True):
         spent = time.monotonic() - started
         say_look(shown, n, spent, decided, left)
         if not left:
+            break
+        if ended:
+            why = f"the budget of {args.seconds:g} s ended after {n} processes a side"
             break
         if sampler.stays_busy(lo["A"] + lo["B"], args.max_interference):
             why = "every process of the last look ran beside other load, after re-runs: the machine stays busy"

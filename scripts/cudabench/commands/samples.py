@@ -80,7 +80,8 @@ def cmd_run(a):
     with temporary_folder("cudabench-samples.") as work:  # kept when a run fails: its message names a log there
         progress = Progress("samples", a.processes, budget=a.seconds)
         try:
-            _, _, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, progress, into=(docs, loads))
+            _, _, meta = run_schedule({"p": arm}, ["p"] * a.processes, s, work, progress, into=(docs, loads),
+                                      deadline=progress.started + a.seconds)
             with open(os.path.join(work, "p00.stderr"), errors="replace") as err:
                 notes = sorted({x.strip() for x in err if x.startswith("cudabench:")})
             meta = more_processes(arm, s, work, docs["p"], loads["p"], dict(meta, tool="run-bench", bench=a.bench), a,
@@ -101,6 +102,9 @@ def cmd_run(a):
     runs = load_doc(doc, "result").runs
     line = inconclusive_line(runs, doc[META])
     print("\n\n".join(x for x in (line, summary(doc), line if a.load_line == "both" else "") if x), flush=True)
+    if meta.get("budget_ended"):
+        print(f"samples: the budget (--seconds {a.seconds:g}) ended after {meta['budget_ended']['processes']} of "
+              f"{meta['budget_ended']['planned']} processes: no more began", file=sys.stderr)
     wide = [n for n in meta.get("wide", []) if not runs[n].too_loaded]  # the loaded ones have their own line
     if wide:
         print(f"samples: {len(wide)} row(s) still wider than +-{100 * WIDE:g}% after {len(docs['p'])} "

@@ -177,60 +177,98 @@ def require_space(folder):
         raise ToolError(why)
 
 
-def run_schedule(arms, order, s, workdir, progress=None, into=None):
+@dataclass
+class Schedule:
+    """What one schedule of processes has spent: re-runs, and the other
+    programs seen beside its loaded processes."""
+    budget: int  # the most re-runs in all: as many as processes per arm
+    deadline: float = None  # time.monotonic() past which no process starts (after MIN_CLEAN of each arm)
+    reruns: int = 0
+    exhausted: bool = False
+    others: list = field(default_factory=list)
+
+    def may_rerun(self, progress):
+        """Whether a loaded process may run again: re-runs left, and the deadline not passed."""
+        if self.reruns >= self.budget or self.past():
+            if not self.exhausted:
+                progress.say("the machine stayed busy: no more processes run again" if not self.past() else
+                             "the budget ended: no loaded process runs again")
+            self.exhausted = True
+            return False
+        self.reruns += 1
+        return True
+
+    def past(self):
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+
+def run_attempts(arm, index, s, workdir, plan, progress, keep_on_stop):
+    """One process of `arm`, run again while it ran beside more than
+    s.max_interference of other load and plan (a Schedule) allows; returns
+    (doc, load) of the attempt kept. Stopped meanwhile: a finished attempt
+    is handed to keep_on_stop before the stop goes on."""
+    finished = None  # (doc, load) of the last attempt that gave a result
+    try:
+        for attempt in range(RETRIES + 1):
+            meter = LoadMeter()
+            doc = run_process(arm, index, s, workdir, meter)
+            finished = (doc, None)
+            load = meter.share()
+            finished = (doc, load)
+            if load > s.max_interference:
+                plan.others += [{"name": n, "pid": pid, "cpu_s": cpu} for n, pid, cpu in meter.busiest()]
+            if load <= s.max_interference or attempt == RETRIES or not plan.may_rerun(progress):
+                return finished
+            top = meter.busiest(1)
+            progress.say(f"process {arm.name}{index} ran beside {100 * load:.0f}% other load"
+                         + (f" (mostly `{top[0][0]}`, pid {top[0][1]})" if top else "") + "; running it again")
+    except (Terminated, KeyboardInterrupt, ProcessTimedOut):
+        if finished:  # stopped after it ended, or while running a loaded one again: it finished
+            keep_on_stop(*finished)
+        raise
+    return finished
+
+
+def run_schedule(arms, order, s, workdir, progress=None, into=None, deadline=None):
     """The processes in `order` (arm names); returns ({arm: [doc]}, {arm:
     [load]}, meta). A process beside more than s.max_interference of other
     load runs again (RETRIES times at most, and no more re-runs in all than
     processes per arm); one kept beside it anyway is listed in meta's
-    'loaded'. progress: a base.progress.Progress that each process ticks,
-    or None for silence. into: the ({arm: [doc]}, {arm: [load]}) each
-    finished process is added to at once (a caller stopped meanwhile keeps
-    them), numbered on from those already there; new ones by default."""
+    'loaded'. deadline (time.monotonic()): past it, no process starts, once
+    each arm has MIN_CLEAN and the arms have as many each (meta's
+    "budget_ended" says how many of how many ran). progress: a
+    base.progress.Progress that each process ticks, or None for silence.
+    into: the ({arm: [doc]}, {arm: [load]}) each finished process is added
+    to at once (a caller stopped meanwhile keeps them), numbered on from
+    those already there; new ones by default."""
     progress = progress or Progress("samples", len(order), enabled=False)
     docs, loads = into or ({n: [] for n in arms}, {n: [] for n in arms})
 
     def keep(name, doc, load):
         docs[name].append(doc)
         loads[name].append(None if load is None else round(load, 4))
-    reruns, budget, exhausted, others = 0, max(1, len(order) // max(1, len(arms))), False, []
+    plan = Schedule(max(1, len(order) // max(1, len(arms))), deadline)
     require_space(workdir)
     check_driver_once(arms.values())
-    started = time.monotonic()
-    for j, name in enumerate(order):
-        finished = None  # (doc, load) of this process's last attempt that gave a result
-        try:
-            for attempt in range(RETRIES + 1):
-                meter = LoadMeter()
-                doc = run_process(arms[name], len(docs[name]), s, workdir, meter)
-                finished = (doc, None)
-                load = meter.share()
-                finished = (doc, load)
-                if load > s.max_interference:
-                    others += [{"name": n, "pid": pid, "cpu_s": cpu} for n, pid, cpu in meter.busiest()]
-                if load <= s.max_interference or attempt == RETRIES:
-                    break
-                if reruns >= budget:  # busy throughout: re-running would only double the time
-                    if not exhausted:
-                        progress.say("the machine stayed busy: no more processes run again")
-                    exhausted = True
-                    break
-                reruns += 1
-                top = meter.busiest(1)
-                progress.say(f"process {name}{len(docs[name])} ran beside {100 * load:.0f}% other load"
-                             + (f" (mostly `{top[0][0]}`, pid {top[0][1]})" if top else "") + "; running it again")
-        except (Terminated, KeyboardInterrupt, ProcessTimedOut):
-            if finished:  # stopped after it ended, or while running a loaded one again: it finished
-                keep(name, *finished)
-            raise
+    started, ran = time.monotonic(), 0
+    for name in order:
+        counts = [len(docs[n]) for n in arms]
+        if plan.past() and min(counts) >= MIN_CLEAN and len(set(counts)) == 1:
+            progress.total -= len(order) - ran
+            break
+        doc, load = run_attempts(arms[name], len(docs[name]), s, workdir, plan, progress,
+                                 lambda d, x, n=name: keep(n, d, x))
         keep(name, doc, load)
+        ran += 1
         progress.tick(f"{name}{len(docs[name]) - 1} beside {100 * load:.0f}% other load" if load > s.max_interference
                       else "")
     meta = {"filter": s.filter, "reps_per_process": s.reps, "min_time": s.min_time,
-            "order": "".join(order) if all(len(n) == 1 for n in arms) else order,
-            "wall_s": round(time.monotonic() - started, 1), "reruns": reruns, "max_interference": s.max_interference,
-            "busiest": busiest(others)}
+            "order": "".join(order[:ran]) if all(len(n) == 1 for n in arms) else order[:ran],
+            "wall_s": round(time.monotonic() - started, 1), "reruns": plan.reruns, "max_interference": s.max_interference,
+            "busiest": busiest(plan.others)}
+    if ran < len(order):
+        meta["budget_ended"] = {"processes": ran, "planned": len(order)}
     return docs, loads, meta
-
 
 
 def summary(doc):
