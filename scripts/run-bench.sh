@@ -3,7 +3,7 @@
 # The default run takes its samples from CUDABENCH_PROCESSES bench processes
 # (default 4; scripts/samples.py: one sample per process for each row, a
 # process beside other load run again or flagged; a row whose median is
-# still wide gets more, up to 12 or 90 s), prints a table and writes
+# still wide gets more while they can narrow it, up to 12 or 45 s), prints a table and writes
 # results/<label>/<toolkit>/latest.json; then, when results/reference/ holds a
 # reference for this hardware, says how this run compares with it. Exit 5
 # (inconclusive) when rows had too few processes without other load: the

@@ -179,3 +179,27 @@ def test_budgets_hold_beside_a_busy_loop_and_never_say_0_s_left_while_work_remai
     assert r.returncode == EXIT_INCONCLUSIVE, r.stdout + r.stderr
     assert took < 5 + 10, took
     assert "about 0 s left" not in r.stderr and "the budget of 5 s ended after" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_row_too_noisy_for_the_budget_stops_early_and_says_its_noise(tmp_path):
+    """A row whose processes spread by 40% would need dozens more to know
+    its median to +-5%: the default run's sampler stops it at once (no
+    process beyond the first four), names it with the noise it measured
+    and what +-5% would take; a steady row beside it is not named."""
+    env = {"FAKE_GBENCH_LOG": str(tmp_path / "log"), "FAKE_GBENCH_STATES": "1.0,1.4,0.7,1.3,0.8,1.35"}
+    r = tool("samples.py", "run", "--bench", FAKE, "--processes", "4", "--out", tmp_path / "run.json", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    meta = json.load(open(tmp_path / "run.json"))["cudabench_samples"]
+    assert meta["processes_run"] == 4 and list(meta["too_noisy"]) == ["Fake/steady/n:1/real_time"], meta
+    noisy = meta["too_noisy"]["Fake/steady/n:1/real_time"]
+    assert noisy["processes"] == 4 and noisy["halfwidth"] > 0.15 and noisy["needs"] > 12, noisy
+    assert "1 row(s) too noisy between processes for +-5% within the budget" in r.stderr, r.stderr
+    assert f"Fake/steady/n:1 +-{100 * noisy['halfwidth']:.0f}% (about {noisy['needs']} processes" in r.stderr
+    row = next(x for x in r.stdout.splitlines() if x.startswith("Fake/steady"))
+    assert "would take about" in row and not any("would take" in x for x in r.stdout.splitlines()
+                                                  if x.startswith("Fake/other")), r.stdout
+    # A row that more processes can narrow (one wild process in four) still gets them.
+    env["FAKE_GBENCH_LOG"], env["FAKE_GBENCH_STATES"] = str(tmp_path / "log2"), "1.0,1.0,1.6,1.0"
+    r = tool("samples.py", "run", "--bench", FAKE, "--processes", "4", "--out", tmp_path / "run2.json", env=env)
+    meta = json.load(open(tmp_path / "run2.json"))["cudabench_samples"]
+    assert r.returncode == 0 and meta["processes_run"] >= 7 and not meta["too_noisy"], meta

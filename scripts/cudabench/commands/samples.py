@@ -12,10 +12,14 @@ the chosen benchmarks with R repetitions (default 1) and gives one sample per
 benchmark, the median of its repetitions. Repetitions inside one process
 share its state (memory placement, huge pages, clocks, neighbours), so they
 are not independent samples; processes are. Then a row whose median is not
-known to within +-5% (the distribution-free interval of the median of its
-process samples, at 85%) gets two more processes of its own, and again,
-up to M processes (default 12) or until two more would end past S seconds
-(default 90); a row still wide then is named. A process that ran while the
+known to within +-5% (at 85%, from the robust spread of its process
+samples: one wild process does not stretch it) gets two more processes of
+its own, and again, up to M processes (default 12) or until two more would
+end past S seconds (default 45; past it, no process starts); a row still
+wide then is named. A row that the processes the budget can still buy
+would not narrow to +-5% (the noise its processes show, extrapolated)
+stops at once: it is named with how well its median is known and how many
+processes +-5% would take (the table's note; "too_noisy"). A process that ran while the
 rest of the machine took more than SHARE of all CPUs' time (other
 processes, or the hypervisor's steal; default 0.05) runs again, up to 3
 times and at most K times in all; one kept beside such load is flagged:
@@ -105,6 +109,13 @@ def cmd_run(a):
     if meta.get("budget_ended"):
         print(f"samples: the budget (--seconds {a.seconds:g}) ended after {meta['budget_ended']['processes']} of "
               f"{meta['budget_ended']['planned']} processes: no more began", file=sys.stderr)
+    noisy = meta.get("too_noisy") or {}
+    if noisy:
+        print(f"samples: {len(noisy)} row(s) too noisy between processes for +-{100 * WIDE:g}% within the budget "
+              f"(--most {a.most}, --seconds {a.seconds:g}) stopped early: "
+              + ", ".join(f"{n.split('/real_time')[0]} +-{100 * x['halfwidth']:.0f}% (about {x['needs']} processes "
+                          f"would do)" for n, x in list(noisy.items())[:3]) + (", ..." if len(noisy) > 3 else ""),
+              file=sys.stderr)
     wide = [n for n in meta.get("wide", []) if not runs[n].too_loaded]  # the loaded ones have their own line
     if wide:
         print(f"samples: {len(wide)} row(s) still wider than +-{100 * WIDE:g}% after {len(docs['p'])} "

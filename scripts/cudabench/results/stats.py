@@ -152,3 +152,20 @@ def median_interval(xs, coverage=MEDIAN_COVERAGE):
         return math.nan, math.nan
     k = max(j for j in range(n // 2) if cover(j) >= coverage)
     return s[k], s[n - 1 - k]
+
+
+def median_halfwidth(xs, coverage=MEDIAN_COVERAGE):
+    """How well the median of xs is known, relative to it: the half-width of
+    its interval at `coverage` (normal quantile times median_se, the spread
+    robust: one wild process does not stretch it); nan for fewer than 2."""
+    if len(xs) < 2 or not median(xs):
+        return math.nan
+    return NormalDist().inv_cdf((1 + coverage) / 2) * median_se(xs) / abs(median(xs))
+
+
+def processes_for(xs, halfwidth, coverage=MEDIAN_COVERAGE):
+    """About how many samples like xs would know their median to within
+    +-halfwidth, from their robust spread (median_halfwidth, which shrinks as
+    one over the root of their number)."""
+    h = median_halfwidth(xs, coverage)
+    return len(xs) if h != h else max(len(xs), math.ceil(len(xs) * (h / halfwidth) ** 2))

@@ -2,6 +2,7 @@
 sample per process for each row (scripts/samples.py's docstring says how).
 The one code path that takes samples from processes, for the default run
 (samples.py run), the A/B runner (ab.py), the fleet and the stack matrix."""
+import math
 import os
 import signal
 import sys
@@ -19,7 +20,7 @@ from ..base.text import fmt_value, table
 from ..results.verdicts import inconclusive
 from ..results.gbench import MAX_FILTER, MIN_CLEAN, SAMPLES_META, finite_number, load_doc, name_prefix, partial_note
 from ..results.merged import busiest, merge
-from ..results.stats import median, median_interval
+from ..results.stats import median, median_interval, processes_for
 from ..results.context import hardware_of
 
 EXIT_WRONG = 1
@@ -32,11 +33,14 @@ RETRIES = 3
 FULL_BYTES = 1 << 20  # less free space than this where results go: the disk is full (a result is ~100 KiB)
 META = SAMPLES_META
 # The default run takes more processes for a row whose median is not known
-# to within +-WIDE (median_interval at MEDIAN_COVERAGE), up to MOST_PROCESSES
-# and within SECONDS.
+# to within +-WIDE (stats.median_interval at MEDIAN_COVERAGE), up to
+# MOST_PROCESSES and within SECONDS, while they can narrow it. SECONDS: on
+# the 2-core VMs four processes of the default rows take 30-35 s, and the
+# rows too noisy for +-WIDE there would need dozens (docs/comparing-machines.md).
 WIDE = 0.05
 MOST_PROCESSES = 12
-SECONDS = 90
+SECONDS = 45
+ONE_OUT = 7  # from 7 process samples on, one wild one falls outside the median's interval
 MAX_COUNT = 1000  # the most processes (per side), repetitions per process or trials a run takes
 MIN_TIME = bounded(0, 3600, float, "(]")  # --min-time: seconds per benchmark and process
 # bench flags that the samples set themselves, or that make bench measure nothing.
@@ -182,7 +186,7 @@ class Schedule:
     """What one schedule of processes has spent: re-runs, and the other
     programs seen beside its loaded processes."""
     budget: int  # the most re-runs in all: as many as processes per arm
-    deadline: float = None  # time.monotonic() past which no process starts (after MIN_CLEAN of each arm)
+    deadline: float = None  # time.monotonic() past which no process runs again, nor starts beside load
     reruns: int = 0
     exhausted: bool = False
     others: list = field(default_factory=list)
@@ -234,9 +238,11 @@ def run_schedule(arms, order, s, workdir, progress=None, into=None, deadline=Non
     [load]}, meta). A process beside more than s.max_interference of other
     load runs again (RETRIES times at most, and no more re-runs in all than
     processes per arm); one kept beside it anyway is listed in meta's
-    'loaded'. deadline (time.monotonic()): past it, no process starts, once
+    'loaded'. deadline (time.monotonic()): past it, no loaded process runs
+    again, and on a machine that showed other load no process starts once
     each arm has MIN_CLEAN and the arms have as many each (meta's
-    "budget_ended" says how many of how many ran). progress: a
+    "budget_ended" says how many of how many ran); on an idle machine the
+    processes asked for all run: they are the fewest a verdict needs. progress: a
     base.progress.Progress that each process ticks, or None for silence.
     into: the ({arm: [doc]}, {arm: [load]}) each finished process is added
     to at once (a caller stopped meanwhile keeps them), numbered on from
@@ -253,7 +259,7 @@ def run_schedule(arms, order, s, workdir, progress=None, into=None, deadline=Non
     started, ran = time.monotonic(), 0
     for name in order:
         counts = [len(docs[n]) for n in arms]
-        if plan.past() and min(counts) >= MIN_CLEAN and len(set(counts)) == 1:
+        if plan.past() and plan.others and min(counts) >= MIN_CLEAN and len(set(counts)) == 1:
             progress.total -= len(order) - ran
             break
         doc, load = run_attempts(arms[name], len(docs[name]), s, workdir, plan, progress,
@@ -280,7 +286,7 @@ def summary(doc):
     for b in f.benchmarks:
         if finite_number(b.get("bytes_per_second")):
             bps.setdefault(b.get("run_name") or b["name"], []).append(b["bytes_per_second"])
-    rows = []
+    rows, noisy = [], doc.get(META, {}).get("too_noisy") or {}
     for n, r in f.runs.items():
         if r.error or not r.samples:
             rows.append([n, "-", "-", "-", "-", f"FAILED: {r.error}" if r.error else f"skipped: {r.skipped}"])
@@ -290,6 +296,8 @@ def summary(doc):
                          f"could not tell: {len(r.loaded)} of {len(r.samples)} beside other load"])
             continue
         note = f"{len(r.loaded)} of {len(r.samples)} left out (beside other load)" if r.loaded else ""
+        if n in noisy:
+            note = "; ".join(x for x in (note, noisy_note(noisy[n])) if x)
         r = r.clean()
         m = median(r.samples)
         spread = f"{100 * (min(r.samples) / m - 1):+.1f}% .. {100 * (max(r.samples) / m - 1):+.1f}%"
@@ -298,21 +306,35 @@ def summary(doc):
     return table(["benchmark", "median", "spread", "throughput", "samples", "note"], rows, False)
 
 
-def wide_rows(doc):
-    """The rows whose median is not yet known to within +-WIDE (its interval, median_interval)."""
-    out = []
-    for n, r in load_doc(doc, "result").runs.items():
-        if r.error or not r.samples:
-            continue
-        r = r.clean()
-        if len(r.samples) < MIN_CLEAN:
-            out.append(n)
-            continue
-        m = median(r.samples)
-        lo, hi = median_interval(r.samples)
-        if lo != lo or (hi - lo) / m > 2 * WIDE:
-            out.append(n)
-    return out
+def clean_samples(doc):
+    """{row: its process samples taken without other load} of every measured row."""
+    return {n: r.clean().samples for n, r in load_doc(doc, "result").runs.items() if not r.error and r.samples}
+
+
+def halfwidth(xs):
+    """How well the median of xs is known, relative to it: half its
+    distribution-free interval (stats.median_interval); nan below MIN_CLEAN."""
+    lo, hi = median_interval(xs) if len(xs) >= MIN_CLEAN else (math.nan, math.nan)
+    return (hi - lo) / 2 / median(xs) if lo == lo else math.nan
+
+
+def is_wide(xs):
+    h = halfwidth(xs)
+    return h != h or h > WIDE
+
+
+def processes_needed(xs):
+    """About how many processes would know a wide row's median to within
+    +-WIDE: as many as its robust spread asks (stats.processes_for), and
+    at least ONE_OUT (from there one wild process falls outside the
+    interval), else two more."""
+    return max(processes_for(xs, WIDE), ONE_OUT if len(xs) < ONE_OUT else len(xs) + 2)
+
+
+def noisy_note(x):
+    """A row that stopped early, in words: how well its median is known, and what it would take."""
+    return (f"median within +-{100 * x['halfwidth']:.0f}% at {x['processes']} processes; +-{100 * WIDE:g}% "
+            f"would take about {x['needs']}")
 
 
 def stays_busy(loads, limit):
@@ -324,14 +346,24 @@ def stays_busy(loads, limit):
 def more_processes(arm, s, work, docs, loads, meta, a, progress):
     """Processes beyond the first --processes, for the rows whose median is
     still wide, two at a time, until none is, --most processes, or the
-    next two would end past --seconds. Adds to docs and loads as each
-    process ends; returns meta."""
+    next two would end past --seconds. A row that the processes the budget
+    can still buy would not narrow to +-WIDE (processes_needed, from the
+    noise its processes show) stops at once and is kept in meta's
+    "too_noisy": its half-width, processes and the processes it would need.
+    Adds to docs and loads as each process ends; returns meta."""
     started = time.monotonic() - meta["wall_s"]
+    noisy = {}
     while True:
-        wide = wide_rows(merge(docs, "run", meta, loads))
-        each = (time.monotonic() - started) / len(docs)
+        rows = clean_samples(merge(docs, "run", meta, loads))
+        spent = time.monotonic() - started
+        each = spent / len(docs)
+        reachable = min(a.most, len(docs) + 2 * int(max(0.0, a.seconds - spent) // (2 * each)))
+        for n, xs in rows.items():
+            if n not in noisy and len(xs) >= MIN_CLEAN and is_wide(xs) and processes_needed(xs) > reachable:
+                noisy[n] = {"halfwidth": round(halfwidth(xs), 4), "processes": len(xs), "needs": processes_needed(xs)}
+        wide = [n for n, xs in rows.items() if is_wide(xs) and n not in noisy]
         busy = stays_busy(loads[-2:], s.max_interference)
-        if not wide or busy or len(docs) >= a.most or time.monotonic() - started + 2 * each > a.seconds:
+        if not wide or busy or len(docs) >= a.most or spent + 2 * each > a.seconds:
             meta["wide"] = wide  # still wide at the end: the budget ended first
             break
         named = "|".join(name_prefix(n) for n in wide)
@@ -344,7 +376,7 @@ def more_processes(arm, s, work, docs, loads, meta, a, progress):
         _, _, m = run_schedule({"p": arm}, ["p"] * two, more, work, progress, into=({"p": docs}, {"p": loads}))
         meta.update(reruns=meta["reruns"] + m["reruns"], wall_s=round(time.monotonic() - started, 1),
                     busiest=busiest(meta["busiest"] + m["busiest"]))
-    meta["processes_run"] = len(docs)
+    meta["processes_run"], meta["too_noisy"] = len(docs), noisy
     return meta
 
 
