@@ -30,6 +30,7 @@ FIX = os.path.join(ROOT, "tests", "fixtures", "compare")
 
 
 BASE = os.path.join(FIX, "base.json")
+BASE_RUN = os.path.join(FIX, "base_processes.json")  # the same rows, each repetition a process (what --add-machine takes)
 
 
 TRACES = ("Traceback", "Exception raised from", "frame #", "terminate called", "Aborted", "what():")

@@ -434,7 +434,7 @@ def test_an_output_that_is_an_input_is_refused_by_name_link_or_hard_link(tmp_pat
 
 def test_add_machine_never_replaces_a_reference_it_is_made_from(tmp_path):
     refs = tmp_path / "refs"
-    assert run(f("base.json"), "--add-machine", "--reference", str(refs)).returncode == 0
+    assert run(f("base_processes.json"), "--add-machine", "--reference", str(refs)).returncode == 0
     (ref,) = refs.glob("*/reference.json")
     before = ref.read_text()
     r = run(str(ref), "--add-machine", "--reference", str(refs))
@@ -442,5 +442,5 @@ def test_add_machine_never_replaces_a_reference_it_is_made_from(tmp_path):
                                               "(an output never replaces an input)\n"), r.stderr
     assert ref.read_text() == before
     # the machine report's bad input is compare.py's: exit 2, never an internal error
-    r = run(f("base.json"), f("not_gbench.json"), "--add-machine", "--reference", str(tmp_path / "other"))
+    r = run(f("base_processes.json"), f("not_gbench.json"), "--add-machine", "--reference", str(tmp_path / "other"))
     assert r.returncode == 2 and "not Google Benchmark JSON" in r.stderr, r.stderr

@@ -5,6 +5,7 @@ that records less says so in its kind and is never mixed with one that
 records more; the report names "a different CPU" in words."""
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -12,8 +13,9 @@ import pytest
 from conftest import ROOT, run_script
 from cudabench.results.context import flag_texts, hardware_of, this_cpu
 
-INSTANCES = os.path.join(ROOT, "..", "shared", "instances")
-VM_C = [os.path.join(INSTANCES, f"cpu-amd-epyc-2c.vm-c.run{i}.json") for i in (1, 2)]  # AVX-512, no id recorded
+# vm-c's two default runs: an AVX-512 "AMD EPYC", no identity recorded (kept as its kind's reference)
+VM_C = [os.path.join(ROOT, "results", "reference", "cpu-amd-epyc-cpuid-unknown-avx512-2c", "machines", "vm-c",
+                     f"cpu-amd-epyc-2c.vm-c.run{i}.json") for i in (1, 2)]
 AMD_REF = os.path.join(ROOT, "results", "reference", "cpu-amd-epyc-cpuid-unknown-avx2-2c")
 FLAGS = "fpu sse2 avx avx2 fma"
 WIDE = FLAGS + " avx512f avx512dq avx512cd avx512bw avx512vl avx512_bf16 avx512vbmi"
@@ -35,6 +37,10 @@ def test_a_kind_names_family_model_stepping_isa_and_threads():
         "cpu-generic-cpu-intel-f6m143s8-avx2-2c"
     assert hardware_of(cpu("implementer 0x41 architecture 8 part 0xd4f variant 0x0 revision 0", "fp asimd sve sve2",
                            "Neoverse-V2", "72")) == "cpu-neoverse-v2-0x41-0xd4f-r0p0-sve2-72c"
+    # An Arm server whose cpuinfo names no model: its identity names it.
+    assert hardware_of(cpu("implementer 0x41 architecture 8 part 0xd0c variant 0x3 revision 1", "fp asimd", "",
+                           "64")) == "cpu-0x41-0xd0c-r3p1-neon-64c"
+    assert hardware_of({"host_threads": "2"}) == ""  # nothing to name it by: the caller asks for a name
     # A GPU run's kind is its GPU.
     assert hardware_of(dict(cpu(), gpu_name="NVIDIA H200")) == "nvidia-h200"
 
@@ -63,11 +69,13 @@ def test_lib_sh_names_this_machine_as_bench_s_own_context_does(tmp_path):
     bench = os.path.join(os.environ.get("CUDABENCH_BUILD_DIR", os.path.join(ROOT, "build")), "bench")
     if not os.access(bench, os.X_OK):
         pytest.skip(f"no {bench}: build it first")
+    if shutil.which("nvidia-smi"):
+        pytest.skip("nvidia-smi is here: this machine's kind is its GPU's")
     out = tmp_path / "one.json"
     subprocess.run([bench, "--benchmark_filter=^VectorAdd/cpu_scalar/n:4096/", "--benchmark_min_time=0.001s",
                     f"--benchmark_out={out}"], check=True, capture_output=True, timeout=300)
     label = subprocess.run(["bash", "-c", f". {ROOT}/scripts/lib.sh; CUDABENCH_MACHINE= machine_label"],
-                           capture_output=True, text=True, timeout=120, env=dict(os.environ, CUDABENCH_SMI="false"))
+                           capture_output=True, text=True, timeout=120)
     context = json.load(open(out))["context"]
     if context.get("gpu_name", "none") != "none":
         pytest.skip("a GPU machine: its kind is the GPU's")

@@ -6,8 +6,11 @@ import glob
 import json
 import math
 import os
+import shutil
 
 from conftest import ROOT, run_script
+from cudabench.models.references import remake
+from cudabench.results.gbench import load
 
 REFS = os.path.join(ROOT, "results", "reference")
 INTEL = os.path.join(REFS, "cpu-intel-r-xeon-r-processor-cpuid-unknown-isa-unknown-2c", "machines")
@@ -63,9 +66,13 @@ def test_leave_one_out_no_recorded_machine_is_slower_or_faster_than_the_others(t
         machines = machines_of(hwdir)
         for left_out, runs in machines.items():
             refs = str(tmp_path / os.path.basename(hwdir) / left_out)
-            for name, theirs in machines.items():
+            kept = os.path.join(refs, os.path.basename(hwdir))
+            for name, theirs in machines.items():  # as committed (h200-vm1's files predate the refusal of one process)
                 if name != left_out:
-                    add(refs, name, *theirs)
+                    os.makedirs(os.path.join(kept, "machines", name))
+                    for p in theirs:
+                        shutil.copy(p, os.path.join(kept, "machines", name))
+            remake(kept, os.path.basename(hwdir))
             theirs = {row for name, paths in machines.items() if name != left_out for p in paths for row in rows(p)}
             judged = [p for p in runs if rows(p) & theirs]  # an H200 headline file shares no row with a bench file
             assert judged, left_out
@@ -76,8 +83,12 @@ def test_leave_one_out_no_recorded_machine_is_slower_or_faster_than_the_others(t
                 assert got and not {"slower", "faster"} & set(got.values()), (left_out, path, got)
                 if len(machines) == 2:
                     assert "no verdict, since one machine cannot show how machines of this kind differ" in r.stdout
-                    assert "one machine of this kind is recorded: add this one to the reference with " \
-                           f"scripts/compare.py --add-machine {path}" in r.stdout
+                    offer = f"add this one to the reference with scripts/compare.py --add-machine {path}"
+                    if load(path).processes > 1:
+                        assert f"one machine of this kind is recorded: {offer}" in r.stdout
+                    else:  # never offered where --add-machine would refuse it
+                        assert offer not in r.stdout and "not for the reference: its samples are repetitions" \
+                            in r.stdout, r.stdout
 
 
 def third_machine(tmp_path):
@@ -169,7 +180,7 @@ def test_the_machine_bounds_widen_with_fewer_machines():
     assert math.isclose(centre, math.log(2.0)) and h > 0.05  # machines that agree exactly: still the floor
 
 
-VM_C = [os.path.join(ROOT, "..", "shared", "instances", f"cpu-amd-epyc-2c.vm-c.run{i}.json") for i in (1, 2)]
+VM_C = sorted(glob.glob(os.path.join(REFS, "cpu-amd-epyc-cpuid-unknown-avx512-2c", "machines", "vm-c", "*.json")))
 
 
 def loaded_copy(src, dest, share):
@@ -202,6 +213,14 @@ def test_a_loaded_run_is_refused_and_never_offered_for_adding(tmp_path):
     assert not any(b.get("loaded") for b in entries) and {b["machine"] for b in entries} == {"vm-c", "vm-c2"}
 
 
+def test_repetitions_inside_one_process_are_refused_for_a_reference(tmp_path):
+    base = os.path.join(ROOT, "tests", "fixtures", "compare", "base.json")  # Google Benchmark's own: one process
+    r = run_script("compare.py", "--add-machine", base, "--reference", str(tmp_path / "refs"))
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "repetitions inside one process" in r.stderr and "scripts/run-bench.sh" in r.stderr, r.stderr
+    assert not (tmp_path / "refs").exists()
+
+
 def test_a_machine_far_outside_the_recorded_ones_joins_only_when_the_user_says_so(tmp_path):
     refs = str(tmp_path / "refs")
     add(refs, "vm-c", VM_C[0])
@@ -226,3 +245,4 @@ def test_a_run_of_another_kind_put_among_a_kinds_machines_by_hand_is_refused(tmp
     other.write_bytes(open(machines_of(os.path.dirname(INTEL))["vm-a"][0], "rb").read())
     r = run_script("compare.py", "--add-machine", VM_C[1], "--machine", "vm-c3", "--reference", str(refs))
     assert r.returncode == 2 and "intel.json: a run of cpu-intel" in r.stderr and "its own kind" in r.stderr, r.stderr
+    assert not (hwdir / "machines" / "vm-c3").exists()  # refused before anything was kept

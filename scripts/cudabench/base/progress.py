@@ -52,7 +52,7 @@ class Progress:
     def line(self, done, what=""):
         spent = time.monotonic() - self.started
         rest = self.left(done)
-        over = ", passed: no new process starts" if self.budget and spent > self.budget else ""
+        over = ", passed" if self.budget and spent > self.budget else ""
         eta = "estimating" if rest is None else f"about {clock(rest)} left" + (
             f" (budget {clock(self.budget)}{over})" if self.budget else "")
         return (f"{self.tool}: {done}/{self.total} {self.unit} done, {clock(spent)} so far, {eta}"

@@ -145,6 +145,7 @@ def against_reference(a, wanted):
     if f.label in (whole.label, hw):
         f.label = "this machine"
     names, results = kind.judge_kind(whole, recorded, f, a.metric, a.threshold)
+    without_process_samples([f], results)  # the recorded machines' are processes: this run's may not be
     machines.relabel(results, [whole, f])
     kept = recorded_as(a.files[0], os.path.dirname(path))
     report = lambda *args: kind.render(recorded, hw, f, results, a.metric, args[-1], a.files[0], kept)

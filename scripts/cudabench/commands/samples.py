@@ -12,14 +12,16 @@ the chosen benchmarks with R repetitions (default 1) and gives one sample per
 benchmark, the median of its repetitions. Repetitions inside one process
 share its state (memory placement, huge pages, clocks, neighbours), so they
 are not independent samples; processes are. Then a row whose median is not
-known to within +-5% (at 85%, from the robust spread of its process
-samples: one wild process does not stretch it) gets two more processes of
-its own, and again, up to M processes (default 12) or until two more would
-end past S seconds (default 45; past it, no process starts); a row still
-wide then is named. A row that the processes the budget can still buy
-would not narrow to +-5% (the noise its processes show, extrapolated)
-stops at once: it is named with how well its median is known and how many
-processes +-5% would take (the table's note; "too_noisy"). A process that ran while the
+known to within +-5% (the distribution-free interval of the median of its
+process samples, at 85%) gets two more processes of its own, and again, up
+to M processes (default 12) or until two more would end past S seconds
+(default 45); a row still wide then is named. A row that the processes the
+budget can still buy would not narrow to +-5% (the robust spread of its
+processes, extrapolated; at least 7, where one wild process leaves the
+interval) stops at once: it is named with how well its median is known and
+how many processes +-5% would take (the table's note; "too_noisy"). Past
+S seconds no loaded process runs again, and beside load no process starts
+once each row has 2. A process that ran while the
 rest of the machine took more than SHARE of all CPUs' time (other
 processes, or the hypervisor's steal; default 0.05) runs again, up to 3
 times and at most K times in all; one kept beside such load is flagged:

@@ -52,16 +52,23 @@ class Machine:
 
 
 def refusal(f):
-    """Why run `f` may never join a reference ("" when it may): rows with
-    fewer than MIN_CLEAN processes taken without other load (a loaded run
-    would widen the kind's bounds for good)."""
+    """Why run `f` may never join a reference ("" when it may): samples that
+    are repetitions inside one process, or rows with fewer than MIN_CLEAN
+    processes taken without other load (a loaded run would widen the
+    kind's bounds for good)."""
     rows = [r for r in f.runs.values() if r.samples and not r.error]
+    if not rows:
+        return "it has no measured row"
+    if f.processes < 2:
+        return ("its samples are repetitions inside one process, which do not show how processes differ: take "
+                "samples from processes (scripts/run-bench.sh, or scripts/samples.py run)")
     loaded = [r.name for r in rows if r.too_loaded]
     if loaded:
         return (f"{len(loaded)} of {len(rows)} rows ran beside other load (fewer than {MIN_CLEAN} processes "
                 f"without it, e.g. {loaded[0]}): rerun on an idle machine")
-    if not rows:
-        return "it has no measured row"
+    few = [r.name for r in rows if len(r.clean().samples) < MIN_CLEAN]
+    if few:
+        return f"{len(few)} of {len(rows)} rows have fewer than {MIN_CLEAN} process samples (e.g. {few[0]})"
     return ""
 
 
@@ -156,6 +163,7 @@ def add_machine(paths, name=None, folder=None, outlier_ok=False):
         new[key] = p
     if not new:
         raise BadInput(f"--add-machine: every run given is in the reference already ({'; '.join(notes)})")
+    check_kinds(hwdir, hw)  # a run put there by hand: refused before this one is kept
     target = os.path.join(hwdir, "machines", name)
     make_folder(target, "--reference")  # a folder that loops, a read-only one: one line, before anything is kept
     for i, p in enumerate(new.values()):
@@ -167,6 +175,16 @@ def add_machine(paths, name=None, folder=None, outlier_ok=False):
                                                          "machines recorded before it\n")
     remake(hwdir, hw)
     return path, name, notes
+
+
+def check_kinds(hwdir, hw):
+    """BadInput naming a run kept among the machines of `hw` that is of another kind."""
+    for runs in machine_folders(hwdir).values():
+        for p in runs:
+            kind = hardware_of(read_json(p).get("context", {}))
+            if kind != hw:
+                raise BadInput(f"{p}: a run of {kind or 'unknown hardware'} among the machines of {hw}: move it to "
+                               f"the reference of its own kind")
 
 
 def recorded_as(path, hwdir):
@@ -188,6 +206,7 @@ def remake(hwdir, hw):
     """reference.json from the machines kept in hwdir: each process sample
     an entry with its machine (repetition_index numbers the processes
     throughout), each machine's facts, runs and date."""
+    check_kinds(hwdir, hw)
     ref = {"context": {}, "benchmarks": [], "cudabench_reference": {"hardware": hw, "format": FORMAT, "machines": []}}
     k = 0
     for name, runs in machine_folders(hwdir).items():
@@ -202,9 +221,6 @@ def remake(hwdir, hw):
             "facts": {key: ctx[key] for key in FACTS if key in ctx},
             "outlier": os.path.isfile(os.path.join(hwdir, "machines", name, OUTLIER_MARK))})
         for d, p in zip(docs, runs):
-            if hardware_of(d.get("context", {})) != hw:
-                raise BadInput(f"{p}: a run of {hardware_of(d.get('context', {})) or 'unknown hardware'} among the "
-                               f"machines of {hw}: move it to the reference of its own kind")
             # A process taken beside other load is kept in the run, never in the reference.
             rows = [b for b in unique_rows(d["benchmarks"], p)[0] if b.get("loaded") is not True]
             procs = sorted({b.get("repetition_index", 0) for b in rows})

@@ -11,7 +11,7 @@ from ..base.text import table, visible
 from ..results.gbench import load, partial_note, positive_number
 from ..results.stats import median
 from ..results.context import set_labels
-from ..results.verdicts import judge_all
+from ..results.verdicts import judge_all, without_process_samples
 from .comparison import render
 
 
@@ -31,11 +31,14 @@ NAME_RX = re.compile(r"^(?P<family>[^/]+)/(?P<impl>[^/]+)/(?P<arg>[a-z]+):(?P<va
 
 
 def rows(path):
-    """(family, impl, arg value, GB/s, items/s) per benchmark, medians over repetitions."""
+    """(family, impl, arg value, GB/s, items/s) per benchmark, medians over
+    repetitions; a process taken beside other load is left out, as every
+    median is (none shown where every one was)."""
     doc = load(path, "time")
     per = defaultdict(lambda: {"bps": [], "ips": []})
     for b in doc.benchmarks:
-        if b.get("run_type") == "aggregate" or b.get("error_occurred") or b.get("skipped") is True:
+        if b.get("run_type") == "aggregate" or b.get("error_occurred") or b.get("skipped") is True \
+                or b.get("loaded") is True:
             continue
         m = NAME_RX.match(b.get("run_name") or b["name"])
         if not m:
@@ -149,8 +152,11 @@ def write_report(paths, out, labels=None, title="cudabench report"):
     if len(loaded) >= 2:
         try:
             names, results = judge_all(docs)
+            known = [len(d.notes) for d in docs]
+            without_process_samples(docs, results)
             md += ["## Compared with the first run", "",
                    render(docs, names, results, "time", 0.05, 0.05, True), ""]
+            md += [f"Note: {visible(n)}" for d, k in zip(docs, known) for n in d.notes[k:]]
         except BadInput as e:
             md += ["## Compared with the first run", "", f"not compared: {e}", ""]
     write_whole(os.path.join(out, "report.md"), "\n".join(md) + "\n")

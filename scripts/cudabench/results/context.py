@@ -65,6 +65,7 @@ def flag_texts(values):
     """Each file's CPU flags (host_cpu_flags: a hundred words) as the flags
     not common to all, in one short line: "+avx512 (11 flags) -amx_tile",
     at most FLAGS_SHOWN, then how many more; "-" for None."""
+    values = [None if v in ("none", "") else v for v in values]  # a run that recorded no flags
     sets = [set(str(v).split()) for v in values if v is not None]
     common = set.intersection(*sets) if sets else set()
     union = set.union(*sets) if sets else set()
@@ -140,12 +141,12 @@ def hardware_of(context):
     gpu = context.get("gpu_name")
     if isinstance(gpu, str) and gpu and gpu != "none":
         return slug(gpu)
-    model = context.get("host_cpu_model")
+    model = context.get("host_cpu_model") or ""
     threads = context.get("host_threads") or context.get("num_cpus")
-    if not model:
+    gen = generation(context.get("host_cpu_id"), model)
+    if not model and not gen:  # an Arm server's cpuinfo may name neither: its identity names it
         return ""
-    gen = generation(context.get("host_cpu_id"), model) or UNKNOWN_ID
-    return slug(f"cpu-{model}-{gen}-{isa_level(context.get('host_cpu_flags')) or UNKNOWN_ISA}-{threads}c")
+    return slug(f"cpu-{model}-{gen or UNKNOWN_ID}-{isa_level(context.get('host_cpu_flags')) or UNKNOWN_ISA}-{threads}c")
 
 
 def this_cpu(cpuinfo):
@@ -179,8 +180,16 @@ def main(argv):
     if argv != ["this-cpu"]:
         print("usage: python3 -m cudabench.results.context this-cpu", file=sys.stderr)
         return 2
-    with open("/proc/cpuinfo", errors="replace") as f:
-        print(hardware_of(this_cpu(f.read(16 << 20))))
+    try:
+        with open("/proc/cpuinfo", errors="replace") as f:
+            kind = hardware_of(this_cpu(f.read(16 << 20)))
+    except OSError as e:
+        print(f"machine_label: /proc/cpuinfo: {e.strerror or e}: set CUDABENCH_MACHINE", file=sys.stderr)
+        return 3
+    if not kind:
+        print("machine_label: /proc/cpuinfo names no CPU model or identity: set CUDABENCH_MACHINE", file=sys.stderr)
+        return 3
+    print(kind)
     return 0
 
 

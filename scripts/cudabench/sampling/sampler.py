@@ -190,6 +190,7 @@ class Schedule:
     reruns: int = 0
     exhausted: bool = False
     others: list = field(default_factory=list)
+    loaded: bool = False  # a process ran beside other load (steal included, whoever took it)
 
     def may_rerun(self, progress):
         """Whether a loaded process may run again: re-runs left, and the deadline not passed."""
@@ -220,6 +221,7 @@ def run_attempts(arm, index, s, workdir, plan, progress, keep_on_stop):
             load = meter.share()
             finished = (doc, load)
             if load > s.max_interference:
+                plan.loaded = True
                 plan.others += [{"name": n, "pid": pid, "cpu_s": cpu} for n, pid, cpu in meter.busiest()]
             if load <= s.max_interference or attempt == RETRIES or not plan.may_rerun(progress):
                 return finished
@@ -259,7 +261,7 @@ def run_schedule(arms, order, s, workdir, progress=None, into=None, deadline=Non
     started, ran = time.monotonic(), 0
     for name in order:
         counts = [len(docs[n]) for n in arms]
-        if plan.past() and plan.others and min(counts) >= MIN_CLEAN and len(set(counts)) == 1:
+        if plan.past() and plan.loaded and min(counts) >= MIN_CLEAN and len(set(counts)) == 1:
             progress.total -= len(order) - ran
             break
         doc, load = run_attempts(arms[name], len(docs[name]), s, workdir, plan, progress,
@@ -359,8 +361,9 @@ def more_processes(arm, s, work, docs, loads, meta, a, progress):
         each = spent / len(docs)
         reachable = min(a.most, len(docs) + 2 * int(max(0.0, a.seconds - spent) // (2 * each)))
         for n, xs in rows.items():
-            if n not in noisy and len(xs) >= MIN_CLEAN and is_wide(xs) and processes_needed(xs) > reachable:
-                noisy[n] = {"halfwidth": round(halfwidth(xs), 4), "processes": len(xs), "needs": processes_needed(xs)}
+            h = halfwidth(xs)  # nan below the 4 samples the interval needs: those rows are loaded, not noisy
+            if n not in noisy and h == h and h > WIDE and processes_needed(xs) > reachable:
+                noisy[n] = {"halfwidth": round(h, 4), "processes": len(xs), "needs": processes_needed(xs)}
         wide = [n for n, xs in rows.items() if is_wide(xs) and n not in noisy]
         busy = stays_busy(loads[-2:], s.max_interference)
         if not wide or busy or len(docs) >= a.most or spent + 2 * each > a.seconds:
