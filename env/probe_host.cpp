@@ -27,6 +27,30 @@ std::string trim(std::string s) {
   return a == std::string::npos ? "" : s.substr(a, b - a + 1);
 }
 
+// The identity fields of /proc/cpuinfo (x86, then Arm), in the order the
+// id names them, each with its word in the id ("" for the vendor).
+const std::vector<std::pair<std::string, std::string>>& id_names() {
+  static const std::vector<std::pair<std::string, std::string>> names = {
+      {"vendor_id", ""}, {"cpu family", "family"}, {"model", "model"}, {"stepping", "stepping"},
+      {"CPU implementer", "implementer"}, {"CPU architecture", "architecture"}, {"CPU part", "part"},
+      {"CPU variant", "variant"}, {"CPU revision", "revision"}};
+  return names;
+}
+
+bool is_id_field(const std::string& key) {
+  for (const auto& [field, _] : id_names())
+    if (field == key) return true;
+  return false;
+}
+
+// "AuthenticAMD family 25 model 17 stepping 1" from the first CPU's fields.
+std::string cpu_id(const std::map<std::string, std::string>& fields) {
+  std::string out;
+  for (const auto& [field, word] : id_names())
+    if (fields.count(field)) out += (out.empty() ? "" : " ") + (word.empty() ? "" : word + " ") + fields.at(field);
+  return out;
+}
+
 }  // namespace
 
 HostInfo probe_host(const std::string& root_dir) {
@@ -41,14 +65,7 @@ HostInfo probe_host(const std::string& root_dir) {
   std::string line, physical = "0", model_fallback;
   bool has_topology = false;
   int cpu_cores_field = 0;
-  // The first CPU's identity fields, in the order the id names them.
-  const std::vector<std::pair<std::string, std::string>> id_names = {
-      {"vendor_id", ""}, {"cpu family", "family"}, {"model", "model"}, {"stepping", "stepping"},
-      {"CPU implementer", "implementer"}, {"CPU architecture", "architecture"}, {"CPU part", "part"},
-      {"CPU variant", "variant"}, {"CPU revision", "revision"}};
-  std::set<std::string> id_fields;
-  for (const auto& [field, _] : id_names) id_fields.insert(field);
-  std::map<std::string, std::string> id;
+  std::map<std::string, std::string> id;  // the first CPU's identity fields
   while (std::getline(cpuinfo, line)) {
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
@@ -62,7 +79,7 @@ HostInfo probe_host(const std::string& root_dir) {
       h.microcode = value;
     } else if ((key == "flags" || key == "Features") && h.cpu_flags.empty()) {
       h.cpu_flags = value;
-    } else if (id_fields.count(key) && !id.count(key)) {
+    } else if (is_id_field(key) && !id.count(key)) {
       id[key] = value;
     } else if ((key == "Model" || key == "Hardware") && model_fallback.empty()) {
       model_fallback = value;  // Arm and others have no "model name"
@@ -77,8 +94,7 @@ HostInfo probe_host(const std::string& root_dir) {
     }
   }
   if (h.cpu_model.empty()) h.cpu_model = model_fallback;
-  for (const auto& [field, word] : id_names)
-    if (id.count(field)) h.cpu_id += (h.cpu_id.empty() ? "" : " ") + (word.empty() ? "" : word + " ") + id[field];
+  h.cpu_id = cpu_id(id);
   h.sockets = sockets.empty() ? (h.threads ? 1 : 0) : static_cast<int>(sockets.size());
   h.cores = has_topology ? static_cast<int>(cores.size())
                          : (cpu_cores_field ? cpu_cores_field * h.sockets : h.threads);

@@ -84,7 +84,8 @@ exec {BENCH} "$@"
         out = tmp_path / f"{label}.json"
         r = py(os.path.join(ROOT, "scripts", "samples.py"), "run", "--bench", bench, "--filter",
                "^VectorAdd/cpu_omp_simd/n:1048576/", "--processes", "4", "--min-time", "0.05", "--label", label,
-               "--max-interference", "1", "--out", str(out), env={"OMP_NUM_THREADS": str(threads)})
+               "--max-interference", "1", "--seconds", "600",  # a budget that buys the 7 processes it needs
+               "--out", str(out), env={"OMP_NUM_THREADS": str(threads)})
         assert r.returncode == 0, r.stderr
         runs[label] = str(out)
     two = json.load(open(runs["two-threads"]))
