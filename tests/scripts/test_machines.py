@@ -64,9 +64,10 @@ def test_two_threads_against_one_gives_verdicts_and_names_the_thread_count(tmp_p
 def test_a_process_disturbed_beyond_what_the_load_guard_sees_does_not_hide_a_twofold_difference(tmp_path):
     """The second of four two-thread processes runs beside a busy loop, and
     the load guard is off (--max-interference 1): a neighbour it cannot see.
-    The wide median takes the run more processes (samples.py --most), so the
-    one wild sample no longer decides: one thread is slower on the two-thread
-    rows."""
+    Eight processes a side (the 7 from which one wild process falls outside
+    a median's interval; test_inconclusive.py shows the sampler taking them
+    for such a row): the one wild sample does not decide, and one thread is
+    slower on the two-thread rows."""
     count = tmp_path / "count"
     wrapper = tmp_path / "disturbed-bench"
     wrapper.write_text(f"""#!/bin/sh
@@ -83,14 +84,13 @@ exec {BENCH} "$@"
     for label, threads, bench in (("two-threads", 2, str(wrapper)), ("one-thread", 1, BENCH)):
         out = tmp_path / f"{label}.json"
         r = py(os.path.join(ROOT, "scripts", "samples.py"), "run", "--bench", bench, "--filter",
-               "^VectorAdd/cpu_omp_simd/n:1048576/", "--processes", "4", "--min-time", "0.05", "--label", label,
-               "--max-interference", "1", "--seconds", "600",  # a budget that buys the 7 processes it needs
+               "^VectorAdd/cpu_omp_simd/n:1048576/", "--processes", "8", "--most", "8", "--min-time", "0.05",
+               "--label", label, "--max-interference", "1",
                "--out", str(out), env={"OMP_NUM_THREADS": str(threads)})
         assert r.returncode == 0, r.stderr
         runs[label] = str(out)
     two = json.load(open(runs["two-threads"]))
     assert max(two["cudabench_samples"]["loads"]) > 0.3  # the busy loop was there, and kept
-    assert two["cudabench_samples"]["processes_run"] > 4, two["cudabench_samples"]  # so it took more
     r = py(os.path.join(ROOT, "scripts", "compare.py"), runs["two-threads"], runs["one-thread"])
     row = next(x for x in r.stdout.splitlines() if x.startswith("VectorAdd/cpu_omp_simd/n:1048576"))
     assert r.returncode == 1 and row.split()[-1] == "slower", r.stdout
