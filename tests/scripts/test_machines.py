@@ -62,9 +62,9 @@ def test_two_threads_against_one_gives_verdicts_and_names_the_thread_count(tmp_p
 
 @needs_bench
 def test_a_process_disturbed_beyond_what_the_load_guard_sees_does_not_hide_a_twofold_difference(tmp_path):
-    """The second of four two-thread processes runs beside a busy loop, and
+    """The second of the two-thread processes runs beside a busy loop, and
     the load guard is off (--max-interference 1): a neighbour it cannot see.
-    Eight processes a side (the 7 from which one wild process falls outside
+    Twelve processes a side (from 7 on, one wild process falls outside
     a median's interval; test_inconclusive.py shows the sampler taking them
     for such a row): the one wild sample does not decide, and one thread is
     slower on the two-thread rows."""
@@ -84,7 +84,7 @@ exec {BENCH} "$@"
     for label, threads, bench in (("two-threads", 2, str(wrapper)), ("one-thread", 1, BENCH)):
         out = tmp_path / f"{label}.json"
         r = py(os.path.join(ROOT, "scripts", "samples.py"), "run", "--bench", bench, "--filter",
-               "^VectorAdd/cpu_omp_simd/n:1048576/", "--processes", "8", "--most", "8", "--min-time", "0.05",
+               "^VectorAdd/cpu_omp_simd/n:1048576/", "--processes", "12", "--most", "12", "--min-time", "0.05",
                "--label", label, "--max-interference", "1",
                "--out", str(out), env={"OMP_NUM_THREADS": str(threads)})
         assert r.returncode == 0, r.stderr
