@@ -133,7 +133,7 @@ def against_reference(a, wanted):
     hw = hardware_of(f.context) or "unknown hardware"
     if not path:
         if a.if_any:  # nothing to hold it against; after run-bench's table, its load line still ends the run
-            line = load_line([f], {}, [f]) if a.load_line == "end" else ""
+            line = load_line([f], {}) if a.load_line == "end" else ""
             if line:
                 print(line)
             return EXIT_INCONCLUSIVE if line else EXIT_OK

@@ -114,12 +114,12 @@ def report_verdicts(files, names, results, metric="time", threshold=0.05, alpha=
     return EXIT_INCONCLUSIVE if line else EXIT_OK
 
 
-def load_line(files, results, measured=None):
+def load_line(files, results):
     """The "Inconclusive: ..." line when rows could not be judged for other
     load (verdicts.inconclusive), counted over the rows the later files
-    measured (or the files `measured`), as the run that took them counts
+    measured (a lone file's own), as the run that took them counts
     (samples.py): one count."""
-    measured = files[1:] if measured is None else measured
+    measured = files[1:] or files
     rows = {n for f in measured for n, r in f.runs.items() if r.samples and not r.error}
     loaded = {v.name for vs in results.values() for v in vs if v.verdict == "loaded"}
     loaded |= {n for f in measured for n in rows if n in f.runs and f.runs[n].too_loaded}

@@ -120,11 +120,13 @@ def same_cpu(a, b):
     return all(x is None or y is None or str(x) == str(y) for x, y in pairs)
 
 
-def different_cpu(f, others):
-    """"a different CPU: X against Y" when file `f`'s CPU differs from that
-    of every file of `others`, else ""."""
+def different_cpu(fam, f, others):
+    """"a different CPU: X against Y" when family `fam` names the CPU among
+    its facts and file `f`'s CPU differs from that of every file of
+    `others`, else ""."""
     mine = cpu_words(f)
-    if mine is None or not others or any(same_cpu(f, o) for o in others):
+    if not any(k == "host_cpu_model" for k, _ in fam.facts) or mine is None or not others \
+            or any(same_cpu(f, o) for o in others):
         return ""
     theirs = sorted({w for w in (cpu_words(o) for o in others) if w})
     return f"a different CPU: {mine} against {', '.join(theirs) or 'one not recorded'}" if theirs else ""

@@ -188,7 +188,7 @@ def fact_lines(machines, f):
 
 def causes(fam, machines, f):
     """The family's facts (likeliest first) in which the run differs from every recorded machine."""
-    cpu = different_cpu(f, [m.file for m in machines]) if any(k == "host_cpu_model" for k, _ in fam.facts) else ""
+    cpu = different_cpu(fam, f, [m.file for m in machines])
     out = [cpu] if cpu else []
     for key, label in fam.facts:
         if cpu and key in CPU_KEYS:

@@ -90,7 +90,7 @@ def causes(base, other, verdicts):
             continue
         total = sum(1 for v in verdicts if family_of(v.name) is fam and v.verdict not in ("only", "skipped"))
         sp = median([speed_of(v.change) for v in rows])
-        cpu = different_cpu(other, [base]) if any(k == "host_cpu_model" for k, _ in fam.facts) else ""
+        cpu = different_cpu(fam, other, [base])
         diffs = [cpu] * bool(cpu) + [
             "{} {} against {}".format(label, *fact_texts(k, [fact_value(other, k), fact_value(base, k)]))
             for k, label in fam.facts if differs(k, fact_value(base, k), fact_value(other, k))

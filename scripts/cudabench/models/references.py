@@ -163,7 +163,8 @@ def add_machine(paths, name=None, folder=None, outlier_ok=False):
         new[key] = p
     if not new:
         raise BadInput(f"--add-machine: every run given is in the reference already ({'; '.join(notes)})")
-    check_kinds(hwdir, hw)  # a run put there by hand: refused before this one is kept
+    for p in (p for runs in kept.values() for p in runs):  # a run put there by hand: refused before this one is kept
+        check_kind(read_json(p), p, hw)
     target = os.path.join(hwdir, "machines", name)
     make_folder(target, "--reference")  # a folder that loops, a read-only one: one line, before anything is kept
     for i, p in enumerate(new.values()):
@@ -177,14 +178,12 @@ def add_machine(paths, name=None, folder=None, outlier_ok=False):
     return path, name, notes
 
 
-def check_kinds(hwdir, hw):
+def check_kind(doc, path, hw):
     """BadInput naming a run kept among the machines of `hw` that is of another kind."""
-    for runs in machine_folders(hwdir).values():
-        for p in runs:
-            kind = hardware_of(read_json(p).get("context", {}))
-            if kind != hw:
-                raise BadInput(f"{p}: a run of {kind or 'unknown hardware'} among the machines of {hw}: move it to "
-                               f"the reference of its own kind")
+    kind = hardware_of(doc.get("context", {}))
+    if kind != hw:
+        raise BadInput(f"{path}: a run of {kind or 'unknown hardware'} among the machines of {hw}: move it to the "
+                       f"reference of its own kind")
 
 
 def recorded_as(path, hwdir):
@@ -206,12 +205,12 @@ def remake(hwdir, hw):
     """reference.json from the machines kept in hwdir: each process sample
     an entry with its machine (repetition_index numbers the processes
     throughout), each machine's facts, runs and date."""
-    check_kinds(hwdir, hw)
     ref = {"context": {}, "benchmarks": [], "cudabench_reference": {"hardware": hw, "format": FORMAT, "machines": []}}
     k = 0
     for name, runs in machine_folders(hwdir).items():
         docs = [read_json(p) for p in runs]
         for d, p in zip(docs, runs):
+            check_kind(d, p, hw)
             load_doc(d, p)  # a run kept by hand is held to what --add-machine checks
         ctx = docs[0].get("context", {})
         dates = sorted(str(d.get("context", {}).get("date", "")) for d in docs)

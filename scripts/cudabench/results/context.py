@@ -152,7 +152,7 @@ def hardware_of(context):
 def this_cpu(cpuinfo):
     """The context facts hardware_of reads, from /proc/cpuinfo's text, as
     env/probe_host.cpp reads them (for the moments before bench is built)."""
-    facts, ident, threads = {}, {}, 0
+    facts, ident, threads, fallback = {}, {}, 0, ""
     names = {"vendor_id": "", "cpu family": "family", "model": "model", "stepping": "stepping",
              "CPU implementer": "implementer", "CPU architecture": "architecture", "CPU part": "part",
              "CPU variant": "variant", "CPU revision": "revision"}
@@ -162,14 +162,15 @@ def this_cpu(cpuinfo):
         if not sep:
             continue
         threads += key == "processor"
-        if key == "model name" or (key in ("Model", "Hardware") and "fallback" not in facts):
-            facts.setdefault("fallback" if key != "model name" else "host_cpu_model", value)
+        if key == "model name":
+            facts.setdefault("host_cpu_model", value)
+        elif key in ("Model", "Hardware"):  # Arm and others have no "model name"
+            fallback = fallback or value
         elif key in ("flags", "Features"):
             facts.setdefault("host_cpu_flags", value)
         elif key in names:
             ident.setdefault(key, value)
-    facts.setdefault("host_cpu_model", facts.pop("fallback", ""))
-    facts.pop("fallback", None)
+    facts.setdefault("host_cpu_model", fallback)
     facts["host_cpu_id"] = " ".join(((names[k] + " ") if names[k] else "") + ident[k] for k in names if k in ident)
     facts["host_threads"] = str(threads)
     return facts

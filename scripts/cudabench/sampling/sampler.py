@@ -320,11 +320,6 @@ def halfwidth(xs):
     return (hi - lo) / 2 / median(xs) if lo == lo else math.nan
 
 
-def is_wide(xs):
-    h = halfwidth(xs)
-    return h != h or h > WIDE
-
-
 def processes_needed(xs):
     """About how many processes would know a wide row's median to within
     +-WIDE: as many as its robust spread asks (stats.processes_for), and
@@ -360,13 +355,17 @@ def more_processes(arm, s, work, docs, loads, meta, a, progress):
         spent = time.monotonic() - started
         each = spent / len(docs)
         reachable = min(a.most, len(docs) + 2 * int(max(0.0, a.seconds - spent) // (2 * each)))
+        wide = []
         for n, xs in rows.items():
             h = halfwidth(xs)  # nan below the 4 samples the interval needs: those rows are loaded, not noisy
-            if n not in noisy and h == h and h > WIDE and processes_needed(xs) > reachable:
-                noisy[n] = {"halfwidth": round(h, 4), "processes": len(xs), "needs": processes_needed(xs)}
-        wide = [n for n, xs in rows.items() if is_wide(xs) and n not in noisy]
-        busy = stays_busy(loads[-2:], s.max_interference)
-        if not wide or busy or len(docs) >= a.most or spent + 2 * each > a.seconds:
+            if n in noisy or h <= WIDE:
+                continue
+            need = processes_needed(xs)
+            if h == h and need > reachable:
+                noisy[n] = {"halfwidth": round(h, 4), "processes": len(xs), "needs": need}
+            else:
+                wide.append(n)
+        if not wide or stays_busy(loads[-2:], s.max_interference) or reachable <= len(docs):
             meta["wide"] = wide  # still wide at the end: the budget ended first
             break
         named = "|".join(name_prefix(n) for n in wide)
