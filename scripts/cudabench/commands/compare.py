@@ -27,7 +27,7 @@ without aggregate suffixes); every repetition is a sample. For each pair:
            gate like slower
   new      in a later file but not in the baseline: listed, never a failure
 
-A verdict of slower, faster or noisy rests only on samples that measure how
+A verdict (slower, faster, same, noisy) rests only on samples that measure how
 processes differ: files of many processes (scripts/samples.py's, ab.py's, a
 reference). Where a file's samples are repetitions inside one process
 (Google Benchmark's own file), which share its memory placement, clocks and

@@ -124,21 +124,22 @@ def judge_all(files, metric="time", threshold=0.05, alpha=0.05, name_filter=None
 
 
 ONE_PROCESS = ("{label}: its samples are repetitions inside one process, which share its memory placement, "
-               "clocks and neighbours and do not measure how processes differ: the ratio is shown, no verdict of "
-               "slower or faster (samples from processes: scripts/samples.py run --bench BENCH --out FILE, twice, "
+               "clocks and neighbours and do not measure how processes differ: the ratio is shown, no verdict "
+               "(samples from processes: scripts/samples.py run --bench BENCH --out FILE, twice, "
                "or scripts/ab.py run for two builds)")
 
 
 def without_process_samples(files, results):
-    """No verdict of slower, faster or noisy where a file's samples come from
-    one process (gbench.ResultFile.processes): such rows are "undecided",
-    their ratio kept, and the first such file's notes say why, once."""
+    """No verdict (slower, faster, same or noisy) where a file's samples come
+    from one process (gbench.ResultFile.processes): such rows are
+    "undecided", their ratio kept, and the first such file's notes say why,
+    once."""
     one = [f for f in files if f.processes < 2]
     if not one:
         return
     for vs in results.values():
         for v in vs:
-            if v.verdict in ("slower", "faster", "noisy"):
+            if v.verdict in ("slower", "faster", "same", "noisy"):
                 v.verdict, v.note = "undecided", "one process: no verdict"
     one[0].notes.append(ONE_PROCESS.format(label=one[0].label or one[0].path))
 
