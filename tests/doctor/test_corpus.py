@@ -24,7 +24,7 @@ from fake_machine import Machine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
-DIGEST = "3e27e80fb358bdb214213a9df436b32fce2c40ad9e1bac050ad93aff82602265"
+DIGEST = "1d9e494486e013c661668b9f6aae1626f00423539d0105c84a64bca8935c1e32"
 KEYS = {"id", "class", "source", "paste", "cause", "established_by", "cause_words", "fix_words"}
 
 
