@@ -24,7 +24,7 @@ from fake_machine import Machine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
-DIGEST = "1d9e494486e013c661668b9f6aae1626f00423539d0105c84a64bca8935c1e32"
+DIGEST = "e01707ea090f848740379bed9554afaf00eb1257d3b07a108350533f790293e5"
 KEYS = {"id", "class", "source", "paste", "cause", "established_by", "cause_words", "fix_words"}
 
 
