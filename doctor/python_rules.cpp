@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "env/files.h"
 #include "env/parsers.h"
 #include "env/report.h"
 #include "explain.h"
@@ -92,7 +93,8 @@ bool machine_cause(const PythonPackage& p, const std::string& who, const Report&
 
 // The build's CUDA against the driver's, with minor-version compatibility:
 // a 12.4 build runs on a 12.2 driver; a 13.0 build needs a 13.x driver.
-void driver_fit(const PythonPackage& p, const std::string& who, const Report& r, std::vector<Verdict>& out) {
+void driver_fit(const PythonPackage& p, const std::string& who, const Report& r, const std::string& fix,
+                std::vector<Verdict>& out) {
   const Version need = Version::parse(p.cuda), have = Version::from_cuda_int(usable_driver_cuda(r));
   if (!need.known()) return;
   const std::vector<std::string> seen = {"the package's CUDA: " + p.cuda, "cuDriverGetVersion: " + std::to_string(usable_driver_cuda(r))};
@@ -100,7 +102,7 @@ void driver_fit(const PythonPackage& p, const std::string& who, const Report& r,
     out.push_back(make("python.driver_too_old", L::Error,
                        who + " needs a CUDA " + std::to_string(need.major) + ".x driver, and " + driver_words(r) +
                            ": it cannot use the GPU (\"The NVIDIA driver on your system is too old\")",
-                       fix_for(p.name, r), seen));
+                       fix, seen));
   else if (need.major >= 11 && need.major == have.major && need.parts > 1 && have.minor < need.minor)
     out.push_back(make("python.driver_minor", L::Info,
                        who + " is CUDA " + need.major_minor() + " and " + driver_words(r) +
@@ -108,7 +110,8 @@ void driver_fit(const PythonPackage& p, const std::string& who, const Report& r,
                        "", seen));
 }
 
-void architectures(const PythonPackage& p, const std::string& who, const Report& r, std::vector<Verdict>& out) {
+void architectures(const PythonPackage& p, const std::string& who, const Report& r, const std::string& fix,
+                   std::vector<Verdict>& out) {
   const std::string archs = p.fatbin.read() ? archs_of(p.fatbin) : archs_of_list(p.archs_listed);
   const std::string from = p.fatbin.read() ? p.fatbin.file + ": " + fatbin_summary(p.fatbin)
                                            : "build info: " + join(p.archs_listed, " ");
@@ -122,7 +125,7 @@ void architectures(const PythonPackage& p, const std::string& who, const Report&
                                              "JIT-compile: \"" + sm + " is not compatible with the current PyTorch installation\""
                                            : who + " has no SASS for " + g.name + " (" + sm + "): the driver JIT-compiles "
                                              "its PTX at first use",
-                       fix_for(p.name, r), {from, g.name + ": compute capability " + std::to_string(g.cc_major) + "." +
+                       fix, {from, g.name + ": compute capability " + std::to_string(g.cc_major) + "." +
                                                       std::to_string(g.cc_minor)}));
   }
 }
@@ -150,7 +153,7 @@ void import_verdict(const PythonImport& i, const PythonEnv& e, std::vector<Verdi
     ev.push_back("that is bench --explain's [" + std::to_string(s->number) + "] " + s->title);
   if (!i.error.empty()) {
     out.push_back(make("python.import", L::Error, i.error + " (" + e.interpreter + ")",
-                       "run " + e.interpreter + " -c 'import " + i.package + "' and read what it prints", ev));
+                       "run " + shell_word(e.interpreter) + " -c 'import " + i.package + "' and read what it prints", ev));
     return;
   }
   const std::string n = std::to_string(i.device_count);
@@ -161,21 +164,60 @@ void import_verdict(const PythonImport& i, const PythonEnv& e, std::vector<Verdi
 }
 
 // "pip install --force-reinstall --no-deps torch==2.5.1 --index-url
-// .../cu124": the same build again, for an install whose files broke.
-std::string reinstall(const PythonPackage& p) {
+// .../cu124": the same build again, for an install whose files broke
+// (conda's own install: conda reinstalls it).
+std::string reinstall(const PythonPackage& p, const PythonEnv& e) {
   std::string v = p.version.rfind("jaxlib ", 0) == 0 ? p.version.substr(7, p.version.find(',') - 7) : p.version;
+  const auto plus = v.find('+');
+  const std::string tag = plus == std::string::npos ? "" : v.substr(plus + 1);
+  if (conda_installed(e, p.name))
+    return "conda install -p " + shell_word(e.prefix) + " --force-reinstall " + (p.name == "torch" ? "pytorch" : p.name == "jax" ? "jaxlib" : p.name) +
+           (v.empty() ? "" : "=" + v.substr(0, plus));
   std::string dist = p.name == "jax" ? "jaxlib" : p.name;
   if (p.name == "cupy" && p.build_from.rfind("cupy_", 0) == 0) {  // cupy_cuda12x-13.3.0.dist-info: cupy-cuda12x
     dist = p.build_from.substr(0, p.build_from.find('-'));
     std::replace(dist.begin(), dist.end(), '_', '-');
   }
-  const auto plus = v.find('+');
-  const std::string tag = plus == std::string::npos ? "" : v.substr(plus + 1);
-  if (v.empty()) return "pip install --force-reinstall --no-deps " + dist;
+  const std::string pip = pip_of(&e) + " install --force-reinstall --no-deps ";
+  if (v.empty()) return pip + dist;
   if (p.name == "torch" && !tag.empty())
-    return "pip install --force-reinstall --no-deps torch==" + v.substr(0, plus) +
-           " --index-url https://download.pytorch.org/whl/" + tag;
-  return "pip install --force-reinstall --no-deps " + dist + "==" + v;
+    return pip + "torch==" + v.substr(0, plus) + " --index-url https://download.pytorch.org/whl/" + tag;
+  return pip + dist + "==" + v;
+}
+
+// conda-meta's record of torch against the torch on disk: pip installed
+// over conda's files (another version), or conda took the CPU build beside
+// pytorch-cuda, or pytorch-cuda names another CUDA than the build. The fix
+// goes through conda, which owns the record: `pip uninstall torch` would
+// delete files conda still lists.
+void conda_record(const PythonPackage& p, const std::string& who, const PythonEnv& e, std::vector<Verdict>& out) {
+  if (p.name != "torch") return;
+  std::string rec, cuda_rec;
+  for (const auto& c : e.conda_packages) {
+    if (c.rfind("pytorch ", 0) == 0) rec = c;
+    if (c.rfind("pytorch-cuda ", 0) == 0) cuda_rec = c;
+  }
+  if (rec.empty()) return;
+  const auto words = split(rec, ' ');
+  const std::string rec_version = words.size() > 1 ? words[1] : "", build = words.size() > 2 ? words[2] : "";
+  const std::string disk = p.version.substr(0, p.version.find('+'));
+  const std::string want_cuda = cuda_rec.empty() ? "" : split(cuda_rec, ' ')[1];
+  std::string why;
+  if (!rec_version.empty() && rec_version != disk)
+    why = "conda-meta records pytorch " + rec_version + ", but the torch on disk is " + p.version +
+          ": another installer (pip) wrote over conda's files";
+  else if (!want_cuda.empty() && p.build != "cuda")
+    why = "conda installed pytorch-cuda " + want_cuda + ", but its pytorch is the " + p.build + " build (" + build +
+          "): the solver took a CPU build";
+  else if (!want_cuda.empty() && Version::parse(want_cuda).major_minor() != Version::parse(p.cuda).major_minor())
+    why = "conda installed pytorch-cuda " + want_cuda + ", but its torch is built for CUDA " + p.cuda;
+  if (why.empty()) return;
+  const std::string cuda = !want_cuda.empty() ? want_cuda : p.cuda;
+  out.push_back(make("python.conda_record", Verdict::Level::Error, who + ": " + why,
+                     "let conda put back what it owns (not pip uninstall, which deletes files conda still lists): conda install -p " +
+                         shell_word(e.prefix) + " --force-reinstall \"pytorch=" + rec_version + "=*cuda*\"" +
+                         (cuda.empty() ? "" : " \"pytorch-cuda=" + cuda + "\"") + " -c pytorch -c nvidia",
+                     {"conda-meta: " + rec + (cuda_rec.empty() ? "" : ", " + cuda_rec), "on disk: " + p.location + " " + p.version}));
 }
 
 // The import itself fails: a version file that cannot be read, a CUDA
@@ -191,8 +233,8 @@ bool in_a_wheel(const std::string& name, const std::vector<std::string>& sites) 
   return false;
 }
 
-void import_blockers(const PythonPackage& p, const std::string& who, const std::vector<std::string>& sites,
-                     std::vector<Verdict>& out) {
+void import_blockers(const PythonPackage& p, const std::string& who, const PythonEnv& e, std::vector<Verdict>& out) {
+  const std::vector<std::string>& sites = e.sites;
   std::vector<std::string> broken, incomplete;
   for (const auto& u : p.unread)
     if (u.find("dist-info") == std::string::npos && u.find("editable install") == std::string::npos)
@@ -203,7 +245,7 @@ void import_blockers(const PythonPackage& p, const std::string& who, const std::
                            (broken.empty() ? ": an incomplete file, import " + p.name + " may fail"
                                            : ": import " + p.name + " fails" +
                                                  (join(broken).find("FIFO") != std::string::npos ? " (or, on the FIFO, hangs)" : "")),
-                       reinstall(p), {}));
+                       reinstall(p, e), {}));
   if (p.build != "cuda") return;
   for (const auto& l : p.libraries) {
     if (!l.resolved.empty() || (p.name == "torch" && in_a_wheel(l.name, sites))) continue;
@@ -220,7 +262,7 @@ void import_blockers(const PythonPackage& p, const std::string& who, const std::
                        who + " needs " + l.name + ", which is in no folder the loader searches: " +
                            (p.name == "torch" ? "import torch fails" : "it cannot load it, and runs without the GPU") +
                            " (\"" + l.name + ": cannot open shared object file\")",
-                       "pip install \"" + (req.empty() ? wheel + "-cu" + major : req) + "\" in this environment (" + p.name +
+                       pip_of(&e) + " install " + shell_word(req.empty() ? wheel + "-cu" + major : req) + " (" + p.name +
                            "'s own wheel of it), or put the folder that holds " + l.name + " on LD_LIBRARY_PATH",
                        {l.name + ": not in " + (p.kernel_library.empty() ? std::string("the package's library") : p.kernel_library) +
                             "'s RPATH/RUNPATH, LD_LIBRARY_PATH, /etc/ld.so.conf or the default folders"}));
@@ -228,22 +270,23 @@ void import_blockers(const PythonPackage& p, const std::string& who, const std::
 }
 
 // Not a CUDA build: CPU-only, ROCm, or one cudabench could not tell.
-bool not_cuda(const PythonPackage& p, const std::string& who, const Report& r, std::vector<Verdict>& out) {
+bool not_cuda(const PythonPackage& p, const std::string& who, const Report& r, const PythonEnv& e,
+              const std::string& fix, std::vector<Verdict>& out) {
   const L level = gpu_hardware(r) ? L::Warning : L::Info;
   if (p.build == "cpu")
     out.push_back(make("python.cpu_only", level,
                        who + " is a CPU-only build: " + no_gpu_words(p.name) +
                            (p.name == "torch" ? " (\"Torch not compiled with CUDA enabled\")" : ""),
-                       fix_for(p.name, r), {p.location + " (" + p.build_from + ")"}));
+                       fix, {p.location + " (" + p.build_from + ")"}));
   else if (p.build == "rocm")
     out.push_back(make("python.rocm", level,
                        who + " is a ROCm build" + (p.rocm.empty() ? "" : " (ROCm " + p.rocm + ")") +
                            ", for AMD GPUs: it cannot use an NVIDIA GPU, and " + no_gpu_words(p.name),
-                       fix_for(p.name, r), {p.location + " (" + p.build_from + ")"}));
+                       fix, {p.location + " (" + p.build_from + ")"}));
   else if (p.build == "unknown")
     out.push_back(make("python.build_unknown", L::Warning,
                        who + ": which build this is (CUDA, ROCm or CPU-only) shows in none of its files",
-                       reinstall(p), {p.location}));
+                       reinstall(p, e), {p.location}));
   return p.build != "cuda";
 }
 
@@ -257,10 +300,13 @@ std::vector<Verdict> package_verdicts(const PythonPackage& p, const std::string&
                        "pip uninstall one of them (the first: " + p.shadowed_by + ")", {p.location, p.shadowed_by}));
     return out;
   }
-  import_blockers(p, who, e.sites, out);
-  if (not_cuda(p, who, r, out) || machine_cause(p, who, r, out)) return out;
-  if (usable_driver_cuda(r) > 0) driver_fit(p, who, r, out);
-  architectures(p, who, r, out);
+  import_blockers(p, who, e, out);
+  conda_record(p, who, e, out);
+  // One fix for every cause of the package: two causes never give two builds.
+  const std::string fix = fix_for(p.name, target_of(r), &e, &p);
+  if (not_cuda(p, who, r, e, fix, out) || machine_cause(p, who, r, out)) return out;
+  if (usable_driver_cuda(r) > 0) driver_fit(p, who, r, fix, out);
+  architectures(p, who, r, fix, out);
   libraries(p, who, out);
   return out;
 }
@@ -275,6 +321,14 @@ void numbered_causes(const PythonPackage& p, std::vector<Verdict>& mine) {
     for (const auto& u : p.unread) v.evidence.push_back("not read: " + u);
     if (!p.unread.empty() && !p.build_from.empty()) v.evidence.push_back("the build named by: " + p.build_from);
   }
+}
+
+// The nvidia-* wheels' names: "nvidia-cudnn-cu13 9.19.0.56" -> "nvidia-cudnn-cu13".
+std::string nvidia_wheels(const PythonEnv& e) {
+  std::vector<std::string> names;
+  for (const auto& w : e.cuda_wheels)
+    if (w.rfind("nvidia-", 0) == 0) names.push_back(w.substr(0, w.find(' ')));
+  return join(names, " ");
 }
 
 }  // namespace
@@ -294,13 +348,18 @@ std::vector<Verdict> python_env_verdicts(const PythonEnv& e, const Report& r) {
   for (const auto& i : e.imports) import_verdict(i, e, out);
   const bool pip_cuda = std::any_of(e.cuda_wheels.begin(), e.cuda_wheels.end(),
                                     [](const std::string& w) { return w.rfind("nvidia-", 0) == 0; });
-  if (!e.conda_cuda.empty() && pip_cuda)
+  if (!e.conda_cuda.empty() && pip_cuda) {
+    // One way out, the one that keeps the torch this environment imports:
+    // conda's torch uses conda's runtime, pip's brings its own wheels.
+    const bool conda_torch = conda_installed(e, "torch");
     out.push_back(make("python.conda_pip_mix", L::Warning,
                        e.prefix + " holds two CUDA runtimes: conda's " + e.conda_cuda + " and pip's nvidia-* wheels; "
                        "which one a library gets depends on its RPATH and LD_LIBRARY_PATH",
-                       "keep one: conda remove the CUDA packages (pip's torch brings its own), or pip uninstall the "
-                       "nvidia-* wheels and take torch from conda",
+                       conda_torch ? "keep conda's (its torch uses it): " + pip_of(&e) + " uninstall -y " + nvidia_wheels(e)
+                                   : "keep pip's (its torch brings them): conda remove -p " + shell_word(e.prefix) +
+                                         " --force " + e.conda_cuda.substr(0, e.conda_cuda.find(' ')),
                        {e.conda_cuda + " (conda-meta)", join(e.cuda_wheels)}));
+  }
   return out;
 }
 

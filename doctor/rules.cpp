@@ -29,7 +29,8 @@ std::vector<unsigned> other_holders(const NvmlGpuInfo& n) {
 }
 }  // namespace
 
-std::string min_driver_for_toolkit(const Version& t) {
+namespace {
+const std::map<std::pair<int, int>, std::string>& toolkit_drivers() {
   static const std::map<std::pair<int, int>, std::string> table = {
       {{11, 0}, "450.51.06"}, {{11, 1}, "455.32.00"}, {{11, 2}, "460.32.03"},
       {{11, 3}, "465.19.01"}, {{11, 4}, "470.82.01"}, {{11, 5}, "495.29.05"},
@@ -39,8 +40,20 @@ std::string min_driver_for_toolkit(const Version& t) {
       {{12, 6}, "560.28.03"}, {{12, 8}, "570.26"},    {{12, 9}, "575.51.03"},
       {{13, 0}, "580.65.06"},
   };
-  auto it = table.find({t.major, t.minor});
-  return it == table.end() ? "" : it->second;
+  return table;
+}
+}  // namespace
+
+std::string min_driver_for_toolkit(const Version& t) {
+  auto it = toolkit_drivers().find({t.major, t.minor});
+  return it == toolkit_drivers().end() ? "" : it->second;
+}
+
+int driver_cuda_of(const Version& driver) {
+  int best = 0;
+  for (const auto& [cuda, oldest] : toolkit_drivers())
+    if (driver.known() && !(driver < Version::parse(oldest))) best = cuda.first * 1000 + cuda.second * 10;
+  return best;
 }
 
 std::string min_driver_for_major(int major) {

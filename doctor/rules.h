@@ -47,14 +47,39 @@ struct PackageBuild {
   std::string cuda;           // the CUDA it is built for
   int driver_cuda;            // the oldest driver CUDA that runs it
   std::string oldest_driver;  // the oldest Linux driver that does
-  std::string install;        // the command
+  std::string pip;            // pip's arguments: "install cupy-cuda12x"
+  std::string conda;          // conda-forge's specs: "cupy \"cuda-version=12\""
 };
-// `package`'s builds, newest first (torch's: those covering every GPU here).
-std::vector<PackageBuild> package_builds(const std::string& package, const Report& r);
-// The fix for `package` on this machine: the newest build this driver runs,
+// What a fix is for: a driver (its CUDA, 0 unknown) and GPUs; this
+// machine's (target_of) or those a pasted error names.
+struct GpuKind {
+  std::string name;
+  int cc_major, cc_minor;
+};
+struct Target {
+  int driver_cuda = 0;
+  std::string driver;  // "535.104.05", "" unknown
+  std::vector<GpuKind> gpus;
+  std::string whose = "this driver";  // how the fix names the driver: "the paste's driver 535.104.05"
+};
+Target target_of(const Report& r);
+// `package`'s builds, newest first (torch's: those covering the target's GPUs).
+std::vector<PackageBuild> package_builds(const std::string& package, const Target& t);
+// The fix for `package` on target `t`: the newest build its driver runs,
 // and the oldest driver each newer build needs (or, when none runs, each
-// build's oldest driver).
-std::string fix_for(const std::string& package, const Report& r);
+// build's oldest driver). With an environment (and its install of the
+// package), the command is that environment's: its own interpreter's pip
+// (after uninstalling what would stay in the way), or conda / pixi where
+// they installed it.
+std::string fix_for(const std::string& package, const Target& t, const env::PythonEnv* e = nullptr,
+                    const env::PythonPackage* p = nullptr);
+// Did conda install `package` (torch, jax, ...) in `e` (a conda-meta record)?
+bool conda_installed(const env::PythonEnv& e, const std::string& package);
+// `e`'s pip: "'/opt/my envs/x/bin/python3' -m pip", or "pip".
+std::string pip_of(const env::PythonEnv* e);
+// `s` as one shell word: as it is when nothing in it needs quoting, else in
+// single quotes ("a path with a space" is quoted in every printed command).
+std::string shell_word(const std::string& s);
 // cuDriverGetVersion's number where a real libcuda answered, else 0.
 int usable_driver_cuda(const Report& r);
 // The scenarios' checks alone (scenario_rules.cpp).
@@ -66,6 +91,9 @@ void unified_memory(const Report& r, std::vector<Verdict>& out);
 // NVIDIA's minimum Linux driver for a toolkit release (CUDA release notes,
 // "CUDA Toolkit and Corresponding Driver Versions"); "" when not in the table.
 std::string min_driver_for_toolkit(const Version& toolkit);
+// The newest CUDA a Linux driver version runs, by that table (12020 for
+// 535.104.05; 0 when older than all of it).
+int driver_cuda_of(const Version& driver);
 // The minimum driver of a major release under minor-version compatibility
 // (CUDA 11+): 11 -> 450.80.02, 12 -> 525.60.13, 13 -> 580.65.06.
 std::string min_driver_for_major(int major);
@@ -91,10 +119,6 @@ Verdict arch_verdict(const std::string& cuda_architectures, int cc_major,
 // The GPUs whose compute capability is known (CUDA's list, else NVML's),
 // alike ones (same name and compute capability) once: "GPUs 0, 1, 2, 3
 // (NVIDIA H200)".
-struct GpuKind {
-  std::string name;
-  int cc_major, cc_minor;
-};
 std::vector<GpuKind> gpus_with_cc(const Report& r);
 // A fatbin as arch_verdict's CMake list: "80-real;90-real;120-virtual".
 std::string archs_of(const env::FatbinArchs& f);

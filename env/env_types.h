@@ -298,6 +298,10 @@ struct PythonEnv {
   std::vector<std::string> sites;      // in import order (the user site first where Python puts it)
   std::vector<std::string> cuda_wheels;  // nvidia-* / cuda-toolkit wheels installed: "nvidia-cudnn-cu13 9.19.0.56"
   std::string conda_cuda;   // conda's cudatoolkit / cuda-cudart package, "cudatoolkit 11.8.0"; "" none
+  // conda-meta's records of the packages conda installed here (pytorch,
+  // pytorch-cuda, jaxlib, tensorflow, cupy): "pytorch 2.1.0 py3.10_cuda12.1_cudnn8.9.2_0"
+  std::vector<std::string> conda_packages;
+  bool pixi = false;        // a pixi project's environment (.pixi/envs/*): fixes use pixi
   std::vector<std::string> unread;  // what could not be read and why: "<site>: Permission denied"
   std::vector<PythonPackage> packages;
   std::vector<PythonImport> imports;

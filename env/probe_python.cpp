@@ -127,6 +127,24 @@ std::string conda_cuda(const fs::path& prefix) {
   return "";
 }
 
+// conda-meta's records of the packages the doctor reads, as
+// "name version build": pytorch-2.1.0-py3.10_cuda12.1_cudnn8.9.2_0.json.
+std::vector<std::string> conda_packages(const fs::path& prefix) {
+  std::vector<std::string> out;
+  for (const auto& f : entries(prefix / "conda-meta")) {
+    std::string n = f.filename().string();
+    if (n.size() < 6 || n.compare(n.size() - 5, 5, ".json") != 0) continue;
+    n.resize(n.size() - 5);
+    const auto b = n.rfind('-'), v = b == std::string::npos || b == 0 ? std::string::npos : n.rfind('-', b - 1);
+    if (v == std::string::npos) continue;
+    const std::string name = n.substr(0, v);
+    for (const char* pkg : {"pytorch", "pytorch-cuda", "jaxlib", "tensorflow", "cupy"})
+      if (name == pkg) out.push_back(name + " " + n.substr(v + 1, b - v - 1) + " " + n.substr(b + 1));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
 // ---- the loader, over files ----
@@ -212,7 +230,11 @@ PythonEnv read_env(const Candidate& c, const PythonScanInput& in, const Loader& 
   for (const auto& s : e.sites) cuda_wheels(s, e.cuda_wheels);
   for (const auto& s : e.sites)
     if (const SiteListing& l = site_listing(s); !l.problem.empty()) e.unread.push_back(s + ": " + l.problem);
-  if (e.kind == "conda") e.conda_cuda = conda_cuda(c.prefix);
+  if (e.kind == "conda") {
+    e.conda_cuda = conda_cuda(c.prefix);
+    e.conda_packages = conda_packages(c.prefix);
+    e.pixi = e.prefix.find("/.pixi/envs/") != std::string::npos;
+  }
   read_packages(e, ld);
   return e;
 }

@@ -20,13 +20,13 @@ namespace {
 // A site's .dist-info, .egg-info, .egg-link and .pth entries, all of them.
 const std::vector<fs::path>& entries(const std::string& site) { return site_listing(site).meta; }
 
-// The version of a library file: its versioned real name, else the wheel
-// (nvidia-*) whose folder holds it.
+// The version of a library file: the wheel (nvidia-*) whose folder holds
+// it, else its versioned real name. The wheel first: a cu11 wheel's
+// libcudart.so.11.0 is the runtime 11.8.89, and its soname says only 11.0.
 std::string library_version(const std::string& file) {
   if (file.empty()) return "";
-  if (std::string v = version_from_soname(file); !v.empty()) return v;
   const std::size_t nv = file.rfind("/nvidia/");
-  if (nv == std::string::npos) return "";
+  if (nv == std::string::npos) return version_from_soname(file);
   const std::string base = fs::path(file).filename().string();
   static const std::vector<std::pair<std::string, std::string>> wheel = {
       {"libcudart.", "nvidia_cuda_runtime"}, {"libcublasLt.", "nvidia_cublas"}, {"libcublas.", "nvidia_cublas"},
@@ -37,7 +37,7 @@ std::string library_version(const std::string& file) {
         const auto [name, version] = dist_info_name_version(d.filename().string());
         if (name == dist || starts(name, dist + "_cu")) return version;
       }
-  return "";
+  return version_from_soname(file);
 }
 
 // The CUDA libraries `object` needs (DT_NEEDED) and `extra` (loaded by name

@@ -32,7 +32,7 @@ json package_json(const PythonPackage& p) {
 json env_json(const PythonEnv& e) {
   json j = {{"prefix", e.prefix}, {"kind", e.kind}, {"interpreter", e.interpreter}, {"python", e.python},
             {"found_via", e.found_via}, {"sites", e.sites}, {"cuda_wheels", e.cuda_wheels},
-            {"conda_cuda", e.conda_cuda}, {"unread", e.unread}, {"packages", json::array()}, {"imports", json::array()},
+            {"conda_cuda", e.conda_cuda}, {"conda_packages", e.conda_packages}, {"pixi", e.pixi}, {"unread", e.unread}, {"packages", json::array()}, {"imports", json::array()},
             {"verdicts", json::array()}};
   for (const auto& p : e.packages) j["packages"].push_back(package_json(p));
   for (const auto& i : e.imports)
@@ -86,6 +86,7 @@ std::string python_text(const PythonScan& s) {
     if (e.packages.empty()) t += e.unread.empty() ? ": no torch, jax, tensorflow or cupy" : ": not read whole";
     for (const auto& u : e.unread) t += "\n    NOT READ: " + visible(u);
     if (!e.conda_cuda.empty()) t += "\n    conda's CUDA: " + e.conda_cuda;
+    if (!e.conda_packages.empty()) t += "\n    conda installed: " + join(e.conda_packages, ", ");
     for (const auto& p : e.packages) t += "\n" + package_text(p);
     for (const auto& i : e.imports) t += "\n" + import_text(i);
     for (const auto& v : e.verdicts) t += "\n" + verdict_text(v, "    ");

@@ -121,7 +121,7 @@ def test_a_library_that_resolves_nowhere_is_an_error_with_its_fix(tmp_path):
     env = env_of(report, e.prefix)
     v = verdict(env, "python.library_missing", "error")
     assert "libcudart.so.12" in v["message"] and "cannot open shared object file" in v["message"]
-    assert 'pip install "nvidia-cuda-runtime-cu12==12.4.127"' in v["fix"]
+    assert "pip install nvidia-cuda-runtime-cu12==12.4.127" in v["fix"]
     assert m.run("--env", "--check=python", "--python", str(e.prefix)).returncode == 1
 
 
