@@ -220,7 +220,8 @@ int run(int argc, char** argv, StandardOutput* out) {
   if (o.explain || o.env_format) {
     const auto scan = env::PythonScanInput::from_process(o.python, o.import, doctor::examine().torch);
     const env::Report with_python = doctor::examine_with_python(scan);
-    return o.explain ? doctor::explain_command(*o.explain, with_python, !o.check.empty()) : print_env(o, with_python);
+    return o.explain ? doctor::explain_command({*o.explain, !o.check.empty(), o.here, o.explain_json}, with_python)
+                     : print_env(o, with_python);
   }
   const env::Report& report = doctor::examine();
   if (const int rc = require_gpu(o, report)) return rc;

@@ -295,13 +295,18 @@ void add_flags(CLI::App& app, BenchOptions* o, RawFlags* raw) {
   app.add_option("--env-out", o->env_out, "with --env: write the report to FILE instead of stdout");
   app.add_option("--check", raw->check,
                  "with --env: exit 1 when any verdict is an error (--check=python: any verdict on the user's own "
-                 "Python environments); with --explain: exit 1 when a cause shows on this machine")
+                 "Python environments); with --explain: take the paste as this machine's, and exit 1 when a cause shows "
+                 "here")
       ->expected(0, 1)
       ->check(CLI::IsMember({"", "all", "python"}));
   app.add_option("--explain", raw->explain,
                  "name the CUDA set-up failure behind a pasted error message ('-': read it from stdin) and check "
                  "this machine for its cause (stdin is read up to 64 MiB, and from a pipe for 20 s): exit 0 "
                  "with the answer, 2 when the message is not one cudabench knows");
+  app.add_flag("--here", o->here,
+               "with --explain: the paste came from this machine, so what this machine shows is offered as its "
+               "cause (without it, only when the paste's driver and GPU are this machine's)");
+  app.add_flag("--explain-json", o->explain_json, "with --explain: the answer as JSON");
   app.add_option("--python", o->python,
                  "with --env or --explain: also read this Python interpreter, environment or site-packages "
                  "folder (repeatable); the environments in reach are read anyway");
@@ -351,7 +356,11 @@ int check_combinations(const CLI::App& app, const BenchOptions& o) {
     return kExitBadInput;
   }
   if (o.explain && (o.env_format || !app.remaining().empty() || o.require_gpu)) {
-    std::cerr << "bench: --explain takes only the message (and --python, --import)\n";
+    std::cerr << "bench: --explain takes only the message (and --here, --explain-json, --check, --python, --import)\n";
+    return kExitBadInput;
+  }
+  if (!o.explain && (o.here || o.explain_json)) {
+    std::cerr << "bench: --here and --explain-json go with --explain\n";
     return kExitBadInput;
   }
   if (!o.env_format && !o.explain && (o.import || !o.python.empty())) {

@@ -69,6 +69,8 @@ struct BenchOptions {
   bool require_gpu = false;               // --require-gpu
   std::string rows;                       // --rows: "" not given; default, gate, gate-cpu or gate-gpu
   std::optional<std::string> explain;     // --explain TEXT ('-': stdin)
+  bool here = false;                      // --here: the pasted error came from this machine
+  bool explain_json = false;              // --explain-json: the answer as JSON
   std::vector<std::string> python;        // --python PATH (repeatable): environments to scan besides those found
   bool import = false;                    // --import: each environment's interpreter imports its packages
   std::string devices;                    // --devices, "" when not given

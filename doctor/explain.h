@@ -25,14 +25,38 @@ struct Scenario {
   std::string checked;       // what the probe looks at, for "not seen here"
   std::string fix;           // the usual fix, for when it happened elsewhere
   std::vector<std::string> covers;  // scenarios whose cause is among its own: not listed apart when both match
+  bool setup = true;          // false: not a set-up failure (out of memory, a label out of range): the answer says so
+  bool build_fix = false;     // a build of the paste's package that fits its driver and GPU fixes it
 };
 
 // The scenarios, in order: the one table of them, doctor/scenarios.json
 // (compiled in; scripts/driver_probe.py reads the file before any build).
 const std::vector<Scenario>& scenarios();
 // The scenarios a pasted text names (by its wording, an error code such as
-// "Error 804" or "code=802(...)", or an enum name).
+// "Error 804" or "code=802(...)", or an enum name), the likeliest first: the
+// one named by the longest phrase (a code counts as a short one), then in
+// the table's order.
 std::vector<const Scenario*> match_scenarios(const std::string& text);
+
+// What a paste shows of the machine it came from (paste_facts.cpp), read
+// from the lower-cased text: nvidia-smi's "Driver Version: 535.104.05" and
+// "CUDA Version: 12.2", the module's version, PyTorch's "found version
+// 11040", GPU names ("rtx 3070": 8.6) and "sm_120", and the package it is
+// about (torch, jax, tensorflow, cupy, onnxruntime, numba).
+struct PasteGpu {
+  std::string name;  // as the paste spells it, lower case: "rtx 3070"
+  int major = 0, minor = 0;
+};
+struct PasteFacts {
+  std::string driver;    // "535.104.05", "" not named
+  int driver_cuda = 0;   // the CUDA it supports (12020), 0 unknown
+  std::vector<PasteGpu> gpus;
+  std::string package;   // "" none named
+  std::vector<std::string> libraries;  // the library files it names
+};
+PasteFacts read_facts(const std::string& normalized);
+// "driver 535.104.05 (CUDA 12.2); GPU rtx 3070 (compute capability 8.6); ..."
+std::string facts_text(const PasteFacts& f);
 // Shared-library file names in a text ("libcudart.so.12: cannot open ...").
 std::vector<std::string> libraries_named(const std::string& text);
 
@@ -40,8 +64,9 @@ std::vector<std::string> libraries_named(const std::string& text);
 // library files it mentions. Read in overlapping windows of 1 MiB, so that a
 // whole journal (`journalctl -k | bench --explain -`) is read in bounded memory.
 struct Pasted {
-  std::vector<const Scenario*> scenarios;
+  std::vector<const Scenario*> scenarios;  // the likeliest first
   std::vector<std::string> libraries;
+  PasteFacts facts;
   std::vector<std::pair<std::string, std::string>> decoded;  // scenario id, what its numbers mean (decode.cpp)
 };
 // What the numbers in a message mean, read out of it (lower-cased, white
@@ -58,22 +83,37 @@ struct Explanation {
     const Scenario* scenario;
     std::vector<env::Verdict> causes;  // this machine's verdicts that are its cause (Warning/Error)
     std::vector<std::string> decoded;  // what the message's numbers mean, for this scenario
+    std::string fix;                   // the scenario's fix, and the build that fits the paste's driver and GPU
   };
   std::vector<Item> items;
-  bool cause_found = false;
+  PasteFacts facts;
+  // Whether this machine's state is offered as the paste's cause: the user
+  // said the paste came from here (--here, --check), or its driver and GPU
+  // are this machine's; `here_why` says which, or why not.
+  bool here = false;
+  std::string here_why;
+  bool cause_found = false;  // a cause shows here (counted only when `here`)
   std::string note;  // why some causes cannot show here (no usable GPU)
 };
 // `r` must hold the library lookups for libraries_named(text) among its
 // verdicts (explain_command adds them).
-Explanation explain(const Pasted& pasted, const env::Report& r);
-Explanation explain(const std::string& text, const env::Report& r);
+Explanation explain(const Pasted& pasted, const env::Report& r, bool here = false);
+Explanation explain(const std::string& text, const env::Report& r, bool here = false);
+// The answer: what the paste shows and its causes first, this machine
+// after, under its own heading.
 std::string explanation_text(const Explanation& e);
+std::string explanation_json(const Explanation& e);
 
+struct ExplainOptions {
+  std::string text;    // the message; "-": standard input
+  bool check = false;  // exit 1 when a cause shows here (the paste is taken as this machine's)
+  bool here = false;   // the paste came from this machine
+  bool json = false;   // the answer as JSON
+};
 // The whole of `bench --explain TEXT` ("-": standard input, bounded by size
-// and, for a pipe, by time): prints the explanation, which says whether a
-// cause shows here, and returns the exit code (0, or 2 for a text that is
-// not a set-up error it knows; with `check`, 1 when a cause shows here).
-// `r`: the report to check, examine_with_python()'s.
-int explain_command(const std::string& text, const env::Report& r, bool check = false);
+// and, for a pipe, by time): prints the explanation and returns the exit
+// code (0, or 2 for a text that is not an error it knows; with `check`, 1
+// when a cause shows here). `r`: the report to check, examine_with_python()'s.
+int explain_command(const ExplainOptions& o, const env::Report& r);
 
 }  // namespace cudabench::doctor

@@ -26,6 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const Explanation e = explain(text, empty);
       if (e.items.size() > scenarios().size()) __builtin_trap();
       (void)explanation_text(e);
+      (void)explanation_json(e);
       break;
     }
     case 1:

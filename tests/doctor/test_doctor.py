@@ -261,7 +261,7 @@ def test_12_nvidia_module_not_loaded(machine, files, secure_boot, cause, fix):
 def test_13_a_library_on_the_machine_but_not_on_the_library_path(machine, tmp_path):
     tk = fake_toolkit(tmp_path / "opt" / "cuda-12.4", "12.4.131")
     machine.env["CUDA_HOME"] = str(tk)
-    r = machine.run("--explain", "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory")
+    r = machine.run("--here", "--explain", "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "[13]" in r.stdout
     assert "libcudart.so.12 (needed by the pasted error) is on this machine at %s/lib64/libcudart.so.12" % tk in r.stdout
@@ -269,7 +269,7 @@ def test_13_a_library_on_the_machine_but_not_on_the_library_path(machine, tmp_pa
 
 
 def test_13_a_library_nowhere_on_the_machine(machine):
-    r = machine.run("--explain", "Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: "
+    r = machine.run("--here", "--explain", "Could not load library libcudnn_ops_infer.so.8. Error: libcudnn_ops_infer.so.8: "
                                  "cannot open shared object file: No such file or directory")
     assert r.returncode == 0, r.stdout
     assert "libcudnn_ops_infer.so.8 (needed by the pasted error) is not on this machine" in r.stdout
@@ -277,9 +277,9 @@ def test_13_a_library_nowhere_on_the_machine(machine):
 
 
 def test_13_a_library_that_resolves_here_is_no_cause(machine):
-    r = machine.run("--explain", "OSError: libcudart.so.13: cannot open shared object file: No such file or directory")
+    r = machine.run("--here", "--explain", "OSError: libcudart.so.13: cannot open shared object file: No such file or directory")
     assert r.returncode == 0, r.stdout
-    assert "not on this machine: the probe checked whether the loader finds each library" in r.stdout
+    assert "not here: the probe checked whether the loader finds each library" in r.stdout
 
 
 def test_14_one_library_loaded_twice(machine, tmp_path):
@@ -532,7 +532,7 @@ def scenarios_named(stdout):
 
 @pytest.mark.parametrize("text,want", MESSAGES, ids=[str(sorted(w)) + ":" + t[:40] for t, w in MESSAGES])
 def test_explain_names_the_scenario_of_each_real_message(machine, text, want):
-    r = machine.run("--explain", text)
+    r = machine.run("--here", "--explain", text)
     named = scenarios_named(r.stdout)
     assert want <= named, (named, r.stdout)
     assert len(named) <= len(want) + 2, named  # specific: not everything at once
@@ -546,7 +546,7 @@ def test_explain_names_the_scenario_of_each_real_message(machine, text, want):
 def test_explain_finds_the_cause_on_a_machine_that_has_it(machine):
     machine.desc["driver"]["init_result"] = 804
     machine.libcuda_at("usr/local/cuda-13.0/compat", version="580.95.05")
-    r = machine.run("--explain", "RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 804: forward "
+    r = machine.run("--here", "--explain", "RuntimeError: Unexpected error from cudaGetDeviceCount(). Error 804: forward "
                                  "compatibility was attempted on non supported HW")
     assert r.returncode == 0, r.stdout
     assert "[2] Forward-compatibility libraries" in r.stdout
@@ -554,7 +554,7 @@ def test_explain_finds_the_cause_on_a_machine_that_has_it(machine):
     assert "seen: cuInit: CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE (804)" in r.stdout
     assert "fix:  take " in r.stdout
     # The message can come on stdin, as a pasted log does.
-    r = machine.run("--explain", "-", stdin="some log\nError 804: forward compatibility was attempted on non supported HW\n")
+    r = machine.run("--here", "--explain", "-", stdin="some log\nError 804: forward compatibility was attempted on non supported HW\n")
     assert r.returncode == 0 and "[2]" in r.stdout
 
 
@@ -562,7 +562,7 @@ def test_explain_finds_the_cause_on_a_machine_that_has_it(machine):
                                   "RuntimeError: CUDA error on H100 at line 46", "Error: NVIDIA A100-SXM4-80GB",
                                   "ERROR: step 209 failed", "error in cuda sm_100 kernel"])
 def test_explain_refuses_what_it_does_not_know(machine, text):
-    r = machine.run("--explain", text)
+    r = machine.run("--here", "--explain", text)
     assert r.returncode == 2
     assert r.stderr.strip().splitlines()[-1] == "bench: --explain: not a CUDA set-up error I know"
     assert r.stdout == ""
@@ -570,11 +570,11 @@ def test_explain_refuses_what_it_does_not_know(machine, text):
 
 def test_explain_alternatives_of_one_library_found_here_are_no_cause(machine, tmp_path):
     # "Unable to load any of {...}": one of the names found is enough.
-    r = machine.run("--explain", "Unable to load any of {libcudart.so.13.9.9, libcudart.so.13, libcudart.so}")
+    r = machine.run("--here", "--explain", "Unable to load any of {libcudart.so.13.9.9, libcudart.so.13, libcudart.so}")
     assert r.returncode == 0, r.stdout
     assert "[13]" in r.stdout and "FOUND HERE" not in r.stdout
 
 
 def test_explain_takes_nothing_else(machine):
-    r = machine.run("--explain", "error 804", "--env")
+    r = machine.run("--here", "--explain", "error 804", "--env")
     assert r.returncode == 2 and "--explain takes only the message" in r.stderr

@@ -13,7 +13,7 @@ from fake_machine import Machine
 
 def explain(m, text, *extra):
     m.env.update(HOME=str(m.tmp / "home"), CUDABENCH_CACHE=str(m.tmp / "cache"))
-    return m.run("--explain", text, *extra)
+    return m.run("--here", "--explain", text, *extra)
 
 
 JAX = [
@@ -63,7 +63,7 @@ def test_unknown_error_names_the_cause_this_machine_shows(tmp_path, how, vid):
 def test_unknown_error_on_a_healthy_machine_lists_the_causes_in_order(tmp_path):
     r = explain(Machine(tmp_path), UNKNOWN)
     assert "[27]" in r.stdout and "[9]" not in r.stdout and "FOUND HERE" not in r.stdout, r.stdout
-    fix = r.stdout[r.stdout.index("where it happened:"):]
+    fix = r.stdout[r.stdout.index("  fix: "):]
     order = [fix.index(w) for w in ("nvidia_uvm", "bad state", "/dev/nvidia-uvm", "CUDA_VISIBLE_DEVICES")]
     assert order == sorted(order), fix
     assert r.returncode == 0 and explain(Machine(tmp_path / "b"), UNKNOWN, "--check").returncode == 0

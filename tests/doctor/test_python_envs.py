@@ -226,7 +226,7 @@ def test_the_docs_list_the_json_keys(tmp_path, kernels):
 
 def explain(m, text, *paths):
     m.env.update(HOME=str(m.tmp / "home"), CUDABENCH_CACHE=str(m.tmp / "cache"))
-    return m.run("--explain", text, *[a for p in paths for a in ("--python", str(p))])
+    return m.run("--here", "--explain", text, *[a for p in paths for a in ("--python", str(p))])
 
 
 def test_explain_names_the_environments_where_the_cause_holds(tmp_path):

@@ -101,7 +101,7 @@ def test_a_preloaded_libcuda_that_breaks_in_its_constructor_is_withheld_too(tmp_
 
 
 def test_explain_names_a_stuck_gpu_and_finds_it_here(tmp_path):
-    r, _ = run(tmp_path, {"driver": {"init_fault": "hang"}}, "--explain",
+    r, _ = run(tmp_path, {"driver": {"init_fault": "hang"}}, "--here", "--explain",
                "NVRM: Xid (PCI:0000:19:00): 79, pid=1234, GPU has fallen off the bus.")
     assert r.returncode == 0, r.stderr
     assert "[25]" in r.stdout and "FOUND HERE (error, driver.hung)" in r.stdout
