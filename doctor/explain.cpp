@@ -262,14 +262,15 @@ std::pair<bool, std::string> paste_is_here(const PasteFacts& f, const Report& r)
 // The scenario's fix, led by the build of the paste's package that runs on
 // the paste's driver and GPU (the table --env's fixes come from).
 std::string fitted_fix(const Scenario& s, const PasteFacts& f) {
-  const bool known = f.package == "torch" || f.package == "jax" || f.package == "tensorflow" || f.package == "cupy";
-  if (!s.build_fix || !known || (f.driver_cuda == 0 && f.gpus.empty())) return s.fix;
+  const Target none;
+  if (!s.build_fix || package_builds(f.package, none).empty() || (f.driver_cuda == 0 && f.gpus.empty())) return s.fix;
   Target t{f.driver_cuda, f.driver, {}, f.driver.empty() ? "the paste's driver" : "the paste's driver " + f.driver};
-  for (const auto& g : f.gpus) t.gpus.push_back({g.name, g.major, g.minor});
-  std::string on;
-  if (f.driver_cuda) on = (f.driver.empty() ? "a driver" : "driver " + f.driver) + " (CUDA " + Version::from_cuda_int(f.driver_cuda).major_minor() + ")";
-  for (const auto& g : f.gpus) on += (on.empty() ? "" : ", ") + g.name;
-  return "for " + f.package + " on the paste's " + on + ": " + fix_for(f.package, t) + "; in general: " + s.fix;
+  std::string gpus;
+  for (const auto& g : f.gpus) {
+    t.gpus.push_back({g.name, g.major, g.minor});
+    gpus += (gpus.empty() ? " on the paste's " : ", ") + g.name;
+  }
+  return "for " + f.package + gpus + ": " + fix_for(f.package, t) + "; in general: " + s.fix;
 }
 }  // namespace
 

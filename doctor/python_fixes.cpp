@@ -39,7 +39,9 @@ std::string cu_tag(std::string cuda) {
 // built for, the oldest driver CUDA (and Linux driver) that runs them by
 // minor-version compatibility, pip's arguments and conda-forge's. From each
 // project's install guide: JAX dropped CUDA 11 after 0.4.25, TensorFlow
-// after 2.14, CuPy after v13; CuPy v14 has cupy-cuda13x.
+// after 2.14, CuPy after v13 (v14 has cupy-cuda13x); onnxruntime-gpu on
+// PyPI is CUDA 12 with cuDNN 9 since 1.19, its CUDA 11.8 builds are on
+// its own feed.
 const std::vector<PackageBuild>& builds() {
   static const std::vector<PackageBuild> all = {
       {"jax", "jax[cuda13]", "13", 13000, "580.65.06", "install -U \"jax[cuda13]\"", "jax \"jaxlib=*=*cuda*\" \"cuda-version=13\""},
@@ -54,6 +56,12 @@ const std::vector<PackageBuild>& builds() {
       {"cupy", "cupy-cuda13x", "13", 13000, "580.65.06", "install cupy-cuda13x", "cupy \"cuda-version=13\""},
       {"cupy", "cupy-cuda12x", "12", 12000, "525.60.13", "install cupy-cuda12x", "cupy \"cuda-version=12\""},
       {"cupy", "cupy-cuda11x (CuPy 13)", "11", 11000, "450.80.02", "install \"cupy-cuda11x<14\"", "\"cupy<14\" \"cuda-version=11\""},
+      {"onnxruntime", "onnxruntime-gpu (CUDA 12, cuDNN 9)", "12", 12000, "525.60.13",
+       "uninstall -y onnxruntime onnxruntime-gpu && pip install \"onnxruntime-gpu[cuda,cudnn]\"", "onnxruntime \"cuda-version=12\""},
+      {"onnxruntime", "onnxruntime-gpu for CUDA 11.8", "11.8", 11000, "450.80.02",
+       "install onnxruntime-gpu --extra-index-url "
+       "https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onnxruntime-cuda-11/pypi/simple/",
+       "onnxruntime \"cuda-version=11.8\""},
   };
   return all;
 }

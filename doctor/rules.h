@@ -42,7 +42,7 @@ std::string torch_build_fix(const TorchBuild& b);
 std::vector<const TorchBuild*> torch_builds_for(int cc_major, int cc_minor);
 // A build of a user's package the doctor can recommend (python_fixes.cpp).
 struct PackageBuild {
-  std::string package;        // torch | jax | tensorflow | cupy
+  std::string package;        // torch | jax | tensorflow | cupy | onnxruntime
   std::string name;           // "cupy-cuda12x", "torch 2.10.0 (cu128)"
   std::string cuda;           // the CUDA it is built for
   int driver_cuda;            // the oldest driver CUDA that runs it

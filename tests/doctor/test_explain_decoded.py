@@ -6,6 +6,8 @@ CUDA_VISIBLE_DEVICES, each checked on the fake machine), the driver's
 "found version 11040", and "sm_120 is not compatible" (the builds that carry
 it). The messages have the shapes the libraries print, written for these
 tests. --check makes a cause found here exit 1."""
+import json
+
 import pytest
 
 from fake_machine import Machine
@@ -97,3 +99,41 @@ def test_sm_120_names_the_builds_that_carry_it(tmp_path):
     assert "the first torch build in cudabench's table that carries it is torch 2.7.0 (cu128)" in r.stdout
     assert "torch 2.10.0 (cu128, driver >= 525.60.13)" in r.stdout and "sm_XY" not in r.stdout
     assert "torch 2.7.1 (cu118" not in r.stdout  # CUDA 11.8 builds have no sm_120
+
+
+OTHER_MACHINE = ("NVIDIA-SMI 470.182.03   Driver Version: 470.182.03   CUDA Version: 11.4\n"
+                 "|   0  NVIDIA GeForce RTX 3090        Off  | 00000000:01:00.0 Off |                  N/A |\n"
+                 '  File "/home/user/venv/lib/python3.10/site-packages/torch/cuda/__init__.py", line 217\n'
+                 "RuntimeError: The NVIDIA driver on your system is too old (found version 11040).")
+
+
+def test_a_paste_s_driver_and_gpu_pick_the_build_and_this_machine_stays_apart(tmp_path):
+    """A paste from a 470 machine with an RTX 3090, answered on a healthy
+    H200 with a 580 driver: the paste's facts first, the torch that runs on
+    the paste's driver, and this machine under its own heading, not the cause."""
+    m = Machine(tmp_path)
+    m.env.update(HOME=str(m.tmp / "home"), CUDABENCH_CACHE=str(m.tmp / "cache"))
+    r = m.run("--explain", OTHER_MACHINE)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert out.startswith("What the paste shows: driver 470.182.03 (CUDA 11.4); GPU rtx 3090 (compute capability 8.6); "
+                          "the package torch"), out
+    assert "install torch 2.7.1, the cu118 build (CUDA 11.8)" in out  # the newest torch a CUDA 11.4 driver runs
+    assert "On this machine (not the paste's cause: the paste's driver 470.182.03 is not this machine's (580.95.05))" in out
+    assert "FOUND HERE" not in out and out.index("[1] ") < out.index("On this machine")
+
+
+def test_a_paste_whose_driver_is_this_machine_s_is_taken_for_it(tmp_path):
+    m = Machine(tmp_path)
+    m.desc["driver"]["init_result"] = 804
+    m.libcuda_at("usr/local/cuda-13.0/compat", version="580.95.05")
+    m.env.update(HOME=str(m.tmp / "home"), CUDABENCH_CACHE=str(m.tmp / "cache"))
+    text = "Driver Version: 580.95.05\nError 804: forward compatibility was attempted on non supported HW"
+    r = m.run("--explain", text)
+    assert "taken as the paste's: the paste's driver is this machine's" in r.stdout, r.stdout
+    assert "FOUND HERE (error, driver.compat_unsupported)" in r.stdout
+    # Without the driver's line the paste is not taken for this machine's, unless the user says so.
+    r = m.run("--explain", text.splitlines()[1], "--explain-json")
+    answer = json.loads(r.stdout)
+    assert not answer["here"] and not answer["cause_found"] and answer["causes"][0]["id"] == "compat_not_supported"
+    assert json.loads(m.run("--here", "--explain", text.splitlines()[1], "--explain-json").stdout)["cause_found"]
