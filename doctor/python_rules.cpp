@@ -290,6 +290,24 @@ bool not_cuda(const PythonPackage& p, const std::string& who, const Report& r, c
   return p.build != "cuda";
 }
 
+// JAX's CUDA plugin from another release than jaxlib ("jaxlib 0.4.38,
+// jax-cuda12-plugin 0.5.0"): the PJRT API versions differ, and JAX says
+// "Unable to initialize backend 'cuda'" in either direction.
+void jax_skew(const PythonPackage& p, const std::string& who, const PythonEnv& e, std::vector<Verdict>& out) {
+  const auto comma = p.version.find(", jax-cuda");
+  if (p.name != "jax" || comma == std::string::npos || p.version.rfind("jaxlib ", 0) != 0) return;
+  const std::string lib = p.version.substr(7, comma - 7), plugin_part = p.version.substr(comma + 2);  // "jax-cuda12-plugin 0.5.0"
+  const std::string plugin = plugin_part.substr(0, plugin_part.find(' ')), version = plugin_part.substr(plugin_part.find(' ') + 1);
+  const std::string base = lib.substr(0, lib.find('+'));
+  if (Version::parse(base).parts < 2 || Version::parse(base) == Version::parse(version)) return;  // 0.x: not known()
+  const std::string pjrt = plugin.substr(0, plugin.rfind('-')) + "-pjrt";
+  out.push_back(make("python.jax_skew", L::Error,
+                     who + ": " + plugin + " " + version + " is " + (Version::parse(version) < Version::parse(base) ? "older" : "newer") +
+                         " than jaxlib " + base + ": their PJRT API versions differ (\"Unable to initialize backend 'cuda'\")",
+                     pip_of(&e) + " install \"jaxlib==" + base + "\" \"" + plugin + "==" + base + "\" \"" + pjrt + "==" + base + "\"",
+                     {"jaxlib " + lib, plugin + " " + version}));
+}
+
 // One package's verdicts, in the order the user meets their causes: the
 // import, the build, the machine, the driver, the kernels, the libraries.
 std::vector<Verdict> package_verdicts(const PythonPackage& p, const std::string& who, const PythonEnv& e,
@@ -302,6 +320,7 @@ std::vector<Verdict> package_verdicts(const PythonPackage& p, const std::string&
   }
   import_blockers(p, who, e, out);
   conda_record(p, who, e, out);
+  jax_skew(p, who, e, out);
   // One fix for every cause of the package: two causes never give two builds.
   const std::string fix = fix_for(p.name, target_of(r), &e, &p);
   if (not_cuda(p, who, r, e, fix, out) || machine_cause(p, who, r, out)) return out;

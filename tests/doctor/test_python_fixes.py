@@ -120,3 +120,16 @@ def test_a_cu11_wheel_s_runtime_version_comes_from_its_dist_info(tmp_path):
     env = env_of(scan(m, e.prefix)[0], e.prefix)
     cudart = [l for l in env["packages"][0]["libraries"] if l["name"] == "libcudart.so.11.0"]
     assert cudart and cudart[0]["version"] == "11.8.89" and cudart[0]["own_version"] == "11.8.89", cudart
+
+
+@pytest.mark.parametrize("plugin", ["0.5.0", "0.4.30"])
+def test_jax_s_plugin_from_another_release_than_jaxlib_is_named_in_both_directions(tmp_path, plugin):
+    m = Machine(tmp_path)
+    e = Env(tmp_path / "venv")
+    (e.site / "jaxlib").mkdir()
+    (e.site / "jaxlib/version.py").write_text('_version = "0.4.38"\n')
+    e.dist("jax_cuda12_plugin", plugin)
+    env = env_of(scan(m, e.prefix)[0], e.prefix)
+    v = verdict(env, "python.jax_skew", "error")
+    assert ("older" if plugin < "0.4.38" else "newer") + " than jaxlib 0.4.38" in v["message"]
+    assert '"jaxlib==0.4.38" "jax-cuda12-plugin==0.4.38" "jax-cuda12-pjrt==0.4.38"' in v["fix"]
