@@ -24,7 +24,7 @@ from fake_machine import Machine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
-DIGEST = "e01707ea090f848740379bed9554afaf00eb1257d3b07a108350533f790293e5"
+DIGEST = "fe99d15999165ad78039bbd36814f4826c1e67e7125ac1428cf06b691109108a"
 KEYS = {"id", "class", "source", "paste", "cause", "established_by", "cause_words", "fix_words"}
 
 
