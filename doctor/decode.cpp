@@ -227,7 +227,11 @@ void cudnn_versions(const std::string& t, Decoded& out) {
       if (const auto q = t.find(k, p); q != std::string::npos && loaded.empty()) loaded = tuple(q + std::string(k).size());
   }
   if (const auto [l, b] = two_versions(t, "loaded runtime cudnn library: ", "compiled with: "); !l.empty()) loaded = l, built = b;
+  if (const auto [l, b] = two_versions(t, "loaded runtime cudnn library: ", "compiled with "); !l.empty() && built.empty())
+    loaded = l, built = b;  // TensorFlow 1.x: "7103 (compatibility version 7100) but source was compiled with 7005"
   if (built.empty() || loaded.empty()) return;
+  for (std::string* v : {&built, &loaded})
+    if (v->find('.') == std::string::npos && v->size() >= 4) *v = library_version("cudnn", std::stoi(*v));
   const bool older = Version::parse(loaded) < Version::parse(built);
   out.emplace_back("two_library_copies", "cuDNN " + loaded + " was loaded, " + (older ? "older than" : "another version from") +
                                              " the " + built + " the build was compiled against: another copy on the "
