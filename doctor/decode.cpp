@@ -108,7 +108,7 @@ std::string version_at(const std::string& t, std::size_t p) {
   return t.substr(p, e - p);
 }
 
-// The versions after `a` and after `b` (where `b` follows `a` within 120 characters).
+// The versions after `a` and after `b` (where `b` follows `a` within 160 characters).
 std::pair<std::string, std::string> two_versions(const std::string& t, const std::string& a, const std::string& b) {
   const auto p = t.find(a);
   if (p == std::string::npos) return {};
@@ -121,9 +121,8 @@ std::pair<std::string, std::string> two_versions(const std::string& t, const std
 // log, nvidia-modeset and JAX use.
 void module_versions(const std::string& t, Decoded& out) {
   for (const auto& [a, b, user_first] : std::vector<std::tuple<std::string, std::string, bool>>{
-           {"the client has the version ", "this kernel module has the version ", true},
-           {"kernel version ", "does not match dso version ", false},
-           {"nvidia.ko(", "nvidia-modeset(", false}}) {
+           {"has the version ", "this kernel module has the version ", true},  // "the client ['gnome-shell'] has ..."
+           {"kernel version ", "does not match dso version ", false}}) {
     const auto [x, y] = two_versions(t, a, b);
     if (x.empty() || y.empty()) continue;
     const std::string user = user_first ? x : y, module = user_first ? y : x;
@@ -133,6 +132,10 @@ void module_versions(const std::string& t, Decoded& out) {
                          (older ? "older (the old one is loaded, or after a reboot the one on disk was not rebuilt or updated)"
                                 : "newer (the user-space driver was not updated with it)"));
   }
+  for (const char* modeset : {"nvidia-modeset(", "nvidia-modeset.ko("})
+    if (const auto [x, y] = two_versions(t, "nvidia.ko(", modeset); !x.empty() && !y.empty())
+      out.emplace_back("driver_module_mismatch", "the kernel modules nvidia.ko (" + x + ") and nvidia-modeset (" + y +
+                                                     ") are from different drivers: a module on disk was not rebuilt");
   if (const auto p = t.find("nvml library version: "); p != std::string::npos)
     out.emplace_back("nvml_module_mismatch", "NVML (user space) is " + version_at(t, p + 22) +
                                                  ": the kernel module loaded is another version (modinfo -F version nvidia "
@@ -181,11 +184,23 @@ void ptx_isa(const std::string& t, Decoded& out) {
 std::string first_cuda_for(int arch) {
   static const std::vector<std::pair<int, std::string>> table = {
       {50, "6.0"}, {60, "8.0"}, {70, "9.0"}, {72, "10.0"}, {75, "10.0"}, {80, "11.0"}, {86, "11.1"}, {87, "11.4"},
-      {89, "11.8"}, {90, "11.8"}, {100, "12.8"}, {101, "12.8"}, {103, "12.9"}, {120, "12.8"}, {121, "12.9"}};
+      {89, "11.8"}, {90, "11.8"}, {100, "12.8"}, {101, "12.8"}, {103, "12.9"}, {110, "13.0"}, {120, "12.8"}, {121, "12.9"}};
   std::string best;
   for (const auto& [a, cuda] : table)
     if (a <= arch && arch - a < 10 && a / 10 == arch / 10) best = cuda;
   return best;
+}
+
+// What a toolkit that refuses architecture `arch` says: too old for it, or
+// so new it dropped it (CUDA 12 dropped sm_35 and sm_37, CUDA 13 sm_50 to sm_72).
+std::string refused_arch(int arch, const std::string& who) {
+  const std::string first = first_cuda_for(arch);
+  if (arch < 50) return "CUDA 12 and newer dropped it: build it with a CUDA 11 toolkit, or drop the architecture";
+  if (arch <= 72)
+    return "CUDA 13 dropped sm_50 to sm_72: with a CUDA 13 " + who + " use CUDA 12 (or drop the architecture); an older " +
+           who + " needs CUDA " + first + " or newer";
+  return "it needs " + who + " from CUDA " + (first.empty() ? "a release that knows it" : first + " or newer") +
+         ": the toolkit in use is older, too old for this GPU";
 }
 
 // nvcc's "Unsupported gpu architecture 'compute_86'" and NVRTC's "-arch=compute_61".
@@ -193,19 +208,17 @@ void architecture(const std::string& t, Decoded& out) {
   for (const auto& [key, id] : std::vector<std::pair<std::string, std::string>>{
            {"unsupported gpu architecture 'compute_", "nvcc_arch_unsupported"},
            {"unsupported gpu architecture 'sm_", "nvcc_arch_unsupported"},
+           {"value 'sm_", "nvcc_arch_unsupported"},
            {"-arch=compute_", "nvrtc_arch_unsupported"},
            {"-arch=sm_", "nvrtc_arch_unsupported"}}) {
     const auto p = t.find(key);
     if (p == std::string::npos) continue;
     const std::string d = digits_at(t, p + key.size());
-    if (d.size() < 2) continue;
+    if (d.size() < 2 || d.size() > 3) continue;
     const int arch = std::stoi(d);
-    const std::string first = first_cuda_for(arch);
-    out.emplace_back(id, "compute_" + d + " (compute capability " + std::to_string(arch / 10) + "." + std::to_string(arch % 10) +
-                             ") needs " + (id == "nvrtc_arch_unsupported" ? "NVRTC" : "nvcc") + " from CUDA " +
-                             (first.empty() ? "a release that knows it" : first + " or newer") +
-                             (arch < 50 ? "; CUDA 12 and newer dropped it (use CUDA 11)" : "") +
-                             ": the toolkit in use is older, too old for this GPU");
+    const std::string prefix = key.substr(key.rfind('\'') == std::string::npos ? key.find('=') + 1 : key.rfind('\'') + 1);
+    out.emplace_back(id, prefix + d + " (compute capability " + std::to_string(arch / 10) + "." + std::to_string(arch % 10) +
+                             "): " + refused_arch(arch, id == "nvrtc_arch_unsupported" ? "NVRTC" : "nvcc"));
   }
 }
 
@@ -213,9 +226,9 @@ void architecture(const std::string& t, Decoded& out) {
 // version (8, 4, 1)") and XLA ("Loaded runtime CuDNN library: 8.5.0 but source
 // was compiled with: 8.6.0") print them.
 void cudnn_versions(const std::string& t, Decoded& out) {
-  auto tuple = [&](std::size_t p) {  // "(8, 5, 0)" -> "8.5.0"
+  auto tuple = [&](std::size_t p) {  // "(8, 5, 0)" -> "8.5.0", within 16 characters
     std::string v;
-    for (; p < t.size() && t[p] != ')'; ++p)
+    for (const std::size_t end = std::min(t.size(), p + 16); p < end && t[p] != ')'; ++p)
       if (std::isdigit(static_cast<unsigned char>(t[p]))) v += t[p];
       else if (t[p] == ',') v += '.';
     return v;
@@ -230,8 +243,10 @@ void cudnn_versions(const std::string& t, Decoded& out) {
   if (const auto [l, b] = two_versions(t, "loaded runtime cudnn library: ", "compiled with "); !l.empty() && built.empty())
     loaded = l, built = b;  // TensorFlow 1.x: "7103 (compatibility version 7100) but source was compiled with 7005"
   if (built.empty() || loaded.empty()) return;
-  for (std::string* v : {&built, &loaded})
-    if (v->find('.') == std::string::npos && v->size() >= 4) *v = library_version("cudnn", std::stoi(*v));
+  for (std::string* v : {&built, &loaded}) {
+    if (v->size() > 12 || v->find("..") != std::string::npos) return;
+    if (v->find('.') == std::string::npos && v->size() >= 4 && v->size() <= 6) *v = library_version("cudnn", std::stoi(*v));
+  }
   const bool older = Version::parse(loaded) < Version::parse(built);
   out.emplace_back("two_library_copies", "cuDNN " + loaded + " was loaded, " + (older ? "older than" : "another version from") +
                                              " the " + built + " the build was compiled against: another copy on the "
@@ -256,32 +271,35 @@ std::string wheel_of(const std::string& base, const std::string& cuda_major, con
   static const std::vector<std::pair<std::string, std::string>> wheels = {
       {"libcudart", "nvidia-cuda-runtime"}, {"libnvrtc", "nvidia-cuda-nvrtc"}, {"libcublas", "nvidia-cublas"},
       {"libcufft", "nvidia-cufft"},         {"libcurand", "nvidia-curand"},    {"libcusolver", "nvidia-cusolver"},
-      {"libcusparse", "nvidia-cusparse"},   {"libnvjitlink", "nvidia-nvjitlink"}, {"libcudnn", "nvidia-cudnn"},
-      {"libnccl", "nvidia-nccl"}};
+      {"libcusparse", "nvidia-cusparse"},   {"libnvjitlink", "nvidia-nvjitlink"}, {"libcudnn", "nvidia-cudnn"}};
   for (const auto& [lib, wheel] : wheels)
     if (base.rfind(lib, 0) == 0) {
-      if (!cudnn_major.empty()) return cudnn_major >= "8" ? "\"" + wheel + "-cu12==" + cudnn_major + ".*\" (-cu11 for CUDA 11)" : "";
-      return !cuda_major.empty() && cuda_major.size() == 2 && cuda_major >= "11" ? wheel + "-cu" + cuda_major : "";
+      if (!cudnn_major.empty()) return std::atoi(cudnn_major.c_str()) >= 8 ? "\"" + wheel + "-cu12==" + cudnn_major + ".*\" (-cu11 for CUDA 11)" : "";
+      return std::atoi(cuda_major.c_str()) >= 11 ? wheel + "-cu" + cuda_major : "";
     }
   return "";
 }
 
 // What a missing library's soname says: libcudart.so.10.1 is the CUDA 10.1
-// runtime, libcublasLt.so.11 CUDA 11's cuBLAS, libcudnn_ops_infer.so.8 cuDNN 8.
+// runtime, libcublasLt.so.11 CUDA 11's cuBLAS (any 11.x: from CUDA 11 on a
+// soname names the major only), libcudnn_ops_infer.so.8 cuDNN 8. Only
+// CUDA's own libraries (those with a wheel): not libnvinfer, libnvidia-ml.
 void library_versions(const std::string& t, Decoded& out) {
   for (const auto& name : libraries_named(t)) {
     const std::string base = name.substr(0, name.find(".so")), v = name.size() > base.size() + 4 ? name.substr(base.size() + 4) : "";
-    if (v.empty() || (base.rfind("libcu", 0) != 0 && base.rfind("libnv", 0) != 0)) continue;
-    if (base == "libcuda") continue;
     const bool dnn = base.rfind("libcudnn", 0) == 0;
-    const std::string major = v.substr(0, v.find('.'));
-    const std::string what = dnn ? "cuDNN " + major : "CUDA " + v + (v.find('.') == std::string::npos ? ".x" : "");
+    const int major = std::atoi(v.substr(0, std::min<std::size_t>(v.find('.'), 3)).c_str());
+    if (v.empty() || major <= 0 || wheel_of(base, "11", "").empty()) continue;
+    const std::string what = dnn ? "cuDNN " + std::to_string(major)
+                                 : "CUDA " + (major >= 11 ? std::to_string(major) + ".x" : v);
     const std::string said = name + " is " + what + "'s " + base.substr(3) + ": the program was built for " + what +
                              ", and that version is not installed (another one is) or not on the library path";
-    const std::string wheel = wheel_of(base, dnn ? "" : major, dnn ? major : "");
+    const std::string wheel = dnn ? wheel_of(base, "", std::to_string(major)) : wheel_of(base, std::to_string(major), "");
+    const std::string conda = dnn ? "" : major >= 12 ? ", conda's cuda-version=" + std::to_string(major) + " with its libraries"
+                                       : ", conda's cudatoolkit=" + (major == 11 ? std::string("11.8") : v);
     const std::string fix = "fix: install " + what + "'s " + base.substr(3) + " (" +
                             (wheel.empty() ? "" : "pip install " + wheel + ", or ") + "the " + what +
-                            (dnn ? " library" : " toolkit, conda's cudatoolkit=" + v) +
+                            (dnn ? " library" : " toolkit") + conda +
                             ") and put its folder on the library path (LD_LIBRARY_PATH), or use the program's build for the "
                             "CUDA you have";
     for (const char* id : {"library_not_found", "onnxruntime_cuda_provider"}) {

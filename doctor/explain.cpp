@@ -246,11 +246,24 @@ std::pair<bool, std::string> paste_is_here(const PasteFacts& f, const Report& r)
   std::vector<std::string> gpus;
   for (const auto& g : r.gpus) gpus.push_back(lower(g.name));
   for (const auto& g : r.nvml_gpus) gpus.push_back(lower(g.name));
+  // The same GPU: the paste's name as whole words of this machine's ("a10" is not "a100").
+  const auto same_gpu = [](const std::string& here, const std::string& pasted) {
+    for (auto p = here.find(pasted); p != std::string::npos; p = here.find(pasted, p + 1)) {
+      const std::size_t e = p + pasted.size();
+      if ((p == 0 || !std::isalnum(static_cast<unsigned char>(here[p - 1]))) &&
+          (e == here.size() || !std::isalnum(static_cast<unsigned char>(here[e]))))
+        return true;
+    }
+    return false;
+  };
   if (!f.driver.empty() && std::find(drivers.begin(), drivers.end(), f.driver) == drivers.end())
     return {false, "the paste's driver " + f.driver + " is not this machine's (" +
                        (drivers.empty() ? std::string("it has none") : drivers.front()) + ")"};
+  if (f.driver_cuda && f.driver_cuda != usable_driver_cuda(r))
+    return {false, "the paste's driver supports CUDA " + Version::from_cuda_int(f.driver_cuda).major_minor() +
+                       ", this machine's " + (usable_driver_cuda(r) ? Version::from_cuda_int(usable_driver_cuda(r)).major_minor() : std::string("none"))};
   for (const auto& g : f.gpus)
-    if (std::none_of(gpus.begin(), gpus.end(), [&](const std::string& h) { return h.find(g.name) != std::string::npos; }))
+    if (std::none_of(gpus.begin(), gpus.end(), [&](const std::string& h) { return same_gpu(h, g.name); }))
       return {false, "the paste's GPU " + g.name + " is not among this machine's (" +
                          (gpus.empty() ? std::string("it has none") : join(gpus, ", ")) + ")"};
   if (f.driver.empty() && f.gpus.empty())
@@ -359,13 +372,13 @@ std::string explanation_json(const Explanation& e) {
       here.push_back({{"id", v.id}, {"level", level_name(v.level)}, {"message", v.message}, {"fix", v.fix}, {"evidence", v.evidence}});
     causes.push_back({{"number", item.scenario->number}, {"id", item.scenario->id}, {"title", item.scenario->title},
                       {"setup", item.scenario->setup}, {"in_the_message", item.decoded}, {"fix", item.fix},
-                      {e.here ? "found_here" : "this_machine_shows", here}});
+                      {"on_this_machine", here}});  // the paste's cause only when "here"
   }
   const json paste = {{"driver", e.facts.driver},
                       {"driver_cuda", e.facts.driver_cuda ? Version::from_cuda_int(e.facts.driver_cuda).major_minor() : ""},
                       {"gpus", gpus}, {"package", e.facts.package}, {"libraries", e.facts.libraries}};
   return json{{"paste", paste}, {"causes", causes}, {"here", e.here}, {"here_why", e.here_why},
-              {"cause_found", e.cause_found}, {"note", e.note}}.dump(1) + "\n";
+              {"cause_found", e.cause_found}, {"note", e.note}}.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 namespace {

@@ -16,12 +16,22 @@ using env::join;
 using env::Version;
 namespace {
 
-// The dotted number at `p` ("535.104.05"), "" when none.
+// The dotted number at `p` ("535.104.05"): digits first, at most 24
+// characters; "" when none.
 std::string number_at(const std::string& t, std::size_t p) {
+  if (p >= t.size() || !std::isdigit(static_cast<unsigned char>(t[p]))) return "";
   std::size_t e = p;
-  while (e < t.size() && (std::isdigit(static_cast<unsigned char>(t[e])) || t[e] == '.')) ++e;
+  while (e < t.size() && e - p < 24 && (std::isdigit(static_cast<unsigned char>(t[e])) || t[e] == '.')) ++e;
   while (e > p && t[e - 1] == '.') --e;
   return t.substr(p, e - p);
+}
+
+// A small whole number (at most 7 digits), -1 when `n` is not one.
+int small_number(const std::string& n) {
+  const bool digits = !n.empty() && n.size() <= 7 && std::all_of(n.begin(), n.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
+  return digits ? std::stoi(n) : -1;
 }
 
 // The number after the first of `keys` in `t`.
@@ -40,15 +50,19 @@ struct GpuName {
 };
 const std::vector<GpuName>& gpu_names() {
   static const std::vector<GpuName> all = {
-      {"gb200", 10, 0}, {"b200", 10, 0},    {"gh200", 9, 0},     {"h200", 9, 0},     {"h100", 9, 0},
-      {"h800", 9, 0},   {"l40s", 8, 9},     {"l40", 8, 9},       {"l4", 8, 9},       {"rtx 6000 ada", 8, 9},
-      {"a100", 8, 0},   {"a800", 8, 0},     {"a30", 8, 0},       {"a6000", 8, 6},    {"a5000", 8, 6},
-      {"a4000", 8, 6},  {"a40", 8, 6},      {"a10g", 8, 6},      {"a10", 8, 6},      {"a2", 8, 6},
-      {"rtx 50", 12, 0}, {"rtx 40", 8, 9},  {"rtx 30", 8, 6},    {"rtx 20", 7, 5},   {"gtx 16", 7, 5},
-      {"titan rtx", 7, 5}, {"quadro rtx", 7, 5}, {"t4", 7, 5},   {"titan v", 7, 0},  {"v100", 7, 0},
-      {"p100", 6, 0},   {"p40", 6, 1},      {"p4", 6, 1},        {"gtx 10", 6, 1},   {"titan x", 6, 1},
-      {"m40", 5, 2},    {"m60", 5, 2},      {"gtx 9", 5, 2},     {"k80", 3, 7},      {"k40", 3, 5},
-      {"gtx 7", 3, 0},  {"jetson orin", 8, 7}, {"orin", 8, 7},   {"xavier", 7, 2},   {"jetson nano", 5, 3},
+      {"gb200", 10, 0},       {"b200", 10, 0},        {"gh200", 9, 0},        {"h200", 9, 0},
+      {"h100", 9, 0},         {"h800", 9, 0},         {"l40s", 8, 9},         {"l40", 8, 9},
+      {"l4", 8, 9},           {"rtx 6000 ada", 8, 9}, {"rtx 5000 ada", 8, 9}, {"rtx 4000 ada", 8, 9},
+      {"rtx 2000 ada", 8, 9}, {"quadro rtx", 7, 5},   {"rtx 8000", 7, 5},     {"rtx 6000", 7, 5},
+      {"rtx 5000", 7, 5},     {"rtx 4000", 7, 5},     {"a100", 8, 0},         {"a800", 8, 0},
+      {"a30", 8, 0},          {"a6000", 8, 6},        {"a5000", 8, 6},        {"a4000", 8, 6},
+      {"a40", 8, 6},          {"a10g", 8, 6},         {"a10", 8, 6},          {"a2", 8, 6},
+      {"rtx 50", 12, 0},      {"rtx 40", 8, 9},       {"rtx 30", 8, 6},       {"rtx 20", 7, 5},
+      {"gtx 16", 7, 5},       {"titan rtx", 7, 5},    {"t4", 7, 5},           {"titan v", 7, 0},
+      {"v100", 7, 0},         {"p100", 6, 0},         {"p40", 6, 1},          {"p4", 6, 1},
+      {"gtx 10", 6, 1},       {"titan x", 6, 1},      {"m40", 5, 2},          {"m60", 5, 2},
+      {"gtx 9", 5, 2},        {"k80", 3, 7},          {"k40", 3, 5},          {"jetson orin", 8, 7},
+      {"xavier", 7, 2},       {"jetson nano", 5, 3},
   };
   return all;
 }
@@ -58,27 +72,33 @@ bool word_start(const std::string& t, std::size_t p) {
 }
 
 // "NVIDIA GeForce RTX 3070 Laptop GPU", "Tesla V100-SXM2-32GB", "sm_120".
+// The table's most specific names first; a stretch of text names one GPU.
 void gpus_in(const std::string& t, PasteFacts& f) {
+  std::vector<std::pair<std::size_t, std::size_t>> taken;
   for (const auto& g : gpu_names()) {
     const std::string n = g.name;
+    // A series ("rtx 30") goes on with exactly two digits: "rtx 3070", not "rtx 3000".
+    const bool series = std::isdigit(static_cast<unsigned char>(n.back())) && n.find(' ') != std::string::npos && n.size() <= 6;
     for (auto p = t.find(n); p != std::string::npos; p = t.find(n, p + 1)) {
-      const std::size_t e = p + n.size();
-      // "rtx 30" must go on with digits ("rtx 3070"); "a10" must not ("a100").
-      const bool series = std::isdigit(static_cast<unsigned char>(n.back())) && n.find(' ') != std::string::npos;
-      const bool ends = e >= t.size() || !std::isalnum(static_cast<unsigned char>(t[e])) ||
-                        (series && std::isdigit(static_cast<unsigned char>(t[e])));
-      if (!word_start(t, p) || !ends) continue;
+      std::size_t e = p + n.size();
+      if (series) {
+        if (e + 2 > t.size() || !std::isdigit(static_cast<unsigned char>(t[e])) || !std::isdigit(static_cast<unsigned char>(t[e + 1])))
+          continue;
+        e += 2;
+      }
+      const bool ends = e >= t.size() || !std::isalnum(static_cast<unsigned char>(t[e]));
+      const bool overlaps = std::any_of(taken.begin(), taken.end(), [&](const auto& r) { return p < r.second && r.first < e; });
+      if (!word_start(t, p) || !ends || overlaps) continue;
       std::size_t w = e;
       while (w < t.size() && (std::isalnum(static_cast<unsigned char>(t[w])) || t[w] == '-')) ++w;
+      taken.emplace_back(p, w);
       const std::string shown = t.substr(p, w - p);
       if (std::none_of(f.gpus.begin(), f.gpus.end(), [&](const PasteGpu& x) { return x.name == shown; }))
         f.gpus.push_back({shown, g.major, g.minor});
-      break;
     }
   }
-  for (const char* key : {"capability sm_", "cuda capability sm_"})
-    if (const std::string sm = after(t, {key}); sm.size() >= 2 && sm.size() <= 3 && f.gpus.empty())
-      f.gpus.push_back({"sm_" + sm, std::stoi(sm) / 10, std::stoi(sm) % 10});
+  if (const int sm = small_number(after(t, {"capability sm_"})); f.gpus.empty() && sm >= 10 && sm < 1000)
+    f.gpus.push_back({"sm_" + std::to_string(sm), sm / 10, sm % 10});
 }
 
 // The package the paste is about: the most specific one it names.
@@ -101,13 +121,15 @@ std::string package_in(const std::string& t) {
 
 PasteFacts read_facts(const std::string& t) {
   PasteFacts f;
-  f.driver = after(t, {"driver version: ", "driver version : ", "kernel module  ", "kernel module ",
-                       "this kernel module has the version ", "nvidia-smi "});
-  if (Version::parse(f.driver).major < 200) f.driver.clear();  // "nvidia-smi 8.0" is not a driver
-  if (const std::string c = after(t, {"cuda version: ", "cuda version : "}); Version::parse(c).known())
-    f.driver_cuda = Version::parse(c).major * 1000 + Version::parse(c).minor * 10;
-  if (const std::string n = after(t, {"too old (found version "}); n.size() >= 4 && n.find('.') == std::string::npos)
-    f.driver_cuda = std::stoi(n);
+  // A driver version has dots and a major of 200 or more: not "CUDA Driver
+  // Version : 12020" (CuPy's CUDA number), not "nvidia-smi 8.0".
+  f.driver = after(t, {"driver version: ", "driver version : ", "kernel module ", "this kernel module has the version ",
+                       "nvidia-smi "});
+  if (const Version v = Version::parse(f.driver); f.driver.find('.') == std::string::npos || v.major < 200 || v.major > 9999)
+    f.driver.clear();
+  if (const Version c = Version::parse(after(t, {"cuda version: ", "cuda version : "})); c.known() && c.major < 100)
+    f.driver_cuda = c.major * 1000 + c.minor * 10;
+  if (const int n = small_number(after(t, {"too old (found version "})); n >= 1000) f.driver_cuda = n;
   if (f.driver_cuda == 0 && !f.driver.empty()) f.driver_cuda = driver_cuda_of(Version::parse(f.driver));
   gpus_in(t, f);
   f.package = package_in(t);

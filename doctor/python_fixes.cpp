@@ -7,7 +7,9 @@
 // torch's builds are the set-up's table (scripts/stacks.json: "stacks",
 // then "older"); the others are builds(), below.
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "env/parsers.h"
 #include "rules.h"
@@ -57,7 +59,7 @@ const std::vector<PackageBuild>& builds() {
       {"cupy", "cupy-cuda12x", "12", 12000, "525.60.13", "install cupy-cuda12x", "cupy \"cuda-version=12\""},
       {"cupy", "cupy-cuda11x (CuPy 13)", "11", 11000, "450.80.02", "install \"cupy-cuda11x<14\"", "\"cupy<14\" \"cuda-version=11\""},
       {"onnxruntime", "onnxruntime-gpu (CUDA 12, cuDNN 9)", "12", 12000, "525.60.13",
-       "uninstall -y onnxruntime onnxruntime-gpu && pip install \"onnxruntime-gpu[cuda,cudnn]\"", "onnxruntime \"cuda-version=12\""},
+       "install \"onnxruntime-gpu[cuda,cudnn]\"", "onnxruntime \"cuda-version=12\""},
       {"onnxruntime", "onnxruntime-gpu for CUDA 11.8", "11.8", 11000, "450.80.02",
        "install onnxruntime-gpu --extra-index-url "
        "https://aiinfra.pkgs.visualstudio.com/PublicPackages/_packaging/onnxruntime-cuda-11/pypi/simple/",
@@ -80,6 +82,7 @@ std::vector<std::string> to_uninstall(const PackageBuild& b, const PythonPackage
     for (const char* major : {"13", "12", "11"})
       if (p.version.find("jax-cuda" + std::string(major) + "-plugin") != std::string::npos && b.cuda.rfind(major, 0) != 0)
         return {"jax-cuda" + std::string(major) + "-plugin", "jax-cuda" + std::string(major) + "-pjrt"};
+  if (p.name == "onnxruntime") return {"onnxruntime", "onnxruntime-gpu"};  // the CPU package's files would win
   if (p.name == "cupy" && p.build_from.rfind("cupy_", 0) == 0) {  // cupy_cuda12x-13.3.0.dist-info
     std::string dist = p.build_from.substr(0, p.build_from.find('-'));
     std::replace(dist.begin(), dist.end(), '_', '-');
@@ -117,8 +120,11 @@ std::string pip_of(const PythonEnv* e) {
 }
 
 std::string install_command(const PackageBuild& b, const PythonEnv* e, const PythonPackage* p) {
-  if (e && e->pixi) {  // .pixi/envs/NAME: the project is two folders up
+  if (e && e->pixi) {  // .pixi/envs/NAME: the project is two folders up; without a manifest there, pixi global's
     const std::string project = e->prefix.substr(0, e->prefix.rfind("/.pixi/envs/"));
+    std::error_code ec;
+    if (!std::filesystem::exists(project + "/pixi.toml", ec) && !std::filesystem::exists(project + "/pyproject.toml", ec))
+      return "pixi global add --environment " + shell_word(e->prefix.substr(e->prefix.rfind('/') + 1)) + " " + b.conda;
     return "cd " + shell_word(project) + " && " +
            (p && !conda_installed(*e, p->name) ? "pixi remove --pypi " + (p->name == "jax" ? std::string("jax jaxlib") : p->name) + " && " : "") +
            "pixi add " + b.conda;
@@ -148,7 +154,7 @@ std::vector<PackageBuild> package_builds(const std::string& package, const Targe
       if (covers_every_gpu(b, t))
         out.push_back({"torch", "torch " + b.torch + " (" + cu_tag(b.cuda) + ")", b.cuda, b.driver_cuda, b.oldest_driver,
                        "install torch==" + b.torch + " --index-url https://download.pytorch.org/whl/" + cu_tag(b.cuda),
-                       "\"pytorch-gpu=" + b.torch + "\" \"cuda-version=" + b.cuda + "\""});
+                       "\"pytorch-gpu=" + b.torch + "\" \"cuda-version=" + b.cuda.substr(0, b.cuda.find('.')) + "\""});
     return out;
   }
   for (const auto& b : builds())
@@ -182,9 +188,10 @@ std::string fix_for(const std::string& package, const Target& t, const PythonEnv
            "a build from source with TORCH_CUDA_ARCH_LIST naming them";
   const int dc = t.driver_cuda;
   const auto fits = std::find_if(all.begin(), all.end(), [&](const PackageBuild& b) { return dc == 0 || dc >= b.driver_cuda; });
-  std::string newer;  // each build newer than the one that fits, with the driver it needs
+  std::string newer;  // the newest build of each CUDA newer than the one that fits, with the driver it needs
+  std::set<std::string> named;
   for (auto b = all.begin(); b != fits; ++b)
-    if (b == all.begin() || b->cuda != (b - 1)->cuda) newer += (newer.empty() ? "" : ", ") + (">= " + b->oldest_driver + " for " + b->name);
+    if (named.insert(b->cuda).second) newer += (newer.empty() ? "" : ", ") + (">= " + b->oldest_driver + " for " + b->name);
   const std::string driver = t.whose + " (CUDA " + Version::from_cuda_int(dc).major_minor() + ")";
   if (fits == all.end()) return "no " + package + " build runs on " + driver + ": update the driver (" + newer + ")";
   // "torch 2.10.0, the cu128 build (CUDA 12.8)", "cupy-cuda12x"

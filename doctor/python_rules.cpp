@@ -198,10 +198,10 @@ void conda_record(const PythonPackage& p, const std::string& who, const PythonEn
     if (c.rfind("pytorch-cuda ", 0) == 0) cuda_rec = c;
   }
   if (rec.empty()) return;
-  const auto words = split(rec, ' ');
+  const auto words = split(rec, ' '), cuda_words = split(cuda_rec, ' ');
   const std::string rec_version = words.size() > 1 ? words[1] : "", build = words.size() > 2 ? words[2] : "";
   const std::string disk = p.version.substr(0, p.version.find('+'));
-  const std::string want_cuda = cuda_rec.empty() ? "" : split(cuda_rec, ' ')[1];
+  const std::string want_cuda = cuda_words.size() > 1 ? cuda_words[1] : "";
   std::string why;
   if (!rec_version.empty() && rec_version != disk)
     why = "conda-meta records pytorch " + rec_version + ", but the torch on disk is " + p.version +
@@ -293,7 +293,8 @@ bool not_cuda(const PythonPackage& p, const std::string& who, const Report& r, c
 // JAX's CUDA plugin from another release than jaxlib ("jaxlib 0.4.38,
 // jax-cuda12-plugin 0.5.0"): the PJRT API versions differ, and JAX says
 // "Unable to initialize backend 'cuda'" in either direction.
-void jax_skew(const PythonPackage& p, const std::string& who, const PythonEnv& e, std::vector<Verdict>& out) {
+void jax_skew(const PythonPackage& p, const std::string& who, const PythonEnv& e, const std::string& fix,
+              std::vector<Verdict>& out) {
   const auto comma = p.version.find(", jax-cuda");
   if (p.name != "jax" || comma == std::string::npos || p.version.rfind("jaxlib ", 0) != 0) return;
   const std::string lib = p.version.substr(7, comma - 7), plugin_part = p.version.substr(comma + 2);  // "jax-cuda12-plugin 0.5.0"
@@ -304,7 +305,10 @@ void jax_skew(const PythonPackage& p, const std::string& who, const PythonEnv& e
   out.push_back(make("python.jax_skew", L::Error,
                      who + ": " + plugin + " " + version + " is " + (Version::parse(version) < Version::parse(base) ? "older" : "newer") +
                          " than jaxlib " + base + ": their PJRT API versions differ (\"Unable to initialize backend 'cuda'\")",
-                     pip_of(&e) + " install \"jaxlib==" + base + "\" \"" + plugin + "==" + base + "\" \"" + pjrt + "==" + base + "\"",
+                     // The package's fix when it replaces the plugin (a driver too old for it), else the pins.
+                     fix.find("uninstall -y " + plugin) != std::string::npos
+                         ? fix
+                         : pip_of(&e) + " install \"jaxlib==" + base + "\" \"" + plugin + "==" + base + "\" \"" + pjrt + "==" + base + "\"",
                      {"jaxlib " + lib, plugin + " " + version}));
 }
 
@@ -319,10 +323,12 @@ std::vector<Verdict> package_verdicts(const PythonPackage& p, const std::string&
     return out;
   }
   import_blockers(p, who, e, out);
+  // One fix for every cause of the package: two causes never give two
+  // builds. conda's own record, where it disagrees, is put back first.
   conda_record(p, who, e, out);
-  jax_skew(p, who, e, out);
-  // One fix for every cause of the package: two causes never give two builds.
-  const std::string fix = fix_for(p.name, target_of(r), &e, &p);
+  const bool recorded = !out.empty() && out.back().id == "python.conda_record";
+  const std::string fix = recorded ? out.back().fix : fix_for(p.name, target_of(r), &e, &p);
+  jax_skew(p, who, e, fix, out);
   if (not_cuda(p, who, r, e, fix, out) || machine_cause(p, who, r, out)) return out;
   if (usable_driver_cuda(r) > 0) driver_fit(p, who, r, fix, out);
   architectures(p, who, r, fix, out);

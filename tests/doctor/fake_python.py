@@ -67,6 +67,15 @@ class Env:
             shutil.copy(kernels, self.site / "torch/lib/libtorch_cuda.so")
         return self
 
+    def jax(self, version, plugin_major=None, plugin_version=None):
+        """jaxlib VERSION, and its CUDA plugin of that major (of the same
+        release unless plugin_version says otherwise)."""
+        (self.site / "jaxlib").mkdir()
+        (self.site / "jaxlib/version.py").write_text('_version = "%s"\n' % version)
+        if plugin_major:
+            self.dist("jax_cuda%s_plugin" % plugin_major, plugin_version or version)
+        return self
+
     def cudart_wheel(self, version="13.0.96"):
         lib = self.site / "nvidia/cu13/lib"
         lib.mkdir(parents=True)

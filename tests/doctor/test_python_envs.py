@@ -147,10 +147,7 @@ def test_the_user_site_shadows_a_conda_env_found_through_environments_txt(tmp_pa
 def test_jax_tensorflow_and_cupy_are_read(tmp_path):
     m = Machine(tmp_path)
     driver(m, 12080, "570.133.20")
-    e = Env(tmp_path / "venv")
-    (e.site / "jaxlib").mkdir()
-    (e.site / "jaxlib/version.py").write_text('_version = "0.7.2"\n')
-    e.dist("jax_cuda13_plugin", "0.7.2")
+    e = Env(tmp_path / "venv").jax("0.7.2", "13")
     (e.site / "tensorflow/python/platform").mkdir(parents=True)
     (e.site / "tensorflow/python/platform/build_info.py").write_text(
         # as TensorFlow's gen_build_info.py writes it

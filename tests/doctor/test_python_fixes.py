@@ -28,15 +28,19 @@ def conda_record(e, name, version, build):
     (e.prefix / "conda-meta" / ("%s-%s-%s.json" % (name, version, build))).write_text("{}")
 
 
-def test_a_pixi_environment_gets_a_pixi_fix(tmp_path):
+@pytest.mark.parametrize("manifest", ["pixi.toml", None])
+def test_a_pixi_environment_gets_a_pixi_fix(tmp_path, manifest):
+    """A project's environment (a manifest beside .pixi) or pixi global's."""
     m = Machine(tmp_path)
     e = Env(tmp_path / "proj/.pixi/envs/default", kind="conda").torch("2.5.1", None)
     conda_record(e, "pytorch", "2.5.1", "cpu_mkl_py311_h1234567_100")
+    if manifest:
+        (tmp_path / "proj" / manifest).write_text("[workspace]\n")
     env = env_of(scan(m, e.prefix)[0], e.prefix)
     assert env["pixi"] and env["conda_packages"] == ["pytorch 2.5.1 cpu_mkl_py311_h1234567_100"]
     fix = verdict(env, "python.cpu_only")["fix"]
-    assert "cd %s && pixi add" % os.path.realpath(tmp_path / "proj") in fix and "pytorch-gpu" in fix
-    assert "pip" not in fix
+    want = "cd %s && pixi add" % os.path.realpath(tmp_path / "proj") if manifest else "pixi global add --environment default"
+    assert want in fix and "pytorch-gpu" in fix and "pip" not in fix, fix
 
 
 def test_conda_s_torch_on_a_driver_too_old_gets_a_conda_fix(tmp_path, kernels):
@@ -47,7 +51,7 @@ def test_conda_s_torch_on_a_driver_too_old_gets_a_conda_fix(tmp_path, kernels):
     env = env_of(scan(m, e.prefix)[0], e.prefix)
     fix = verdict(env, "python.driver_too_old", "error")["fix"]
     assert "conda install -p %s -c conda-forge" % os.path.realpath(e.prefix) in fix
-    assert '"cuda-version=12.8"' in fix and "pip" not in fix
+    assert '"pytorch-gpu=2.10.0" "cuda-version=12"' in fix and "pip" not in fix
 
 
 @pytest.mark.parametrize("record, disk, cuda, said", [
@@ -81,10 +85,7 @@ def test_a_path_with_a_space_is_quoted_in_every_printed_command(tmp_path):
 def test_a_jax_downgrade_uninstalls_the_newer_plugin_first(tmp_path):
     m = Machine(tmp_path)
     driver(m, 12080, "570.133.20")
-    e = Env(tmp_path / "venv")
-    (e.site / "jaxlib").mkdir()
-    (e.site / "jaxlib/version.py").write_text('_version = "0.7.2"\n')
-    e.dist("jax_cuda13_plugin", "0.7.2")
+    e = Env(tmp_path / "venv").jax("0.7.2", "13")
     env = env_of(scan(m, e.prefix)[0], e.prefix)
     fix = verdict(env, "python.driver_too_old", "error")["fix"]
     assert "pip uninstall -y jax-cuda13-plugin jax-cuda13-pjrt && pip install -U \"jax[cuda12]\"" in fix, fix
@@ -125,10 +126,7 @@ def test_a_cu11_wheel_s_runtime_version_comes_from_its_dist_info(tmp_path):
 @pytest.mark.parametrize("plugin", ["0.5.0", "0.4.30"])
 def test_jax_s_plugin_from_another_release_than_jaxlib_is_named_in_both_directions(tmp_path, plugin):
     m = Machine(tmp_path)
-    e = Env(tmp_path / "venv")
-    (e.site / "jaxlib").mkdir()
-    (e.site / "jaxlib/version.py").write_text('_version = "0.4.38"\n')
-    e.dist("jax_cuda12_plugin", plugin)
+    e = Env(tmp_path / "venv").jax("0.4.38", "12", plugin)
     env = env_of(scan(m, e.prefix)[0], e.prefix)
     v = verdict(env, "python.jax_skew", "error")
     assert ("older" if plugin < "0.4.38" else "newer") + " than jaxlib 0.4.38" in v["message"]
