@@ -294,7 +294,7 @@ bool not_cuda(const PythonPackage& p, const std::string& who, const Report& r, c
 // jax-cuda12-plugin 0.5.0"): the PJRT API versions differ, and JAX says
 // "Unable to initialize backend 'cuda'" in either direction.
 void jax_skew(const PythonPackage& p, const std::string& who, const PythonEnv& e, const std::string& fix,
-              std::vector<Verdict>& out) {
+              const Report& r, std::vector<Verdict>& out) {
   const auto comma = p.version.find(", jax-cuda");
   if (p.name != "jax" || comma == std::string::npos || p.version.rfind("jaxlib ", 0) != 0) return;
   const std::string lib = p.version.substr(7, comma - 7), plugin_part = p.version.substr(comma + 2);  // "jax-cuda12-plugin 0.5.0"
@@ -305,8 +305,8 @@ void jax_skew(const PythonPackage& p, const std::string& who, const PythonEnv& e
   out.push_back(make("python.jax_skew", L::Error,
                      who + ": " + plugin + " " + version + " is " + (Version::parse(version) < Version::parse(base) ? "older" : "newer") +
                          " than jaxlib " + base + ": their PJRT API versions differ (\"Unable to initialize backend 'cuda'\")",
-                     // The package's fix when it replaces the plugin (a driver too old for it), else the pins.
-                     fix.find("uninstall -y " + plugin) != std::string::npos
+                     // The package's fix when the driver is too old for the plugin (python.driver_too_old's), else the pins.
+                     usable_driver_cuda(r) > 0 && Version::from_cuda_int(usable_driver_cuda(r)).major < Version::parse(p.cuda).major
                          ? fix
                          : pip_of(&e) + " install \"jaxlib==" + base + "\" \"" + plugin + "==" + base + "\" \"" + pjrt + "==" + base + "\"",
                      {"jaxlib " + lib, plugin + " " + version}));
@@ -328,7 +328,7 @@ std::vector<Verdict> package_verdicts(const PythonPackage& p, const std::string&
   conda_record(p, who, e, out);
   const bool recorded = !out.empty() && out.back().id == "python.conda_record";
   const std::string fix = recorded ? out.back().fix : fix_for(p.name, target_of(r), &e, &p);
-  jax_skew(p, who, e, fix, out);
+  jax_skew(p, who, e, fix, r, out);
   if (not_cuda(p, who, r, e, fix, out) || machine_cause(p, who, r, out)) return out;
   if (usable_driver_cuda(r) > 0) driver_fit(p, who, r, fix, out);
   architectures(p, who, r, fix, out);

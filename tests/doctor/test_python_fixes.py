@@ -131,3 +131,12 @@ def test_jax_s_plugin_from_another_release_than_jaxlib_is_named_in_both_directio
     v = verdict(env, "python.jax_skew", "error")
     assert ("older" if plugin < "0.4.38" else "newer") + " than jaxlib 0.4.38" in v["message"]
     assert '"jaxlib==0.4.38" "jax-cuda12-plugin==0.4.38" "jax-cuda12-pjrt==0.4.38"' in v["fix"]
+
+
+def test_a_jax_skew_on_a_driver_too_old_for_the_plugin_gets_the_one_fix(tmp_path):
+    m = Machine(tmp_path)
+    driver(m, 12080, "570.133.20")
+    e = Env(tmp_path / "venv").jax("0.7.2", "13", "0.7.1")
+    env = env_of(scan(m, e.prefix)[0], e.prefix)
+    skew, old = verdict(env, "python.jax_skew", "error"), verdict(env, "python.driver_too_old", "error")
+    assert skew["fix"] == old["fix"] and 'pip install -U "jax[cuda12]"' in old["fix"]
