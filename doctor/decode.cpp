@@ -7,6 +7,7 @@
 #include <cctype>
 #include <tuple>
 
+#include "env/parsers.h"
 #include "explain.h"
 #include "rules.h"
 
@@ -101,12 +102,7 @@ void torch_arch(const std::string& t, Decoded& out) {
 }
 
 // The dotted version at `p` ("570.153.02", "8.1"), "" when none.
-std::string version_at(const std::string& t, std::size_t p) {
-  std::size_t e = p;
-  while (e < t.size() && (std::isdigit(static_cast<unsigned char>(t[e])) || t[e] == '.')) ++e;
-  while (e > p && t[e - 1] == '.') --e;
-  return t.substr(p, e - p);
-}
+std::string version_at(const std::string& t, std::size_t p) { return std::string(env::dotted_at(t, p)); }
 
 // The versions after `a` and after `b` (where `b` follows `a` within 160 characters).
 std::pair<std::string, std::string> two_versions(const std::string& t, const std::string& a, const std::string& b) {

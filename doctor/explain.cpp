@@ -114,7 +114,7 @@ const std::vector<Scenario>& scenarios() {
 }
 
 namespace {
-// A bare word ("wsl", "nouveau") must stand alone, not inside another word.
+// `w` in `t` as a whole word: "wsl", "nouveau" standing alone; "a10" not inside "a100".
 bool word_in(const std::string& t, const std::string& w) {
   for (std::size_t i = t.find(w); i != std::string::npos; i = t.find(w, i + 1)) {
     const bool left = i == 0 || !std::isalnum(static_cast<unsigned char>(t[i - 1]));
@@ -231,11 +231,6 @@ Pasted scan_pasted(const std::string& text) {
 Explanation explain(const std::string& text, const Report& r, bool here) { return explain(scan_pasted(text), r, here); }
 
 namespace {
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // Is the paste this machine's? Only when the driver and the GPUs it names
 // are this machine's; a paste that names neither is not taken for it.
 std::pair<bool, std::string> paste_is_here(const PasteFacts& f, const Report& r) {
@@ -244,18 +239,8 @@ std::pair<bool, std::string> paste_is_here(const PasteFacts& f, const Report& r)
   for (const auto& v : {d.nvml_driver_version, d.kernel_module_version, d.libcuda_file_version})
     if (!v.empty()) drivers.push_back(v);
   std::vector<std::string> gpus;
-  for (const auto& g : r.gpus) gpus.push_back(lower(g.name));
-  for (const auto& g : r.nvml_gpus) gpus.push_back(lower(g.name));
-  // The same GPU: the paste's name as whole words of this machine's ("a10" is not "a100").
-  const auto same_gpu = [](const std::string& here, const std::string& pasted) {
-    for (auto p = here.find(pasted); p != std::string::npos; p = here.find(pasted, p + 1)) {
-      const std::size_t e = p + pasted.size();
-      if ((p == 0 || !std::isalnum(static_cast<unsigned char>(here[p - 1]))) &&
-          (e == here.size() || !std::isalnum(static_cast<unsigned char>(here[e]))))
-        return true;
-    }
-    return false;
-  };
+  for (const auto& g : r.gpus) gpus.push_back(to_lower(g.name));
+  for (const auto& g : r.nvml_gpus) gpus.push_back(to_lower(g.name));
   if (!f.driver.empty() && std::find(drivers.begin(), drivers.end(), f.driver) == drivers.end())
     return {false, "the paste's driver " + f.driver + " is not this machine's (" +
                        (drivers.empty() ? std::string("it has none") : drivers.front()) + ")"};
@@ -263,7 +248,8 @@ std::pair<bool, std::string> paste_is_here(const PasteFacts& f, const Report& r)
     return {false, "the paste's driver supports CUDA " + Version::from_cuda_int(f.driver_cuda).major_minor() +
                        ", this machine's " + (usable_driver_cuda(r) ? Version::from_cuda_int(usable_driver_cuda(r)).major_minor() : std::string("none"))};
   for (const auto& g : f.gpus)
-    if (std::none_of(gpus.begin(), gpus.end(), [&](const std::string& h) { return same_gpu(h, g.name); }))
+    // The same GPU: the paste's name as whole words of this machine's ("a10" is not "a100").
+    if (std::none_of(gpus.begin(), gpus.end(), [&](const std::string& h) { return word_in(h, g.name); }))
       return {false, "the paste's GPU " + g.name + " is not among this machine's (" +
                          (gpus.empty() ? std::string("it has none") : join(gpus, ", ")) + ")"};
   if (f.driver.empty() && f.gpus.empty())

@@ -16,14 +16,11 @@ using env::join;
 using env::Version;
 namespace {
 
-// The dotted number at `p` ("535.104.05"): digits first, at most 24
-// characters; "" when none.
+// The dotted number at `p` ("535.104.05"), at most 24 characters; "" when none.
 std::string number_at(const std::string& t, std::size_t p) {
-  if (p >= t.size() || !std::isdigit(static_cast<unsigned char>(t[p]))) return "";
-  std::size_t e = p;
-  while (e < t.size() && e - p < 24 && (std::isdigit(static_cast<unsigned char>(t[e])) || t[e] == '.')) ++e;
-  while (e > p && t[e - 1] == '.') --e;
-  return t.substr(p, e - p);
+  std::string n(env::dotted_at(t, p).substr(0, 24));
+  while (!n.empty() && n.back() == '.') n.pop_back();
+  return n;
 }
 
 // A small whole number (at most 7 digits), -1 when `n` is not one.

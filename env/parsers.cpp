@@ -17,13 +17,16 @@ namespace {
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-// The dotted number at `at` ("13.0.88"), its length in *len; "" if none.
+}  // namespace
+
 std::string_view dotted_at(std::string_view s, std::size_t at) {
   std::size_t i = at;
   while (i < s.size() && (is_digit(s[i]) || (s[i] == '.' && i > at && i + 1 < s.size() && is_digit(s[i + 1]))))
     ++i;
-  return s.substr(at, i - at);
+  return s.substr(std::min(at, s.size()), i - std::min(at, s.size()));
 }
+
+namespace {
 
 // The dotted number right after the first `key` followed by spaces.
 std::string_view number_after(std::string_view s, std::string_view key, bool need_space) {

@@ -44,6 +44,9 @@ Version parse_nvcc_version(std::string_view text);
 // A versioned library file name: libcuda.so.580.95.05 -> "580.95.05",
 // libcudart.so.13.0.96 -> "13.0.96"; "" when unversioned.
 std::string version_from_soname(std::string_view path);
+// The dotted number at `at` ("13.0.88" in "release 13.0.88,"): digits, and
+// dots between digits; "" when none starts there.
+std::string_view dotted_at(std::string_view s, std::size_t at);
 // The text in lower case (ASCII), and items joined by `sep`: small helpers
 // the probes, the doctor and the printers share.
 std::string to_lower(std::string s);
