@@ -18,7 +18,7 @@
 #    stack, $CUDABENCH_CACHE/stacks/<stack>/venv, with its torch (LibTorch)
 #    and, when the system's nvcc does not fit, the PyPI toolkit of LibTorch's
 #    CUDA; plus the tools of scripts/requirements.txt, and with --tests
-#    scripts/requirements-test.txt (pytest, atheris, lizard, cuobjdump, actionlint, zizmor, PyYAML).
+#    scripts/requirements-test.txt (pytest, atheris, lizard, cuobjdump, actionlint, zizmor, PyYAML, markdown-it-py).
 #    $CUDABENCH_CACHE/venv links to the chosen stack's venv.
 # Heavy downloads stay in $CUDABENCH_CACHE (default ~/.cache/cudabench).
 # Environment: CUDABENCH_CACHE; CUDABENCH_TORCH (pin the LibTorch);

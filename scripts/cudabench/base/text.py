@@ -58,12 +58,21 @@ def fmt_speed(x):
     return f"{x:.2f}x" if 0.1 <= x < 100 else f"{x:.2g}x" if x < 0.1 else f"{x:.0f}x"
 
 
+# What Markdown or HTML could read in a table cell's or a heading's text: a
+# link, an image, emphasis, code, a tag, an entity, a cell's end.
+MARKUP = re.compile(r"[\\`*_\[\]~|!<>&#]")
+ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+
+
 def md_cell(x):
-    """One Markdown table cell's text: a `|` would start a new column and a
-    newline end the row, so `|` is escaped and newlines become spaces. Every
-    Markdown table of the scripts goes through here (table()); any other
-    control character is shown (visible())."""
-    return visible(" ".join(str(x).splitlines())).replace("|", "\\|")
+    """Text (a subject, a label, a path) as one Markdown table cell or
+    heading shows it, as text and nothing else: newlines become spaces, any
+    other control character is shown (visible()), `<`, `>` and `&` become
+    entities and every other character that Markdown reads (links, images,
+    emphasis, code, a cell's `|`) is escaped. Every Markdown table of the
+    scripts goes through here (table()), and every text the history page
+    takes from a commit."""
+    return MARKUP.sub(lambda m: ENTITIES.get(m.group()) or "\\" + m.group(), visible(" ".join(str(x).splitlines())))
 
 
 def table(headers, rows, markdown):

@@ -43,20 +43,23 @@ import os
 import random
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
 
 from ..base.errors import BadInput, ToolError, one_line
+from ..base.processes import stop_groups
 from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
 from ..base.files import make_folder, read_json, refuse_inputs_as_outputs, temporary_folder, write_whole
-from ..base.text import fmt_speed, slug, table
+from ..base.text import CONTROL, fmt_speed, md_cell, slug, table
 from ..results import entries as history_entries
 from ..results.gbench import load_doc
-from ..results.trend import RECENT, load_history, recent_slowdown, trends
+from ..results.trend import RECENT, check_entry, load_history, recent_slowdown, trends
 
 GIT_SECONDS = 120  # every git call has this deadline
 # git push's words when another writer moved the branch first (the ref's old value no longer matches)
+BRANCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
 LOST_RACE = re.compile(r"fetch first|non-fast-forward|failed to update ref|cannot lock ref|incorrect old value|stale info")
 
 
@@ -114,74 +117,132 @@ def machine_section(name, ts, png):
     rows = []
     for t in ts:
         now = next((p for p in reversed(t.points) if not p.loaded and p.value == p.value), None)
-        moved = "; ".join(f"`{t.points[i].label}` {t.points[i].subject[:50]} ({fmt_speed(sp)})" for i, sp in t.changes)
+        moved = "; ".join(f"{t.points[i].label}: {t.points[i].subject[:50]} ({fmt_speed(sp)})" for i, sp in t.changes)
         rows.append([t.row, f"{now.value * 1e6:.3g} us" if now else "-", moved or "none",
                      "-" if t.noise != t.noise else f"{100 * t.noise:.1f}%",
                      sum(p.loaded for p in t.points), sum(p.verdict == "undecided" for p in t.points), len(t.points)])
-    return [f"## {name}", "", f"![{name}]({png})", "",
+    return [f"## {md_cell(name)}", "", f"![{md_cell(name)}]({png})", "",
             table(["row", "latest", "change points: commit, subject (speed: old time / new; above 1 is faster)",
                    "noise between commits", "loaded points (not used)", "undecided", "points"], rows, True), ""]
 
 
 def cmd_page(a):
     ensure_venv("history", ("matplotlib", "ruptures"))
+    write_page(a.dir, a.out, a.title)
+    return 0
+
+
+def write_page(folder, out, title, skipped=None):
+    """OUT/README.md and a plot per machine of the history in `folder`. An
+    entry that is not one is BadInput naming it, or with a list `skipped`,
+    left out, its message appended there and named on the page."""
     try:
-        machines = sorted(d for d in os.listdir(a.dir) if os.path.isdir(os.path.join(a.dir, d)) and not d.startswith("."))
+        machines = sorted(d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d)) and not d.startswith("."))
     except OSError as e:
-        raise BadInput(f"{a.dir}: cannot read ({e.strerror})")
-    machines = [m for m in machines if any(n.endswith(".json") for n in os.listdir(os.path.join(a.dir, m)))]
+        raise BadInput(f"{folder}: cannot read ({e.strerror})")
+    machines = [m for m in machines if any(n.endswith(".json") for n in os.listdir(os.path.join(folder, m)))]
     if not machines:
-        raise BadInput(f"{a.dir}: no machine folders with per-commit JSON files")
-    inputs = [os.path.join(a.dir, m, n) for m in machines for n in os.listdir(os.path.join(a.dir, m))]
-    refuse_inputs_as_outputs([("--out", os.path.join(a.out, n)) for n in
+        raise BadInput(f"{folder}: no machine folders with per-commit JSON files")
+    inputs = [os.path.join(folder, m, n) for m in machines for n in os.listdir(os.path.join(folder, m))]
+    refuse_inputs_as_outputs([("--out", os.path.join(out, n)) for n in
                               ["README.md"] + [f"{slug(m)}.png" for m in machines]], inputs)
-    make_folder(a.out, "--out")
-    md = [f"# {a.title}", "",
+    make_folder(out, "--out")
+    md = [f"# {md_cell(title)}", "",
           "Each point is one commit's gate run: the median of its processes taken without other load, with their "
           "range. Lines are the levels between change points, shaded +-2x the noise between commits; a red dashed "
           "line is a change point, named by the commit that moved the row. Grey crosses ran beside other load and "
           "are not used; orange rings are commits the gate could not tell about (undecided).", ""]
     for m in machines:
-        ts = trends(load_history(os.path.join(a.dir, m)))
+        ts = trends(load_history(os.path.join(folder, m), skipped))
         png = f"{slug(m)}.png"
-        plot_machine(m, ts, os.path.join(a.out, png))
+        plot_machine(m, ts, os.path.join(out, png))
         md += machine_section(m, ts, png)
-    write_whole(os.path.join(a.out, "README.md"), "\n".join(md) + "\n")
-    print(f"history: wrote {os.path.join(a.out, 'README.md')} ({len(machines)} machine(s))")
-    return 0
+    if skipped:
+        md += ["## Left out: not history entries", ""] + [f"- {md_cell(why)}" for why in skipped] + [""]
+    write_whole(os.path.join(out, "README.md"), "\n".join(md) + "\n")
+    print(f"history: wrote {os.path.join(out, 'README.md')} ({len(machines)} machine(s))")
 
 
-def git(repo, *args, env=None, check=True):
+def git(repo, *args, env=None, check=True, deadline=None):
+    """git in `repo`, in a process group of its own: at GIT_SECONDS, at the
+    push's deadline (--seconds) or when this tool is stopped, the group
+    (git, receive-pack, a hook and its children) ends with it."""
+    seconds = GIT_SECONDS if deadline is None else min(GIT_SECONDS, max(0.1, deadline - time.monotonic()))
+    p = subprocess.Popen(["git", "-C", repo, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}, start_new_session=True)
     try:
-        r = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, timeout=GIT_SECONDS,
-                           env={**os.environ, **(env or {})})
+        out, err = p.communicate(timeout=seconds)
     except subprocess.TimeoutExpired:
-        raise ToolError(f"git {args[0]} ran past {GIT_SECONDS} s")
-    if check and r.returncode:
-        raise ToolError(f"git {' '.join(args[:2])} failed: {one_line(r.stderr) or r.returncode}")
-    return r
+        stop_groups([p], 2)
+        raise ToolError(f"git {args[0]} still ran after {seconds:.0f} s"
+                        + (" (the end of --seconds)" if seconds < GIT_SECONDS else "") + ": stopped, with what it started")
+    except BaseException:
+        stop_groups([p], 2)
+        raise
+    finally:
+        with_pipes_closed(p)
+    if check and p.returncode:
+        raise ToolError(f"git {' '.join(args[:2])} failed: {one_line(err) or p.returncode}")
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def with_pipes_closed(p):
+    for f in (p.stdout, p.stderr):
+        if f:
+            f.close()
+
+
+def check_target(a):
+    """BadInput unless --remote and --branch are what they say: git must
+    never read them as options (--upload-pack=... runs a command)."""
+    if not a.remote or a.remote.startswith("-") or CONTROL.search(a.remote):
+        raise BadInput(f"--remote {a.remote!r}: expected a remote's name or URL")
+    if not BRANCH.fullmatch(a.branch) or git(".", "check-ref-format", f"refs/heads/{a.branch}", check=False).returncode:
+        raise BadInput(f"--branch {a.branch!r}: expected a branch name (letters, digits, '.', '_', '-', '/')")
 
 
 def entries(folder):
-    """{path in the branch: local file} of DIR/<machine>/<name>.json."""
+    """{path in the branch: local file} of DIR/<machine>/<name>.json: plain
+    files in plain folders, each a history entry (a link, a file of
+    another kind or one that is not an entry: BadInput naming it)."""
     out = {}
-    for m in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-        if os.path.isdir(os.path.join(folder, m)):
-            for n in sorted(os.listdir(os.path.join(folder, m))):
-                if n.endswith(".json"):
-                    out[f"{m}/{n}"] = os.path.join(folder, m, n)
+    try:
+        machines = sorted(os.listdir(folder)) if not os.path.islink(folder) else None
+    except OSError as e:
+        raise BadInput(f"--entries {folder}: cannot read ({e.strerror})")
+    if machines is None:
+        raise BadInput(f"--entries {folder}: a link: give the folder itself")
+    for m in machines:
+        mdir = os.path.join(folder, m)
+        if not history_entries.RUN_ID.match(m) or not stat.S_ISDIR(os.lstat(mdir).st_mode):
+            raise BadInput(f"--entries {mdir}: expected a machine's folder (a plain folder named by letters, digits, "
+                           f"'.', '_' or '-')")
+        for n in sorted(os.listdir(mdir)):
+            path = os.path.join(mdir, n)
+            if not n.endswith(".json") or not history_entries.RUN_ID.match(n) or not stat.S_ISREG(os.lstat(path).st_mode):
+                raise BadInput(f"--entries {path}: expected a plain <name>.json history entry")
+            check_entry(path)
+            out[f"{m}/{n}"] = path
     if not out:
         raise BadInput(f"--entries {folder}: no <machine>/<name>.json files")
     return out
 
 
-def attempt(a, files, work):
+def tip(a, deadline):
+    """The remote branch's commit, or "" when it has none yet."""
+    r = git(a.repo, "ls-remote", "--exit-code", "--", a.remote, f"refs/heads/{a.branch}", check=False, deadline=deadline)
+    if r.returncode not in (0, 2):  # 2: no such branch yet
+        raise ToolError(f"git ls-remote {a.remote} failed: {one_line(r.stderr) or r.returncode}")
+    return r.stdout.split()[0] if r.returncode == 0 and r.stdout.split() else ""
+
+
+def attempt(a, files, work, deadline):
     """One try: the remote's tip, our entries added, the page remade, one
     commit pushed. Returns (pushed, added)."""
     ref = f"refs/heads/{a.branch}"
     parent = ""
-    if git(a.repo, "ls-remote", "--exit-code", a.remote, ref, check=False).returncode != 2:  # 2: no such branch yet
-        git(a.repo, "fetch", "-q", "--no-tags", a.remote, f"+{ref}:refs/cudabench/history-tip")
+    if tip(a, deadline):
+        git(a.repo, "fetch", "-q", "--no-tags", "--", a.remote, f"+{ref}:refs/cudabench/history-tip", deadline=deadline)
         parent = git(a.repo, "rev-parse", "--verify", "refs/cudabench/history-tip^{commit}").stdout.strip()
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -194,25 +255,33 @@ def attempt(a, files, work):
     added = []
     for dest, src in files.items():
         path = os.path.join(work, dest)
-        if not os.path.exists(path):  # the first run of a commit stays
+        if not os.path.lexists(path):  # the first run of a commit stays
             os.makedirs(os.path.dirname(path), exist_ok=True)
             shutil.copyfile(src, path)
             added.append(dest)
     if not added:
         return True, []
     if a.page:
-        rc = main(["page", work, "--out", work, "--title", a.title])
-        if rc:
-            raise ToolError(f"the page could not be made (exit {rc})")
+        make_page(a, work)
     git(a.repo, "add", "-A", env=env)
     tree = git(a.repo, "write-tree", env=env).stdout.strip()
     who = ["-c", "user.name=cudabench", "-c", "user.email=cudabench@localhost"]
     commit = git(a.repo, *who, "commit-tree", tree, *(["-p", parent] if parent else []), "-m",
                  f"history: {', '.join(added)}").stdout.strip()
-    pushed = git(a.repo, "push", "-q", a.remote, f"{commit}:{ref}", check=False)
-    if pushed.returncode and not LOST_RACE.search(pushed.stderr):  # refused for another reason: no retry helps
+    pushed = git(a.repo, "push", "-q", "--", a.remote, f"{commit}:{ref}", check=False, deadline=deadline)
+    if pushed.returncode and (not LOST_RACE.search(pushed.stderr) or tip(a, deadline) == parent):
+        # refused for another reason (a hook, a protected branch; the tip did not move): no retry helps
         raise ToolError(f"git push to {a.remote} failed: {one_line(pushed.stderr) or pushed.returncode}")
     return pushed.returncode == 0, added
+
+
+def make_page(a, work):
+    """The page of the branch's tree `work`. An entry there that is not one
+    is left out and named by its path on the branch, so that it stops no push."""
+    skipped = []
+    write_page(work, work, a.title, skipped)
+    for why in skipped:
+        print(f"history: left out of the page: {why.replace(work + os.sep, a.branch + ':', 1)}", file=sys.stderr)
 
 
 def cmd_record(a):
@@ -229,7 +298,7 @@ def check(tree, machines):
     """1 when a machine's newest entries are a slowdown (trend.recent_slowdown), each said; else 0."""
     found = 0
     for m in machines:
-        for t in trends(load_history(os.path.join(tree, m))):
+        for t in trends(load_history(os.path.join(tree, m), [])):  # an entry that is not one: named by the page
             hit = recent_slowdown(t)
             if hit:
                 found += 1
@@ -242,15 +311,16 @@ def check(tree, machines):
 
 
 def cmd_push(a):
+    check_target(a)
     if a.page or a.check:
         ensure_venv("history", ("matplotlib", "ruptures"))
     files = entries(a.entries)
     git(a.repo, "rev-parse", "--git-dir")
-    deadline, tries = time.monotonic() + a.seconds, 0
+    deadline, tries = time.monotonic() + a.seconds, 0  # bounds the whole push: every git call ends by it
     with temporary_folder("cudabench-history.") as work:
         while True:
             tries += 1
-            ok, added = attempt(a, files, os.path.join(work, "tree"))
+            ok, added = attempt(a, files, os.path.join(work, "tree"), deadline)
             if ok:
                 print(f"history: {len(added)} entr{'y' if len(added) == 1 else 'ies'} appended to {a.branch} on "
                       f"{a.remote}" + (f" ({', '.join(added)})" if added else ": the branch has them all already")

@@ -39,29 +39,39 @@ class Trend:
     levels: list = field(default_factory=list)  # [(first index, last index, level)] between change points
 
 
-def load_history(folder):
+def check_entry(path):
+    """A history entry's `cudabench_history` block and its results (ResultFile); BadInput naming the file otherwise."""
+    info = read_json(path).get("cudabench_history")
+    if not isinstance(info, dict) or not isinstance(info.get("commit"), str):
+        raise BadInput(f"{path}: no 'cudabench_history' (written by scripts/ab.py run --history)")
+    t = info.get("time", 0)
+    if not finite_number(t) or t < 0:
+        raise BadInput(f"{path}: cudabench_history.time is {t!r}: expected seconds since 1970")
+    vs = info.get("verdicts", {})
+    if not isinstance(vs, dict) or not all(isinstance(v, dict) and isinstance(v.get("verdict"), str)
+                                           for v in vs.values()):
+        raise BadInput(f"{path}: cudabench_history.verdicts: expected {{name: {{verdict, change}}}}")
+    if not isinstance(info.get("subject", ""), str):
+        raise BadInput(f"{path}: cudabench_history.subject: expected a string")
+    return info, load(path)
+
+
+def load_history(folder, skipped=None):
     """The per-commit files of one machine, oldest first: [(info, ResultFile)];
-    BadInput naming the file for anything that is not one."""
+    BadInput naming the file for anything that is not one (with a list
+    `skipped`: its message appended there, and the file left out)."""
     try:
         names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
     except OSError as e:
         raise BadInput(f"{folder}: cannot read ({e.strerror})")
     out = []
     for n in names:
-        path = os.path.join(folder, n)
-        info = read_json(path).get("cudabench_history")
-        if not isinstance(info, dict) or not isinstance(info.get("commit"), str):
-            raise BadInput(f"{path}: no 'cudabench_history' (written by scripts/ab.py run --history)")
-        t = info.get("time", 0)
-        if not finite_number(t) or t < 0:
-            raise BadInput(f"{path}: cudabench_history.time is {t!r}: expected seconds since 1970")
-        vs = info.get("verdicts", {})
-        if not isinstance(vs, dict) or not all(isinstance(v, dict) and isinstance(v.get("verdict"), str)
-                                               for v in vs.values()):
-            raise BadInput(f"{path}: cudabench_history.verdicts: expected {{name: {{verdict, change}}}}")
-        if not isinstance(info.get("subject", ""), str):
-            raise BadInput(f"{path}: cudabench_history.subject: expected a string")
-        out.append((info, load(path)))
+        try:
+            out.append(check_entry(os.path.join(folder, n)))
+        except BadInput as e:
+            if skipped is None:
+                raise
+            skipped.append(str(e))
     if not out:
         raise BadInput(f"{folder}: no per-commit JSON files")
     out.sort(key=lambda e: (e[0].get("time", 0), e[0]["commit"]))
