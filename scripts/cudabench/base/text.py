@@ -59,8 +59,9 @@ def fmt_speed(x):
 
 
 # What Markdown or HTML could read in a table cell's or a heading's text: a
-# link, an image, emphasis, code, a tag, an entity, a cell's end.
-MARKUP = re.compile(r"[\\`*_\[\]~|!<>&#]")
+# link, an image, emphasis, code, a tag, an entity, a cell's end (an `_`
+# inside a word, as in cuda_toolkit, is never emphasis: left as it is).
+MARKUP = re.compile(r"[\\`*\[\]~|!<>&#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 
 

@@ -80,7 +80,7 @@ from ..results.gbench import compile_filter, load
 from ..results.stats import load_floors
 from ..results.context import hardware_of, machine_of, set_labels, with_baseline_first
 from ..results.verdicts import without_process_samples, judge_all
-from ..models.references import FAR, REFERENCES, add_machine, find_reference, load_machines, recorded_as
+from ..models.references import FAR, REFERENCES, add_machine, kept_by, find_reference, load_machines, recorded_as
 from ..models import kind
 from ..models import machines
 from ..models import report as plots
@@ -154,9 +154,15 @@ def against_reference(a, wanted):
 
 
 def check_outputs(a, inputs):
-    """No output (--markdown, --plot's files) is one of the inputs."""
+    """No output (--markdown, --plot's files) is one of the inputs or lands
+    in a references' folder (the default's, or --reference DIR's)."""
     outputs = [("--markdown", a.markdown)] + [("--plot", os.path.join(a.plot, n)) for n in plots.OUTPUTS if a.plot]
     refuse_inputs_as_outputs(outputs, inputs)
+    for flag, out in outputs:
+        keeper = kept_by(out) if out else ""
+        if keeper:
+            raise BadInput(f"{flag} {out}: inside the reference {keeper}, which keeps its machines' runs: "
+                           f"write it elsewhere")
 
 
 def main(argv=None):
@@ -203,11 +209,11 @@ def main(argv=None):
         if len(a.files) < 2 and a.reference is None:
             raise BadInput("need at least two files (baseline first)")
         wanted = compile_filter(a.filter) if a.filter is not None else None
+        check_outputs(a, a.files + [a.floors])
         if a.markdown:
             check_writable(a.markdown, "--markdown")
         if a.plot:
             make_folder(a.plot, "--plot")
-        check_outputs(a, a.files + [a.floors])
         if a.reference is not None:
             return against_reference(a, wanted)
         files = [load(p, a.metric, wanted) for p in a.files]

@@ -9,20 +9,23 @@ than the processes of one machine do (docs/methodology.md):
 
 A reference made before machines were kept apart (no "machine" on its
 entries) reads as one machine."""
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
+import time
 from dataclasses import dataclass, field
 
-from ..base.errors import BadInput
+from ..base.errors import BadInput, ToolError
 from ..base.paths import ROOT
 from ..base.files import make_folder, read_json, refuse_inputs_as_outputs, write_whole
 from ..results.context import hardware_of
 from ..results.gbench import MIN_CLEAN, ResultFile, load_doc, partial_note, unique_rows
 from ..results.stats import median
-from .families import FAMILIES
+from .families import FAMILIES, family_of
 
 REFERENCES = os.path.join(ROOT, "results", "reference")
 FORMAT = 2
@@ -38,6 +41,7 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 FAR = 2.0
 FAR_ROWS = 0.1
 OUTLIER_OK = "--outlier-ok"
+LOCK_SECONDS = 120  # how long a second --add-machine waits for the first
 OUTLIER_MARK = "OUTLIER"  # a file in the machine's folder: kept with its runs, read by remake
 
 
@@ -113,6 +117,21 @@ def admit(files, paths, machines, outlier_ok):
     return outlier
 
 
+def kept_by(path):
+    """The reference folder (REFERENCES, or a hardware's folder of
+    reference.json and machines/ anywhere) that `path` would land in,
+    through links too; "" when none."""
+    real = os.path.realpath(path)
+    if (real + os.sep).startswith(os.path.realpath(REFERENCES) + os.sep):
+        return REFERENCES
+    folder = os.path.dirname(real)
+    while folder != os.path.dirname(folder):
+        if os.path.isfile(os.path.join(folder, "reference.json")) and os.path.isdir(os.path.join(folder, "machines")):
+            return folder
+        folder = os.path.dirname(folder)
+    return ""
+
+
 def reference_path(hardware, folder=None):
     return os.path.join(folder or REFERENCES, hardware, "reference.json")
 
@@ -137,7 +156,9 @@ def add_machine(paths, name=None, folder=None, outlier_ok=False):
     `name` of the reference for their hardware, and remake reference.json
     from every machine kept. A run with loaded rows is refused; one whose
     rows lie far outside the recorded machines only with outlier_ok, and
-    it is marked. Returns (reference path, machine name, [notes])."""
+    it is marked. One writer at a time (a lock on the references' folder);
+    a failure leaves the folder and reference.json as they were. Returns
+    (reference path, machine name, [notes])."""
     docs = [read_json(p) for p in paths]
     files = [load_doc(d, p) for d, p in zip(docs, paths)]
     kinds = {hardware_of(f.context) for f in files}
@@ -148,11 +169,34 @@ def add_machine(paths, name=None, folder=None, outlier_ok=False):
     path = reference_path(hw, folder)
     hwdir = os.path.dirname(path)
     refuse_inputs_as_outputs([("--add-machine", path)], paths)
-    kept = machine_folders(hwdir)
-    outlier = admit(files, paths, load_machines(path)[1] if os.path.isfile(path) else [], outlier_ok)
-    name = name or f"m{len(kept) + 1}-{str(docs[0].get('context', {}).get('date', ''))[:10] or 'undated'}"
-    if not NAME.fullmatch(name):
+    if name is not None and not NAME.fullmatch(name):
         raise BadInput(f"--machine {name}: expected one name of letters, digits, '.', '_' and '-'")
+    admit(files, paths, [], outlier_ok)  # what refuses a run whatever is kept: before any folder is made
+    with held(folder or REFERENCES):
+        kept = checked_machines(hwdir, hw)
+        if name in kept:
+            raise BadInput(f"--machine {name}: {hw}'s reference has a machine of that name already (runs under "
+                           f"{os.path.join(hwdir, 'machines', name)}): give this one a name of its own")
+        outlier = admit(files, paths, load_machines(path)[1] if kept and os.path.isfile(path) else [], outlier_ok)
+        new, notes = new_runs(paths, docs, files, kept)
+        target = new_folder(hwdir, name, str(docs[0].get("context", {}).get("date", ""))[:10] or "undated")
+        try:
+            for i, p in enumerate(new):
+                base = os.path.basename(p)
+                shutil.copyfile(p, os.path.join(target, base if not os.path.exists(os.path.join(target, base))
+                                                else f"{i}-{base}"))
+            if outlier:
+                write_whole(os.path.join(target, OUTLIER_MARK), "added with --outlier-ok: its rows lay far outside "
+                                                                "the machines recorded before it\n")
+            notes += remake(hwdir, hw)
+        except BaseException:  # a refusal, a full disk, a signal: the folder and reference.json still agree
+            shutil.rmtree(target, ignore_errors=True)
+            raise
+    return path, os.path.basename(target), notes
+
+
+def new_runs(paths, docs, files, kept):
+    """([the runs not kept yet], [notes]): a run kept already (by content) is counted once."""
     known = {digest(read_json(p), p): p for runs in kept.values() for p in runs}
     notes, new = [partial_note(p, f.partial) for p, f in zip(paths, files) if f.partial], {}
     for p, d in zip(paths, docs):
@@ -163,19 +207,67 @@ def add_machine(paths, name=None, folder=None, outlier_ok=False):
         new[key] = p
     if not new:
         raise BadInput(f"--add-machine: every run given is in the reference already ({'; '.join(notes)})")
-    for p in (p for runs in kept.values() for p in runs):  # a run put there by hand: refused before this one is kept
-        check_kind(read_json(p), p, hw)
-    target = os.path.join(hwdir, "machines", name)
-    make_folder(target, "--reference")  # a folder that loops, a read-only one: one line, before anything is kept
-    for i, p in enumerate(new.values()):
-        base = os.path.basename(p)
-        dest = os.path.join(target, base if not os.path.exists(os.path.join(target, base)) else f"{i}-{base}")
-        shutil.copyfile(p, dest)
-    if outlier:
-        write_whole(os.path.join(target, OUTLIER_MARK), "added with --outlier-ok: its rows lay far outside the "
-                                                         "machines recorded before it\n")
-    remake(hwdir, hw)
-    return path, name, notes
+    return list(new.values()), notes
+
+
+def new_folder(hwdir, name, date):
+    """The new machine's folder, made here and by no one else (mkdir): `name`, or m<N>-<date> with N
+    past every m<N> kept, so that a machine removed by hand leaves no name to reuse."""
+    root = os.path.join(hwdir, "machines")
+    make_folder(root, "--reference")  # a folder that loops, a read-only one: one line, before anything is kept
+    taken = [int(m.group(1)) for m in map(re.compile(r"m(\d+)-").match, os.listdir(root)) if m]
+    n = max(taken + [len(os.listdir(root))]) + 1
+    while True:
+        target = os.path.join(root, name or f"m{n}-{date}")
+        try:
+            os.mkdir(target)
+            return target
+        except FileExistsError:
+            if name:
+                raise BadInput(f"--machine {name}: {target} exists already: give this machine a name of its own")
+            n += 1
+
+
+@contextlib.contextmanager
+def held(folder):
+    """The references' folder, locked (flock on the folder) while a machine is added: two writers
+    wait their turn, up to LOCK_SECONDS, then the second fails in one line naming the folder."""
+    make_folder(folder, "--reference")
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        deadline = time.monotonic() + LOCK_SECONDS
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ToolError(f"{folder}: another --add-machine held it for {LOCK_SECONDS} s: try again")
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)
+
+
+def checked_machines(hwdir, hw):
+    """{machine: [its runs]} kept under hwdir/machines, each checked before anything changes: a plain
+    folder with runs, each a plain file of kind `hw` (BadInput naming what is not)."""
+    root = os.path.join(hwdir, "machines")
+    names = sorted(os.listdir(root)) if os.path.isdir(root) else []
+    for m in names:
+        mdir = os.path.join(root, m)
+        if os.path.islink(mdir) or not os.path.isdir(mdir):
+            raise BadInput(f"{mdir}: not a machine's folder (a link or a file among the machines of {hw}): "
+                           f"replace it with a folder of its runs, or remove it")
+        runs = [os.path.join(mdir, f) for f in os.listdir(mdir) if f.endswith(".json")]
+        if not runs:
+            raise BadInput(f"{mdir}: a machine's folder with no runs (emptied by hand?): put its runs back, or "
+                           f"remove the folder")
+        for p in runs:
+            if os.path.islink(p) or not os.path.isfile(p):
+                raise BadInput(f"{p}: a run kept by reference is a plain file, not a link: copy the run in")
+            check_kind(read_json(p), p, hw)
+    return machine_folders(hwdir)
 
 
 def check_kind(doc, path, hw):
@@ -204,8 +296,10 @@ def machine_folders(hwdir):
 def remake(hwdir, hw):
     """reference.json from the machines kept in hwdir: each process sample
     an entry with its machine (repetition_index numbers the processes
-    throughout), each machine's facts, runs and date."""
-    ref = {"context": {}, "benchmarks": [], "cudabench_reference": {"hardware": hw, "format": FORMAT, "machines": []}}
+    throughout), each machine's facts, runs and date. A GPU kind keeps
+    only GPU rows: a GPU machine's CPU rows name its CPU, not the GPU.
+    Returns [notes]: the rows left out so."""
+    notes, ref = [], {"context": {}, "benchmarks": [], "cudabench_reference": {"hardware": hw, "format": FORMAT, "machines": []}}
     k = 0
     for name, runs in machine_folders(hwdir).items():
         docs = [read_json(p) for p in runs]
@@ -222,12 +316,21 @@ def remake(hwdir, hw):
         for d, p in zip(docs, runs):
             # A process taken beside other load is kept in the run, never in the reference.
             rows = [b for b in unique_rows(d["benchmarks"], p)[0] if b.get("loaded") is not True]
+            cpu = [b for b in rows if not hw.startswith("cpu-") and family_of(str(b.get("name"))).name == "cpu"]
+            rows = [b for b in rows if b not in cpu]
+            if cpu:
+                notes.append(f"{p}: {len({b.get('name') for b in cpu})} CPU row(s) left out of {hw}'s reference "
+                             f"(they name the host's CPU, not the GPU)")
+            if not rows:
+                raise BadInput(f"{p}: no row that {hw}'s reference keeps (measured, without other load"
+                               f"{', on the GPU' if not hw.startswith('cpu-') else ''})")
             procs = sorted({b.get("repetition_index", 0) for b in rows})
             for b in rows:
                 index = k + procs.index(b.get("repetition_index", 0))
                 ref["benchmarks"].append(dict(b, machine=name, repetition_index=index))
             k += len(procs)
     write_whole(os.path.join(hwdir, "reference.json"), json.dumps(ref, indent=1) + "\n")
+    return notes
 
 
 def load_machines(path, metric="time", wanted=None):

@@ -1,0 +1,124 @@
+"""A reference folder under concurrency, hand edits and misdirected outputs
+(compare.py --add-machine, --markdown): writers take turns and names never
+collide, an existing machine is never joined, a folder emptied by hand or a
+link is refused before anything changes, a GPU kind keeps only GPU rows,
+and no report lands on a file the reference keeps."""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+from conftest import ROOT
+from test_compare import f, run
+
+H200 = sorted(glob.glob(os.path.join(ROOT, "results", "reference", "nvidia-h200", "machines", "*", "*.json")))[0]
+
+
+def variant(tmp_path, name, factor, src=None):
+    """The fixture run (or src) with every time scaled: another machine's run of the same kind."""
+    doc = json.load(open(src or f("base_processes.json")))
+    for b in doc["benchmarks"]:
+        for k in ("real_time", "cpu_time"):
+            if k in b:
+                b[k] *= factor
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def state(refs):
+    """Every file under refs, with its bytes: what a refused change must leave as it was."""
+    return {p: open(p, "rb").read() for p in glob.glob(f"{refs}/**", recursive=True) if os.path.isfile(p)}
+
+
+def machines(refs):
+    (ref,) = glob.glob(f"{refs}/*/reference.json")
+    names = [m["name"] for m in json.load(open(ref))["cudabench_reference"]["machines"]]
+    assert sorted(names) == sorted(os.listdir(os.path.join(os.path.dirname(ref), "machines")))  # they agree
+    return names
+
+
+def test_concurrent_writers_with_default_names_each_get_a_machine_of_their_own(tmp_path):
+    refs = str(tmp_path / "refs")
+    runs = [variant(tmp_path, f"vm{i}", 1 + 0.01 * i) for i in range(3)]
+    procs = [subprocess.Popen([sys.executable, os.path.join(ROOT, "scripts", "compare.py"), p, "--add-machine",
+                               "--reference", refs], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for p in runs]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], outs
+    names = machines(refs)
+    assert len(set(names)) == 3, names
+    # A machine removed by hand leaves no name to reuse: the next is m4, not a second m3.
+    (gone,) = [n for n in names if n.startswith("m1-")]
+    hwdir = os.path.dirname(glob.glob(f"{refs}/*/reference.json")[0])
+    for p in glob.glob(os.path.join(hwdir, "machines", gone, "*")):
+        os.remove(p)
+    os.rmdir(os.path.join(hwdir, "machines", gone))
+    r = run(variant(tmp_path, "vm4", 1.04), "--add-machine", "--reference", refs)
+    assert r.returncode == 0 and "machine m4-" in r.stdout, r.stdout + r.stderr
+    assert len(machines(refs)) == 3
+
+
+def test_an_existing_machine_is_never_joined(tmp_path):
+    refs = str(tmp_path / "refs")
+    assert run(variant(tmp_path, "a", 1.0), "--add-machine", "--machine", "vm-a", "--reference", refs).returncode == 0
+    before = state(refs)
+    r = run(variant(tmp_path, "b", 1.01), "--add-machine", "--machine", "vm-a", "--reference", refs)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--machine vm-a" in r.stderr, r.stderr
+    assert state(refs) == before
+
+
+def test_a_machine_folder_emptied_by_hand_or_a_link_is_refused_before_anything_changes(tmp_path):
+    refs = str(tmp_path / "refs")
+    assert run(variant(tmp_path, "a", 1.0), "--add-machine", "--machine", "vm-a", "--reference", refs).returncode == 0
+    hwdir = os.path.dirname(glob.glob(f"{refs}/*/reference.json")[0])
+    empty = os.path.join(hwdir, "machines", "vm-empty")
+    os.mkdir(empty)
+    for what in ("emptied", "a link"):
+        if what == "a link":
+            os.rmdir(empty)
+            os.symlink(os.path.join(hwdir, "machines", "vm-a"), empty)
+        before = state(refs)
+        r = run(variant(tmp_path, "b", 1.01), "--add-machine", "--machine", "vm-b", "--reference", refs)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and empty in r.stderr, (what, r.stderr)
+        assert state(refs) == before and not os.path.exists(os.path.join(hwdir, "machines", "vm-b")), what
+
+
+def test_a_gpu_kind_keeps_only_gpu_rows_and_refuses_a_run_with_none(tmp_path):
+    doc = json.load(open(H200))
+    for b in doc["benchmarks"]:  # its repetitions as processes: a run the reference takes
+        b["process"] = b["repetition_index"]
+    gpu_rows = {b["name"] for b in doc["benchmarks"]}
+    cpu = [dict(b, name=b["name"].replace("cuda_v4", "cpu_scalar"), run_name=b["run_name"].replace("cuda_v4", "cpu_scalar"))
+           for b in doc["benchmarks"] if "cuda_v4" in b["name"]]
+    assert cpu
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps(dict(doc, benchmarks=doc["benchmarks"] + cpu)))
+    refs = str(tmp_path / "refs")
+    r = run(str(mixed), "--add-machine", "--reference", refs)
+    assert r.returncode == 0 and "CPU row(s) left out of nvidia-h200's reference" in r.stderr, r.stderr
+    (ref,) = glob.glob(f"{refs}/nvidia-h200/reference.json")
+    assert {b["name"] for b in json.load(open(ref))["benchmarks"]} == gpu_rows
+    only_cpu = tmp_path / "cpu_only.json"
+    only_cpu.write_text(json.dumps(dict(doc, benchmarks=cpu)))
+    before = state(refs)
+    r = run(str(only_cpu), "--add-machine", "--reference", refs)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no row that nvidia-h200's reference keeps" in r.stderr
+    assert state(refs) == before
+
+
+def test_no_report_lands_on_a_file_the_reference_keeps(tmp_path):
+    refs = str(tmp_path / "refs")
+    assert run(variant(tmp_path, "a", 1.0), "--add-machine", "--machine", "vm-a", "--reference", refs).returncode == 0
+    (kept,) = glob.glob(f"{refs}/*/machines/vm-a/*.json")
+    link = tmp_path / "out.md"
+    link.symlink_to(os.path.join(os.path.dirname(kept), "new.md"))
+    before = state(refs)
+    b = variant(tmp_path, "b", 1.01)
+    for args in (["--reference", refs, "--markdown", kept], ["--reference", refs, "--markdown", str(link)],
+                 [kept, "--plot", os.path.dirname(kept)], [kept, "--markdown", os.path.join(os.path.dirname(kept), "..", "..", "reference.json")]):
+        r = run(b, *args)
+        flag, out = args[-2:]
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and f"{flag} " in r.stderr, (out, r.stderr)
+    assert state(refs) == before
