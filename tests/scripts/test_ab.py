@@ -247,14 +247,20 @@ def test_calibrate_stores_relative_process_medians(tmp_path):
 
 def test_history_keeps_one_file_per_commit_and_makes_its_page(tmp_path):
     hist = tmp_path / "h" / "hist"
+    c = subprocess.run(["git", "rev-list", "--reverse", "-4", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                       check=True).stdout.split()  # four commits of this checkout, oldest first
     # c0 and c1 take 100 us, c2 and c3 140: c2 is the slow-down.
-    for t_a, t_b, rev_a, rev_b in ((100, 100, "c0", "c1"), (100, 140, "c1", "c2"), (140, 140, "c2", "c3")):
+    for t_a, t_b, rev_a, rev_b in ((100, 100, c[0], c[1]), (100, 140, c[1], c[2]), (140, 140, c[2], c[3])):
         r, _ = run_ab(tmp_path, "--history", str(hist), "--rev-a", rev_a, "--rev-b", rev_b,
                       a_env=[f"FAKE_GBENCH_TIME={t_a}"], b_env=[f"FAKE_GBENCH_TIME={t_b}"], processes=4)
-        assert r.returncode == (1 if rev_b == "c2" else 0), r.stdout + r.stderr
-    assert sorted(os.listdir(hist)) == ["c0.json", "c1.json", "c2.json", "c3.json"]
-    c2 = json.loads((hist / "c2.json").read_text())["cudabench_history"]
-    assert c2["parent"] == "c1" and c2["verdicts"][STEADY]["verdict"] == "slower"
+        assert r.returncode == (1 if rev_b == c[2] else 0), r.stdout + r.stderr
+    assert sorted(os.listdir(hist)) == sorted(f"{x}.json" for x in c)
+    c2 = json.loads((hist / f"{c[2]}.json").read_text())["cudabench_history"]
+    assert c2["parent"] == c[1] and c2["verdicts"][STEADY]["verdict"] == "slower"
+    # A revision that is no commit is bad input, and nothing is written.
+    r, _ = run_ab(tmp_path, "--history", str(tmp_path / "none"), "--rev-a", "nosuch", "--rev-b", c[3])
+    assert r.returncode == 2 and r.stderr.startswith("ab: --rev-a nosuch: not a commit") and r.stderr.count("\n") == 1
+    assert not (tmp_path / "none").exists()
     out = tmp_path / "page"
     r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "history.py"), "page", str(tmp_path / "h"),
                         "--out", str(out)], capture_output=True, text=True)

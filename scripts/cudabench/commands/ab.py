@@ -273,7 +273,7 @@ def cmd_run(args, extra):
     floors = load_floors(args.floors) if args.floors else None
     if args.history and not (args.rev_a and args.rev_b):
         raise BadInput("--history needs --rev-a and --rev-b")
-    args.revs = (entries.git_info(args.rev_a), entries.git_info(args.rev_b)) if args.history else None
+    args.revs = (entries.git_info(args.rev_a, "--rev-a"), entries.git_info(args.rev_b, "--rev-b")) if args.history else None
     check_args(args)  # bad input is found before anything is made
     files, names, results, doc_a, doc_b = gate_run(args, extra, args.out, floors)
     top = headline(results[files[1].label], args.processes)

@@ -11,20 +11,22 @@ import re
 import subprocess
 import time
 
-from ..base.errors import BadInput
+from ..base.errors import BadInput, one_line
 from ..base.files import write_json
 from ..base.paths import ROOT
 
 
-def git_info(rev, cwd=ROOT):
-    """{commit, time, subject} of a revision; {commit: rev} when git cannot say."""
+def git_info(rev, flag="--rev", cwd=ROOT):
+    """{commit, time, subject} of a revision of the checkout `cwd`; BadInput
+    naming `flag` when it is none (git never reads it as an option)."""
     try:
-        r = subprocess.run(["git", "log", "-1", "--format=%H%x09%ct%x09%s", rev], capture_output=True, text=True,
-                           cwd=cwd, timeout=60)
+        r = subprocess.run(["git", "log", "-1", "--no-walk", "--format=%H%x09%ct%x09%s", "--end-of-options", rev, "--"],
+                           capture_output=True, text=True, cwd=cwd, timeout=60)
         sha, ts, subject = r.stdout.strip().split("\t", 2)
         return {"commit": sha, "time": int(ts), "subject": subject}
-    except (OSError, ValueError, subprocess.TimeoutExpired):
-        return {"commit": rev}
+    except (OSError, ValueError, subprocess.TimeoutExpired) as e:
+        why = one_line(getattr(r, "stderr", "") if isinstance(e, ValueError) else e) or "git printed nothing"
+        raise BadInput(f"{flag} {rev}: not a commit of {cwd} ({why})")
 
 
 def verdicts_of(results):
