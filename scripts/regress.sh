@@ -64,7 +64,9 @@ py="$(project_python)"
 machine="$(machine_label)" || exit $?
 floors="results/baselines/$machine.floors.json"
 out=build/regress
-mkdir -p "$out"
+mkdir -p "$out" 2>/dev/null && [ -w "$out" ] || {
+  echo "regress: cannot write $CUDABENCH_ROOT/$out (a read-only checkout?): the gate builds and keeps its runs there; run it in a clone you can write" >&2
+  exit 2; }
 # One run per checkout: a second would wipe the first's processes and
 # configure .ab/src beside it. flock's lock ends with the processes that
 # hold it, so a run that was stopped leaves none behind.

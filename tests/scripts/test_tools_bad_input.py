@@ -4,6 +4,7 @@ case by case; then the faults no table can hold: a full disk, a read-only
 folder, a second run in one checkout, a signal to a script's group."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -546,6 +547,18 @@ def test_fleet_report_in_a_read_only_run_folder_is_exit_2_before_any_work(tmp_pa
                            text=True, timeout=120)
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip() == f"fleet: output {run}/fleet.json: cannot write: Read-only file system"
+
+
+def test_regress_in_a_read_only_checkout_is_exit_2_naming_it(tmp_path):
+    with tmpfs(tmp_path / "fs", "16m") as fs:
+        for d in ("scripts", "common"):
+            shutil.copytree(os.path.join(ROOT, d), os.path.join(fs, d), ignore=shutil.ignore_patterns("__pycache__"))
+        subprocess.run(["mount", "-o", "remount,ro", fs], check=True, timeout=60)
+        r = subprocess.run(["bash", os.path.join(fs, "scripts", "regress.sh")], capture_output=True, text=True,
+                           timeout=120, start_new_session=True)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == (f"regress: cannot write {fs}/build/regress (a read-only checkout?): the gate builds and "
+                        "keeps its runs there; run it in a clone you can write\n"), r.stderr
 
 
 def test_ab_out_on_a_read_only_file_system_is_exit_2(tmp_path):
