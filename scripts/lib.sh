@@ -126,13 +126,27 @@ hold_build_lock() {
   wait="$(setting CUDABENCH_BUILD_LOCK_SECONDS)" || return 2
   mkdir -p "$dir" && exec 8<>"$lock" || { echo "build: $dir: cannot make its lock file $lock" >&2; return 3; }
   if ! flock -n 8; then
-    echo "build: waiting for another build or run of $dir ($(head -c 200 "$lock" | tr -d '\n'))" >&2
+    echo "build: waiting for another build or run of $dir (held by $(lock_holders "$lock" 8>&-))" >&2
     flock -w "$wait" 8 || {
       echo "build: $dir: another build still held it after $wait s: stop it, or build elsewhere" >&2
       exec 8>&-; return 3
     }
   fi
-  echo "pid $$ (${0##*/}), since $(date '+%F %T')" >"$lock"
+}
+
+# Who holds the file `lock` open now, from /proc (not who wrote it last, who
+# may have ended): "pid N (its command)", at most 3, this shell left out.
+lock_holders() {
+  local lock="$1" fd pid seen=" $$ $BASHPID " out=()
+  while IFS= read -r fd; do
+    pid="${fd#/proc/}"; pid="${pid%%/*}"
+    case "$seen" in *" $pid "*) continue ;; esac
+    seen+="$pid "
+    out+=("pid $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-60 | sed 's/ *$//'))")
+    [ "${#out[@]}" -lt 3 ] || break
+  done < <(find /proc/[0-9]*/fd -maxdepth 1 -lname "$lock" 2>/dev/null)
+  [ "${#out[@]}" -gt 0 ] || out=("a process this user cannot see")
+  printf '%s' "${out[0]}"; printf ', %s' "${out[@]:1}"; echo
 }
 
 configure_and_build_locked() {
@@ -347,12 +361,16 @@ ab_labels() {
 # bench runs, cmake and its compilers) when it is signalled, at once:
 # bash runs a trap only after a foreground child ends.
 JOB_PGID=""
+ENDS_WITH_US=()
+! setpriv --pdeathsig KILL true 2>/dev/null || ENDS_WITH_US=(setpriv --pdeathsig KILL --)
 run_job() {
   local rc=0
   set -m
   # No terminal input (a background group reading it would stop) and not
   # the caller's locks (fd 9; fd 8, the build's: a daemon it starts must not keep them).
-  "$@" </dev/null 9>&- 8>&- &
+  # Nor may it outlive this script, even one ended by SIGKILL, which no
+  # trap sees: it gets the parent-death signal (Linux's PR_SET_PDEATHSIG).
+  "${ENDS_WITH_US[@]}" "$@" </dev/null 9>&- 8>&- &
   JOB_PGID=$!
   set +m
   wait "$JOB_PGID" || rc=$?

@@ -323,6 +323,8 @@ def test_a_second_build_of_one_folder_waits_for_the_first_and_says_so(tmp_path):
         assert p.poll() is None, "it went on while the first build held the folder"
     out, err = p.communicate(timeout=30)  # the first let go
     assert (p.returncode, out) == (0, "got\n") and err.startswith(f"build: waiting for another build or run of {d}"), err
+    # It names the holder from /proc (this test), not the lock file's last writer, which may have ended.
+    assert f"(held by pid {os.getpid()} (" in err, err
 
 
 def test_a_build_lock_held_past_its_deadline_is_one_line_and_status_3(tmp_path):

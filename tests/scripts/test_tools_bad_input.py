@@ -2,6 +2,7 @@
 compare.py, report.py, the fleet, the A/B runner and the shell scripts,
 case by case; then the faults no table can hold: a full disk, a read-only
 folder, a second run in one checkout, a signal to a script's group."""
+import contextlib
 import json
 import os
 import shutil
@@ -537,6 +538,49 @@ run_job bash -c 'ps -o pgid= $$ > {pgid_file}; sleep 30 & sleep 30; echo late > 
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)  # no process of the job's group is left
     assert not late.exists()
+
+
+def test_a_script_ended_by_sigkill_takes_its_jobs_with_it(tmp_path):
+    """run-bench.sh's shape: the build lock held shared, samples.py and its
+    bench run as a job that does not inherit the lock. kill -9 of the script
+    (no trap runs) frees the lock, so the job must end too, at once: the
+    parent-death signal ends samples.py, and samples.py's ends its bench."""
+    marker, pgid_file = tmp_path / "pgid", tmp_path / "bench.pgid"
+    script = tmp_path / "s.sh"
+    script.write_text(f"""set -euo pipefail
+. {SCRIPTS}/lib.sh
+hold_build_lock {tmp_path}/build
+flock -s 8
+run_job {PY} {SCRIPTS}/samples.py run --bench {FAKE} --processes 3 --out {tmp_path}/r.json
+""")
+    env = dict(os.environ, FAKE_GBENCH_SLEEP="600", FAKE_GBENCH_PGID=str(pgid_file))
+    p = subprocess.Popen(["bash", str(script)], env=env, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not (pgid_file.exists() and pgid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    bench = int(pgid_file.read_text())  # the bench leads its own group
+    sampler = int(subprocess.run(["pgrep", "-f", "--", f"--out {tmp_path}/r.json"], capture_output=True, text=True)
+                  .stdout.split()[0])
+    try:
+        p.kill()
+        p.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while any(alive(x) for x in (sampler, bench)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(sampler) and not alive(bench), (alive(sampler), alive(bench))
+    finally:
+        for pid in (sampler, bench):
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def alive(pid):
+    """A live process (not a zombie) of that number."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_fleet_report_in_a_read_only_run_folder_is_exit_2_before_any_work(tmp_path):

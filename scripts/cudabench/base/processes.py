@@ -39,6 +39,28 @@ def ignore_further_signals():
         signal.signal(sig, signal.SIG_IGN)
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def ends_with_us():
+    """A preexec_fn: the child gets SIGKILL when this process ends, even by
+    SIGKILL (Linux's parent-death signal), so that a bench, a git or a
+    training rank never outlives the tool that started it, nor a script's
+    lock (run_job in lib.sh does the same with setpriv). None elsewhere."""
+    import ctypes
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # loaded here, before the fork
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm():
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # it ended before the signal was armed
+            os._exit(128 + signal.SIGKILL)
+    return arm
+
+
 def split_passthrough(argv):
     """(our arguments, the ones after `--` that go to the program we run)."""
     argv = list(argv)
@@ -137,7 +159,8 @@ def wait_in_own_group(cmd, err, env, seconds, meter=None, poll_seconds=1.0):
     (a wrapper such as cpu-quota.sh and the bench under it) is ended with
     SIGTERM, so wrappers can clean up. When it ends, what it left in its
     group is killed before it is reaped (its zombie keeps the number)."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True,
+                         preexec_fn=ends_with_us())
     deadline = time.monotonic() + seconds
     try:
         while True:

@@ -44,7 +44,7 @@ import sys
 import time
 
 from ..base.errors import BadInput, EXIT_BAD_INPUT, EXIT_OK, EXIT_REGRESSION, ToolError, one_line
-from ..base.processes import split_passthrough, stop_groups
+from ..base.processes import ends_with_us, split_passthrough, stop_groups
 from ..base.files import check_writable, read_json, refuse_inputs_as_outputs, write_whole
 from ..base.cli import ArgParser, bounded, output_folder, run_tool
 from ..results.stats import median
@@ -94,7 +94,8 @@ def launch(a, n, args, errs, procs):
     if a.launcher == "srun":
         with open(errs[0], "w") as err:
             procs.append(subprocess.Popen(["srun", "-n", str(n), "--kill-on-bad-exit=1", a.train, *args], env=base,
-                                          stdout=subprocess.DEVNULL, stderr=err, start_new_session=True))
+                                          stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                          preexec_fn=ends_with_us()))
         return
     port = free_port()
     for r in range(n):
@@ -102,7 +103,7 @@ def launch(a, n, args, errs, procs):
                    MASTER_PORT=str(port))
         with open(errs[r], "w") as err:
             procs.append(subprocess.Popen([a.train, *args], env=env, stdout=subprocess.DEVNULL, stderr=err,
-                                          start_new_session=True))
+                                          start_new_session=True, preexec_fn=ends_with_us()))
 
 
 def wait_all(procs, deadline):

@@ -49,7 +49,7 @@ import sys
 import time
 
 from ..base.errors import BadInput, ToolError, one_line
-from ..base.processes import stop_groups
+from ..base.processes import ends_with_us, stop_groups
 from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
 from ..base.files import make_folder, read_json, refuse_inputs_as_outputs, temporary_folder, write_whole
 from ..base.text import CONTROL, fmt_speed, md_cell, slug, table
@@ -169,7 +169,8 @@ def git(repo, *args, env=None, check=True, deadline=None):
     (git, receive-pack, a hook and its children) ends with it."""
     seconds = GIT_SECONDS if deadline is None else min(GIT_SECONDS, max(0.1, deadline - time.monotonic()))
     p = subprocess.Popen(["git", "-C", repo, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}, start_new_session=True)
+                         stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}, start_new_session=True,
+                         preexec_fn=ends_with_us())
     try:
         out, err = p.communicate(timeout=seconds)
     except subprocess.TimeoutExpired:
