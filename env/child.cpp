@@ -1,15 +1,20 @@
 #include "child.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "common/atomic_file.h"
 
@@ -98,6 +103,53 @@ ChildResult supervise(pid_t pid, int fd, const ChildOptions& o, ChildGroup* grou
   return r;
 }
 
+// Our children now, as /proc shows them: {pid, process group, session}.
+struct Orphan {
+  pid_t pid, pgrp, session;
+};
+std::vector<Orphan> our_children() {
+  std::vector<Orphan> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  const pid_t self = ::getpid();
+  while (const dirent* e = ::readdir(d)) {
+    char path[64], text[512] = {};
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    std::snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE* f = std::fopen(path, "r");
+    if (!f) continue;
+    const std::size_t n = std::fread(text, 1, sizeof text - 1, f);
+    std::fclose(f);
+    const char* end = std::strrchr(text, ')');  // the command's name may hold anything
+    int ppid = 0, pgrp = 0, session = 0;
+    char state = 0;
+    if (n && end && std::sscanf(end + 1, " %c %d %d %d", &state, &ppid, &pgrp, &session) == 4 && ppid == self)
+      out.push_back({static_cast<pid_t>(std::atoi(e->d_name)), pgrp, session});
+  }
+  ::closedir(d);
+  return out;
+}
+
+// A daemon the child started in a session of its own escapes kill(-pid):
+// we are a subreaper (run_command sets it), so it is reparented to us, not
+// to init, and ended here, then whatever it started in turn (reparented to
+// us as it ends), and the child's own orphans are reaped: nothing the
+// child started outlives its answer.
+void end_orphans(pid_t child) {
+  const pid_t session = ::getsid(0);
+  const auto until = Clock::now() + kKillGrace;
+  for (bool found = true; found && Clock::now() < until;) {
+    found = false;
+    for (const Orphan& o : our_children()) {
+      if (o.session == session && o.pgrp != child) continue;  // not the child's: ours
+      ::kill(o.pid, SIGKILL);
+      int status = 0;
+      reap(o.pid, &status, until);
+      found = true;
+    }
+  }
+}
+
 }  // namespace
 
 ChildResult run_command(const std::vector<std::string>& argv, const ChildOptions& o) {
@@ -105,6 +157,8 @@ ChildResult run_command(const std::vector<std::string>& argv, const ChildOptions
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  static const bool subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;  // end_orphans
+  (void)subreaper;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return {};
   // Signals held from the fork until the child's group is registered: one
@@ -133,6 +187,7 @@ ChildResult run_command(const std::vector<std::string>& argv, const ChildOptions
     return {};
   }
   ChildResult r = supervise(pid, fds[0], o, &group);
+  end_orphans(pid);
   if (r.exit_code == 127 && r.output.empty()) r.started = false;
   return r;
 }

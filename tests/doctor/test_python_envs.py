@@ -318,10 +318,11 @@ def alive(pid_file):
         return f.read().split(") ")[1][0] != "Z"
 
 
-@pytest.mark.parametrize("daemon", ["sleep 60 &", "(trap '' HUP TERM; exec sleep 60) &"])
+@pytest.mark.parametrize("daemon", ["sleep 60 &", "(trap '' HUP TERM; exec sleep 60) &", "setsid sleep 60 &"])
 def test_an_import_that_leaves_a_daemon_holding_its_output_answers_at_once(tmp_path, daemon):
     """The answer is in once the interpreter exits: a daemon it left holding
-    the pipe neither holds bench to the deadline nor outlives it."""
+    the pipe neither holds bench to the deadline nor outlives it, even one
+    in a session of its own (setsid), which no group kill reaches."""
     m = Machine(tmp_path)
     e = Env(tmp_path / "venv").torch("2.11.0+cu130", "13.0")
     fake_interpreter(e, f"{daemon} echo $! > {tmp_path}/daemon\n"
