@@ -368,9 +368,12 @@ run_job() {
   set -m
   # No terminal input (a background group reading it would stop) and not
   # the caller's locks (fd 9; fd 8, the build's: a daemon it starts must not keep them).
-  # Nor may it outlive this script, even one ended by SIGKILL, which no
-  # trap sees: it gets the parent-death signal (Linux's PR_SET_PDEATHSIG).
-  "${ENDS_WITH_US[@]}" "$@" </dev/null 9>&- 8>&- &
+  # Nor may a program outlive this script, even one ended by SIGKILL, which
+  # no trap sees: it gets the parent-death signal (Linux's PR_SET_PDEATHSIG).
+  # (A function, a build, takes the build lock itself: it is never free under it.)
+  if declare -F "$1" >/dev/null; then "$@" </dev/null 9>&- 8>&- &
+  else "${ENDS_WITH_US[@]}" "$@" </dev/null 9>&- 8>&- &
+  fi
   JOB_PGID=$!
   set +m
   wait "$JOB_PGID" || rc=$?
