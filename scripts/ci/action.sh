@@ -12,11 +12,17 @@
 #   stack    two stacks on this runner, in interleaved processes (ab.py
 #            run): CUDABENCH_A_WRAP/B_WRAP and CUDABENCH_A_BENCH/B_BENCH.
 #   machine  this runner's default rows (samples.py), held against its
-#            kind's reference (CUDABENCH_REFERENCE), kept as an entry keyed
-#            by the run on CUDABENCH_HISTORY_BRANCH, and checked there for
-#            a slowdown among the newest entries (history.py push --check).
-#   history  appends the entries a code gate left (CUDABENCH_ENTRIES) to
-#            the history branch and remakes its page.
+#            kind's reference (CUDABENCH_REFERENCE), and, with a
+#            CUDABENCH_HISTORY_BRANCH, kept as an entry keyed by the run for
+#            the history job (output `entries`).
+#   history  appends the entries a gate or a machine run left
+#            (CUDABENCH_ENTRIES, a folder inside the workspace) to the
+#            history branch and remakes its page; with CUDABENCH_CHECK=true
+#            it fails on a slowdown among their machines' newest entries
+#            (history.py push --check). The only mode that pushes, and the
+#            only one that gets the token: it runs the action's own code
+#            with a venv it makes for this job, nothing a pull request on a
+#            shared runner could have written.
 #
 # Writes the outputs verdict, report and entries to GITHUB_OUTPUT and the
 # report to GITHUB_STEP_SUMMARY. Exit codes: the tools' (0 pass; 1 slower
@@ -44,6 +50,7 @@ check_inputs() {
   [ -n "${GITHUB_WORKSPACE:-}" ] || bad "GITHUB_WORKSPACE is unset: the action runs in a GitHub job"
   is_true "${CUDABENCH_FAIL_UNDECIDED:-false}" fail-on-undecided || true
   is_true "${CUDABENCH_REFERENCE:-true}" reference || true
+  is_true "${CUDABENCH_CHECK:-false}" check || true
   [[ "${CUDABENCH_BUDGET:-150}" =~ ^[0-9]+(\.[0-9]+)?$ ]] && [ "${CUDABENCH_BUDGET:-150}" != 0 ] \
     || bad "budget: '${CUDABENCH_BUDGET:-}': expected seconds, e.g. 150"
 }
@@ -96,7 +103,7 @@ mode_code() {
   [ "${CUDABENCH_ROWS:-default}" = default ] || args+=(--rows "$CUDABENCH_ROWS")
   [ "${CUDABENCH_BUDGET:-150}" = 150 ] || args+=(--seconds "$CUDABENCH_BUDGET")  # (a fork's older regress.sh has none)
   ! is_true "${CUDABENCH_FAIL_UNDECIDED:-false}" fail-on-undecided || args+=(--fail-undecided)
-  entries="$work/entries"
+  entries="$(mktemp -d "$work/entries.XXXXXX")"  # fresh: nothing left there before is pushed
   report="$ws/build/regress/report.md"
   CUDABENCH_HISTORY="$entries" run_job bash "$ws/scripts/regress.sh" "${args[@]}" || rc=$?
   finish "$rc"
@@ -121,7 +128,7 @@ mode_stack() {
 }
 
 mode_machine() {
-  local py machine filter out="$work/machine" rc=0 crc=0 hrc=0 branch="${CUDABENCH_HISTORY_BRANCH:-}"
+  local py machine filter out="$work/machine" rc=0 crc=0
   machine="$(machine_label)" || finish $?
   build_here
   py="$(project_python)" || finish 3
@@ -134,43 +141,49 @@ mode_machine() {
   if is_true "${CUDABENCH_REFERENCE:-true}" reference; then
     run_job "$py" "$CUDABENCH_ROOT/scripts/compare.py" "$out/latest.json" --reference --if-any --markdown "$report" || crc=$?
   fi
-  if [ -n "$branch" ]; then
-    entries="$out/entries"
+  if [ -n "${CUDABENCH_HISTORY_BRANCH:-}" ]; then  # the entry, for the history job to push (with the token)
+    entries="$(mktemp -d "$work/entries.XXXXXX")"
     run_job "$py" "$CUDABENCH_ROOT/scripts/history.py" record "$out/latest.json" --entries "$entries" --machine "$machine" \
       --run-id "${GITHUB_RUN_ID:-local}-${GITHUB_RUN_ATTEMPT:-1}" --commit "${CUDABENCH_ACTION_REF:-}" >/dev/null || finish $?
-    with_token run_job "$py" "$CUDABENCH_ROOT/scripts/history.py" push --repo "$GITHUB_WORKSPACE" --branch "$branch" \
-      --entries "$entries" --check >"$out/check.txt" 2>&1 || hrc=$?
-    cat "$out/check.txt" >&2
-    { echo; echo "### History ($branch)"; echo; sed 's/^/    /' "$out/check.txt"; } >>"$report"
   fi
-  for r in "$rc" "$crc" "$hrc"; do [ "$r" != 1 ] || finish 1; done  # a slowdown or a wrong result first
-  for r in "$rc" "$crc" "$hrc"; do [ "$r" = 0 ] || finish "$r"; done
+  for r in "$rc" "$crc"; do [ "$r" != 1 ] || finish 1; done  # a slowdown or a wrong result first
+  for r in "$rc" "$crc"; do [ "$r" = 0 ] || finish "$r"; done
   finish 0
 }
 
 mode_history() {
-  [ -d "${CUDABENCH_ENTRIES:-}" ] && [ -n "$(ls -A "$CUDABENCH_ENTRIES")" ] \
-    || { say "no history entries in '${CUDABENCH_ENTRIES:-}' (the gate ran on uncommitted changes, or failed before measuring)"; finish 0; }
+  local given="${CUDABENCH_ENTRIES:-}" ws dir args=() rc=0
   [ -n "${CUDABENCH_HISTORY_BRANCH:-}" ] || bad "history-branch: empty"
+  ws="$(realpath -e -- "$GITHUB_WORKSPACE")" || bad "GITHUB_WORKSPACE: '$GITHUB_WORKSPACE' is no folder"
+  case "$given" in /*) ;; *) given="$ws/$given" ;; esac
+  if [ -z "${CUDABENCH_ENTRIES:-}" ] || [ ! -e "$given" ] || [ -z "$(ls -A "$given" 2>/dev/null)" ]; then
+    say "no history entries in '${CUDABENCH_ENTRIES:-}' (the gate ran on uncommitted changes, or failed before measuring)"
+    finish 0
+  fi
+  dir="$(realpath -e -- "$given")"
+  # The artifact, downloaded into this job's workspace: a plain folder there (history.py checks each entry).
+  [ ! -L "$given" ] && [ -d "$dir" ] && [[ "$dir" == "$ws/"* ]] \
+    || bad "entries: '$CUDABENCH_ENTRIES' is not a folder inside the workspace (download the artifact there)"
+  ! is_true "${CUDABENCH_CHECK:-false}" check || args+=(--check)
   history_python
+  report="$work/history.md"
   with_token run_job "$HISTORY_PY" "$CUDABENCH_ROOT/scripts/history.py" push --repo "$GITHUB_WORKSPACE" \
-    --branch "$CUDABENCH_HISTORY_BRANCH" --entries "$CUDABENCH_ENTRIES" || finish $?
-  finish 0
+    --branch "$CUDABENCH_HISTORY_BRANCH" --entries "$dir" "${args[@]}" >"$work/history.txt" 2>&1 || rc=$?
+  cat "$work/history.txt" >&2
+  { echo "### History ($CUDABENCH_HISTORY_BRANCH)"; echo; sed 's/^/    /' "$work/history.txt"; } >"$report"
+  finish "$rc"
 }
 
-# HISTORY_PY, the history job's Python: the project's venv where this
-# runner has one, else a venv of the tools alone (scripts/requirements.txt)
-# in the cache; the tools re-run themselves with it (CUDABENCH_VENV).
+# HISTORY_PY, the history job's Python: a venv made for this job in its own
+# temporary folder from scripts/requirements.txt (pinned), never the
+# runner's cache, which a pull request's gate on a shared runner can write.
+# pip's cache is read only on a GitHub-hosted runner (a fresh machine).
 history_python() {
-  local cache v
-  cache="$(cache_dir)" || finish 2
-  v="${CUDABENCH_VENV:-$cache/venv}"
-  if [ ! -x "$v/bin/python" ]; then
-    v="$cache/history-venv"
-    [ -x "$v/bin/python" ] || { timeout 120 python3 -m venv "$v" &&
-      timeout 900 "$v/bin/pip" install -q -r "$CUDABENCH_ROOT/scripts/requirements.txt"; } \
-      || { say "could not make the history's venv in $v"; rm -rf "$v"; finish 3; }
-  fi
+  local v="$work/history-venv" cache=(--no-cache-dir)
+  [ "${RUNNER_ENVIRONMENT:-}" != github-hosted ] || cache=()
+  { timeout 120 python3 -I -m venv "$v" &&
+    timeout 900 "$v/bin/python" -I -m pip install -q "${cache[@]}" -r "$CUDABENCH_ROOT/scripts/requirements.txt"; } \
+    || { say "could not make the history's venv in $v"; finish 3; }
   export CUDABENCH_VENV="$v"
   HISTORY_PY="$v/bin/python"
 }

@@ -181,28 +181,63 @@ def seed(ws, branch, first, older, newer):
     assert r.returncode == 0, r.stderr
 
 
+def nightly(ws, tmp_path, branch):
+    """The nightly workflow as GitHub runs it: its track job on the GPU
+    runner, its artifact, then its history job on a GitHub-hosted runner,
+    where the runner's CUDABENCH_VENV and cache are a spy's: the job that
+    holds the write token must run nothing of theirs. The history job's result."""
+    wf = users_copy(ws, "machine.yml", "track", rows=f"^{ROW.split('real_time')[0]}", budget="20", reference="false")
+    kept = tmp_path / f"artifact-{branch}"
+    shutil.rmtree(kept, ignore_errors=True)
+    upload = lambda inputs, ctx: shutil.copytree(inputs["path"], kept) and {}
+    r = ar.run_job(wf, "track", "schedule", payload("schedule", ws), workspace=str(ws), runner_labels=GPU_RUNNER,
+                   env=runner_env(), actions={"actions/checkout": checkout, "cudabench/cudabench": ROOT,
+                                              "actions/upload-artifact": upload}, timeout=1200)
+    assert r.ran and r.exit_code == 0 and kept.is_dir(), r.log[-4000:]
+
+    def download(inputs, ctx):
+        shutil.rmtree(ws / inputs["path"], ignore_errors=True)
+        shutil.copytree(kept, ws / inputs["path"])
+        return {}
+    spy = tmp_path / "cache" / "venv" / "bin" / "python"
+    spy.parent.mkdir(parents=True, exist_ok=True)
+    spy.write_text(f"#!/bin/sh\necho ran >> {tmp_path / 'spy-ran'}\nexit 0\n")
+    spy.chmod(0o755)
+    env = dict(runner_env(), CUDABENCH_CACHE=str(tmp_path / "cache"), CUDABENCH_VENV=str(spy.parent.parent),
+               RUNNER_ENVIRONMENT="github-hosted")
+    doc = yaml.safe_load(open(wf))
+    doc["jobs"]["history"]["steps"][-1]["with"]["history-branch"] = branch
+    (ws / ".github" / "workflows" / "machine.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    r = ar.run_job(wf, "history", "schedule", payload("schedule", ws), workspace=str(ws),
+                   runner_labels={"ubuntu-latest"}, env=env,
+                   actions={"actions/checkout": checkout, "cudabench/cudabench": ROOT,
+                            "actions/download-artifact": download},
+                   needs_results={"track": {"result": "success", "outputs": {}}}, timeout=1200)
+    assert r.ran and r.permissions == {"contents": "write"}, r.reason
+    assert not (tmp_path / "spy-ran").exists()
+    return r
+
+
 @needs_bench
 def test_the_machine_mode_keeps_each_run_and_fails_on_a_step_in_the_newest_entries(tmp_path):
     remote, ws = user_repo(tmp_path)
-    nightly = lambda branch: users_copy(ws, "machine.yml", "track", rows=f"^{ROW.split('real_time')[0]}",
-                                        budget="20", reference="false", **{"history-branch": branch})
-    r = run(nightly("flat"), "track", "schedule", ws)
-    assert r.ran and r.exit_code == 0, r.log[-4000:]
+    r = nightly(ws, tmp_path, "flat")
+    assert r.exit_code == 0, r.log[-4000:]
     files = [f for f in git("ls-tree", "-r", "--name-only", "flat", cwd=remote).split() if f.endswith(".json")]
     assert len(files) == 1, files
     first = (files[0], branch_file(remote, "flat", files[0]))
     # Six runs before at this level, within 2% of it, and two injected newest ones at it: flat.
     jitter = (1.02, 0.99, 1.01, 0.98, 1.0, 1.01)
     seed(ws, "flat", first, jitter, (1.0, 1.0))
-    r = run(nightly("flat"), "track", "schedule", ws)
-    assert r.ran and r.exit_code == 0, r.log[-4000:]
+    r = nightly(ws, tmp_path, "flat")
+    assert r.exit_code == 0, r.log[-4000:]
     assert "no slowdown among the newest 3 entries" in r.summary, r.summary[-3000:]
     runs = [f for f in git("ls-tree", "-r", "--name-only", "flat", cwd=remote).split() if f.endswith(".json")]
     assert len(runs) == 10, runs  # keyed by run: both runs of this one commit are kept
     # The six runs before 15% faster than the newest entries: a step up, named, at 1/1.15 = 0.87x.
     seed(ws, "step", first, [j / 1.15 for j in jitter], (1.0, 1.0))
-    r = run(nightly("step"), "track", "schedule", ws)
-    assert r.ran and r.exit_code == 1 and r.steps[-1]["outputs"].get("verdict") == "regression", r.log[-4000:]
+    r = nightly(ws, tmp_path, "step")
+    assert r.exit_code == 1 and r.steps[-1]["outputs"].get("verdict") == "regression", r.log[-4000:]
     assert re.search(f"{ROW.split('/real_time')[0]} slower from \\S+ on: speed 0\\.[78]\\dx", r.summary), r.summary[-3000:]
 
 

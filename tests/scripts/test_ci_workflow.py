@@ -86,3 +86,26 @@ def test_the_examples_call_a_commit_of_this_repository_that_has_the_action():
 def test_nothing_force_pushes_the_history():
     for path in [ACTION, os.path.join(ROOT, "scripts", "ci", "action.sh"), *WORKFLOWS]:
         assert not re.search(r"push\s+(-f|--force)|\+bench-history|\+refs/heads", open(path).read()), path
+
+
+def test_a_write_token_is_held_only_by_a_fresh_hosted_job_that_says_what_it_allows():
+    """A job with `contents: write` runs on a GitHub-hosted runner (never the
+    self-hosted one, which pull requests' gates share), keeps no credentials
+    in its checkout, and its comment says what the permission allows."""
+    writers = 0
+    for path in WORKFLOWS:
+        text = open(path).read()
+        for name, job in yaml.safe_load(text)["jobs"].items():
+            perms = job.get("permissions") or {}
+            assert perms != "write-all" and "write" not in {v for k, v in perms.items() if k != "contents"}, (path, name)
+            if perms.get("contents") != "write":
+                continue
+            writers += 1
+            assert str(job["runs-on"]).startswith("ubuntu-"), (path, name, job["runs-on"])
+            for step in job["steps"]:
+                if step.get("uses", "").startswith("actions/checkout@"):
+                    assert step["with"]["persist-credentials"] is False, (path, name)
+            comment = text[:text.index("contents: write", text.index(f"  {name}:"))].rsplit("permissions:", 1)[1]
+            assert "any branch or" in comment and "tag" in comment and "releases" in comment, (path, name, comment)
+            assert "nothing else" not in comment
+    assert writers == 2  # code.yml's history job and machine.yml's

@@ -24,9 +24,15 @@ the revision of cudabench that measured (a new one can explain a step).
 push: appends the JSON files under --entries (DIR/<machine>/<name>.json) to
 --branch on --remote, then remakes the page there, in one commit on top of
 the remote's tip, pushed without force. A push that lost a race (another
-writer moved the tip) starts again from the new tip, after a random pause,
-until --seconds; an entry the branch already has is left as it is (the
-first run of a commit stays). Runs in --repo (default .), whose credentials
+writer moved the tip: a refusal while the tip stayed is a refusal, a
+hook's say) starts again from the new tip, after a random pause, until
+--seconds, which bounds the whole push: each git call, with what it
+started (receive-pack, a hook), ends by then. An entry the branch already
+has is left as it is (the first run of a commit stays); each entry given
+is a plain file (no link) that is an entry, and one on the branch that is
+not is left off the page, named. Every text from a commit is escaped on
+the page (it shows as text, never as Markdown or HTML), and git never
+reads --remote or --branch as an option. Runs in --repo (default .), whose credentials
 for the remote it uses (a checkout made by actions/checkout has them, or
 git's own configuration from the environment). With --check, each
 machine of --entries is then checked on the branch as pushed: a row whose
