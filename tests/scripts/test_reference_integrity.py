@@ -10,7 +10,17 @@ import subprocess
 import sys
 
 from conftest import ROOT
-from test_compare import f, run
+
+FIX = os.path.join(ROOT, "tests", "fixtures", "compare")
+
+
+def f(name):
+    return os.path.join(FIX, name)
+
+
+def run(*args):
+    return subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "compare.py"), *args],
+                          capture_output=True, text=True, timeout=300)
 
 H200 = sorted(glob.glob(os.path.join(ROOT, "results", "reference", "nvidia-h200", "machines", "*", "*.json")))[0]
 
@@ -122,3 +132,22 @@ def test_no_report_lands_on_a_file_the_reference_keeps(tmp_path):
         flag, out = args[-2:]
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and f"{flag} " in r.stderr, (out, r.stderr)
     assert state(refs) == before
+
+
+def test_compare_stopped_while_it_plots_names_itself(tmp_path):
+    """The fifth probe's leftover: compare.py stopped by SIGTERM while it
+    made its plots said "report: stopped by signal 15" (it ran report's main)."""
+    import signal
+    import time
+    out = tmp_path / "plots"
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, "scripts", "compare.py"), f("base.json"),
+                          f("regression.json"), "--report-only", "--plot", str(out)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not out.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    if p.returncode == 0:
+        return  # it had finished: nothing to say
+    assert p.returncode == 128 + signal.SIGTERM and err == "compare: stopped by signal 15\n", err
