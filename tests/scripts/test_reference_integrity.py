@@ -151,3 +151,17 @@ def test_compare_stopped_while_it_plots_names_itself(tmp_path):
     if p.returncode == 0:
         return  # it had finished: nothing to say
     assert p.returncode == 128 + signal.SIGTERM and err == "compare: stopped by signal 15\n", err
+
+
+def test_a_run_of_another_kind_put_among_the_machines_is_named_and_nothing_changes(tmp_path):
+    refs = str(tmp_path / "refs")
+    assert run(variant(tmp_path, "a", 1.0), "--add-machine", "--machine", "vm-a", "--reference", refs).returncode == 0
+    (hwdir,) = glob.glob(f"{refs}/*/machines/vm-a")
+    stray = os.path.join(hwdir, "h200.json")
+    with open(stray, "w") as out:
+        out.write(open(H200).read())
+    before = state(refs)
+    r = run(variant(tmp_path, "b", 1.01), "--add-machine", "--machine", "vm-b", "--reference", refs)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert f"{stray}: a run of nvidia-h200 among the machines of cpu-" in r.stderr, r.stderr
+    assert state(refs) == before
