@@ -312,6 +312,16 @@ def test_the_filter_applies_before_the_metric_is_read(tmp_path):
     assert run(f("base.json"), no_bps, "--metric", "bytes_per_second").returncode == 2
 
 
+def test_a_tables_text_renders_as_text_and_the_tools_own_markup_as_markup():
+    from markdown_it import MarkdownIt
+    from cudabench.base.text import Markup
+    md = table(["run", "speed"], [["<b>x</b> *y* [l](javascript:z) cuda_toolkit _e_", Markup("**1.20 slower**")]], True)
+    cells = [t for t in MarkdownIt("commonmark").enable("table").parse(md) if t.type == "inline"][2:]
+    assert [c.type for c in cells[0].children] == ["text"], cells[0].children
+    assert cells[0].children[0].content == "<b>x</b> *y* [l](javascript:z) cuda_toolkit _e_"
+    assert [c.type for c in cells[1].children if c.content or c.type != "text"] == ["strong_open", "text", "strong_close"]
+
+
 def test_markdown_cells_escape_pipes_and_newlines(tmp_path):
     assert md_cell("a|b\nc") == "a\\|b c"
     assert table(["x|y"], [["1|2"]], True).splitlines()[0] == "| x\\|y |"

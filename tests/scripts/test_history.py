@@ -250,15 +250,20 @@ def test_a_corrupt_entry_on_the_branch_is_named_there_and_stops_no_push(tmp_path
     git("fetch", "-q", "origin", "bench-history:bench-history", cwd=clone)
     git("checkout", "-q", "bench-history", cwd=clone)
     (clone / "vm-a" / "broken.json").write_text("{not json")
+    (clone / "vm-b").mkdir()
+    (clone / "vm-b" / "only.json").write_text("[1, 2]")  # JSON, not an entry: the machine's only file
+    os.symlink(tmp_path / "seed" / "vm-a" / os.listdir(tmp_path / "seed" / "vm-a")[0], clone / "vm-a" / "link.json")
     git("add", "-A", cwd=clone)
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "by hand", cwd=clone)
     git("push", "-q", "origin", "bench-history", cwd=clone)
     write_history(tmp_path / "new" / "vm-a", n=5)
     r = run("push", "--repo", clone, "--entries", tmp_path / "new")
     assert r.returncode == 0, r.stderr
-    assert "left out of the page: bench-history:vm-a/broken.json" in r.stderr and "/tmp" not in r.stderr, r.stderr
+    for name in ("vm-a/broken.json", "vm-b/only.json", "vm-a/link.json"):  # a link is never read through
+        assert f"left out of the page: bench-history:{name}" in r.stderr, r.stderr
     page = git("show", "bench-history:README.md", cwd=remote)
-    assert "broken.json" in page
+    assert "bench-history:vm-a/broken.json" in page and "vm-b/only.json" in page
+    assert "/tmp" not in r.stdout + r.stderr + page and str(tmp_path) not in page
 
 
 def test_a_hook_refusing_with_a_racing_word_is_one_failure_not_a_lost_race(tmp_path):

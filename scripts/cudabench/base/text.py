@@ -65,6 +65,12 @@ MARKUP = re.compile(r"[\\`*\[\]~|!<>&#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
 
 
+class Markup(str):
+    """Markdown a tool makes itself from its own words and numbers (a
+    verdict in bold): md_cell passes it as it is. Never for text from
+    elsewhere (a label, a path, a subject)."""
+
+
 def md_cell(x):
     """Text (a subject, a label, a path) as one Markdown table cell or
     heading shows it, as text and nothing else: newlines become spaces, any
@@ -72,7 +78,9 @@ def md_cell(x):
     entities and every other character that Markdown reads (links, images,
     emphasis, code, a cell's `|`) is escaped. Every Markdown table of the
     scripts goes through here (table()), and every text the history page
-    takes from a commit."""
+    takes from a commit. Markup passes as it is (on one line)."""
+    if isinstance(x, Markup):
+        return " ".join(x.splitlines())
     return MARKUP.sub(lambda m: ENTITIES.get(m.group()) or "\\" + m.group(), visible(" ".join(str(x).splitlines())))
 
 

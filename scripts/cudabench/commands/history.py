@@ -134,14 +134,17 @@ def machine_section(name, ts, png):
 
 def cmd_page(a):
     ensure_venv("history", ("matplotlib", "ruptures"))
-    write_page(a.dir, a.out, a.title)
+    n = write_page(a.dir, a.out, a.title)
+    print(f"history: wrote {os.path.join(a.out, 'README.md')} ({n} machine(s))")
     return 0
 
 
-def write_page(folder, out, title, skipped=None):
-    """OUT/README.md and a plot per machine of the history in `folder`. An
-    entry that is not one is BadInput naming it, or with a list `skipped`,
-    left out, its message appended there and named on the page."""
+def write_page(folder, out, title, skipped=None, shown=None):
+    """OUT/README.md and a plot per machine of the history in `folder`; how
+    many machines it shows. An entry that is not one is BadInput naming it,
+    or with a list `skipped`, left out (a machine with none left too), its
+    message appended there, with `folder` named as shown(path) says, and
+    listed on the page."""
     try:
         machines = sorted(d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d)) and not d.startswith("."))
     except OSError as e:
@@ -158,15 +161,24 @@ def write_page(folder, out, title, skipped=None):
           "range. Lines are the levels between change points, shaded +-2x the noise between commits; a red dashed "
           "line is a change point, named by the commit that moved the row. Grey crosses ran beside other load and "
           "are not used; orange rings are commits the gate could not tell about (undecided).", ""]
+    shown_machines = 0
     for m in machines:
-        ts = trends(load_history(os.path.join(folder, m), skipped))
+        try:
+            ts = trends(load_history(os.path.join(folder, m), skipped))
+        except BadInput as e:
+            if skipped is None:
+                raise
+            skipped.append(str(e))
+            continue
         png = f"{slug(m)}.png"
         plot_machine(m, ts, os.path.join(out, png))
         md += machine_section(m, ts, png)
+        shown_machines += 1
     if skipped:
+        skipped[:] = [(shown or (lambda x: x))(why) for why in skipped]
         md += ["## Left out: not history entries", ""] + [f"- {md_cell(why)}" for why in skipped] + [""]
     write_whole(os.path.join(out, "README.md"), "\n".join(md) + "\n")
-    print(f"history: wrote {os.path.join(out, 'README.md')} ({len(machines)} machine(s))")
+    return shown_machines
 
 
 def git(repo, *args, env=None, check=True, deadline=None):
@@ -258,7 +270,7 @@ def attempt(a, files, work, deadline):
         os.remove(env["GIT_INDEX_FILE"])
     if parent:
         git(a.repo, "read-tree", parent, env=env)
-        git(a.repo, "checkout-index", "-a", "-f", env=env)
+        git(a.repo, "-c", "core.symlinks=false", "checkout-index", "-a", "-f", env=env)  # a link: a plain file
     added = []
     for dest, src in files.items():
         path = os.path.join(work, dest)
@@ -286,9 +298,9 @@ def make_page(a, work):
     """The page of the branch's tree `work`. An entry there that is not one
     is left out and named by its path on the branch, so that it stops no push."""
     skipped = []
-    write_page(work, work, a.title, skipped)
+    write_page(work, work, a.title, skipped, lambda why: why.replace(work + os.sep, a.branch + ":", 1))
     for why in skipped:
-        print(f"history: left out of the page: {why.replace(work + os.sep, a.branch + ':', 1)}", file=sys.stderr)
+        print(f"history: left out of the page: {why}", file=sys.stderr)
 
 
 def cmd_record(a):

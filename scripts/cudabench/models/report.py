@@ -131,7 +131,7 @@ def write_report(paths, out, labels=None, title="cudabench report"):
     labels = [doc.label for doc in docs]
     prepare_out(out, OUTPUTS, paths)
     datasets = [d for _, d in loaded]
-    runs = [[label, f"`{os.path.relpath(doc.path, out)}`", doc.context.get("cuda_toolkit", "-"),
+    runs = [[label, os.path.relpath(doc.path, out), doc.context.get("cuda_toolkit", "-"),
              doc.context.get("gpu_name", "-"), doc.context.get("cuda_driver_version") or "none",
              doc.context.get("libtorch", "-"), doc.context.get("host_name", "-"), doc.context.get("num_cpus", "-")]
             for label, doc in zip(labels, docs)]

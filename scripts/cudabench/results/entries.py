@@ -18,14 +18,17 @@ from ..base.paths import ROOT
 
 def git_info(rev, flag="--rev", cwd=ROOT):
     """{commit, time, subject} of a revision of the checkout `cwd`; BadInput
-    naming `flag` when it is none (git never reads it as an option)."""
+    naming `flag` when it is no one commit (git never reads it as an option)."""
     try:
-        r = subprocess.run(["git", "log", "-1", "--no-walk", "--format=%H%x09%ct%x09%s", "--end-of-options", rev, "--"],
+        r = subprocess.run(["git", "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
                            capture_output=True, text=True, cwd=cwd, timeout=60)
+        if r.returncode == 0:
+            r = subprocess.run(["git", "log", "-1", "--no-walk", "--format=%H%x09%ct%x09%s", r.stdout.strip(), "--"],
+                               capture_output=True, text=True, cwd=cwd, timeout=60)
         sha, ts, subject = r.stdout.strip().split("\t", 2)
         return {"commit": sha, "time": int(ts), "subject": subject}
     except (OSError, ValueError, subprocess.TimeoutExpired) as e:
-        why = one_line(getattr(r, "stderr", "") if isinstance(e, ValueError) else e) or "git printed nothing"
+        why = one_line(getattr(r, "stderr", "") if isinstance(e, ValueError) else e) or "git knows no such commit"
         raise BadInput(f"{flag} {rev}: not a commit of {cwd} ({why})")
 
 
@@ -48,7 +51,7 @@ def store_commit(folder, revs, doc_a, doc_b, results):
         write_json(path_a, doc_a)
 
 
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")  # match(): from the start, to the very end
 
 
 def store_run(folder, doc, run_id, commit="", when=None):

@@ -41,7 +41,8 @@ class Trend:
 
 def check_entry(path):
     """A history entry's `cudabench_history` block and its results (ResultFile); BadInput naming the file otherwise."""
-    info = read_json(path).get("cudabench_history")
+    doc = read_json(path)
+    info = doc.get("cudabench_history") if isinstance(doc, dict) else None
     if not isinstance(info, dict) or not isinstance(info.get("commit"), str):
         raise BadInput(f"{path}: no 'cudabench_history' (written by scripts/ab.py run --history)")
     t = info.get("time", 0)

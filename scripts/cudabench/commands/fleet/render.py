@@ -4,13 +4,13 @@ from collections import Counter
 
 from ...base.files import write_whole
 from ...base.cli import ensure_venv
-from ...base.text import fmt_value, slug, table
+from ...base.text import Markup, fmt_value, slug, table
 from .analysis import ROBUST_Z, context_spread, names_list, short
 
 
 def ratio_text(r, key, s):
     t = f"{r:.2f}"
-    return f"**{t} slower**" if key in s.slower else f"*{t} faster*" if key in s.faster else t
+    return Markup(f"**{t} slower**") if key in s.slower else Markup(f"*{t} faster*") if key in s.faster else t
 
 
 def render(meta, machines, findings, verdicts, threshold, plots):
