@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -103,12 +104,9 @@ ChildResult supervise(pid_t pid, int fd, const ChildOptions& o, ChildGroup* grou
   return r;
 }
 
-// Our children now, as /proc shows them: {pid, process group, session}.
-struct Orphan {
-  pid_t pid, pgrp, session;
-};
-std::vector<Orphan> our_children() {
-  std::vector<Orphan> out;
+// Our children now, as /proc shows them.
+std::vector<pid_t> our_children() {
+  std::vector<pid_t> out;
   DIR* d = ::opendir("/proc");
   if (!d) return out;
   const pid_t self = ::getpid();
@@ -121,32 +119,34 @@ std::vector<Orphan> our_children() {
     const std::size_t n = std::fread(text, 1, sizeof text - 1, f);
     std::fclose(f);
     const char* end = std::strrchr(text, ')');  // the command's name may hold anything
-    int ppid = 0, pgrp = 0, session = 0;
+    int ppid = 0;
     char state = 0;
-    if (n && end && std::sscanf(end + 1, " %c %d %d %d", &state, &ppid, &pgrp, &session) == 4 && ppid == self)
-      out.push_back({static_cast<pid_t>(std::atoi(e->d_name)), pgrp, session});
+    if (n && end && std::sscanf(end + 1, " %c %d", &state, &ppid) == 2 && ppid == self)
+      out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
   }
   ::closedir(d);
   return out;
 }
 
-// A daemon the child started in a session of its own escapes kill(-pid):
-// we are a subreaper (run_command sets it), so it is reparented to us, not
-// to init, and ended here, then whatever it started in turn (reparented to
-// us as it ends), and the child's own orphans are reaped: nothing the
-// child started outlives its answer.
-void end_orphans(pid_t child) {
-  const pid_t session = ::getsid(0);
+// What the child started and left (a daemon in a session or group of its
+// own escapes kill(-pid)) is reparented to us, not to init: we are a
+// subreaper (run_command sets it). Every child of ours that was not one
+// before the fork is ended and reaped here, round by round (what it
+// started in turn is reparented to us as it ends): nothing the child
+// started outlives its answer.
+void end_orphans(const std::vector<pid_t>& before) {
   const auto until = Clock::now() + kKillGrace;
-  for (bool found = true; found && Clock::now() < until;) {
-    found = false;
-    for (const Orphan& o : our_children()) {
-      if (o.session == session && o.pgrp != child) continue;  // not the child's: ours
-      ::kill(o.pid, SIGKILL);
+  for (int quiet = 0; quiet < 2 && Clock::now() < until;) {
+    bool found = false;
+    for (const pid_t pid : our_children()) {
+      if (std::find(before.begin(), before.end(), pid) != before.end()) continue;
+      ::kill(pid, SIGKILL);
       int status = 0;
-      reap(o.pid, &status, until);
+      reap(pid, &status, until);
       found = true;
     }
+    quiet = found ? 0 : quiet + 1;  // two quiet looks, a moment apart: one still being reparented is seen
+    if (!found) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
 
@@ -159,6 +159,7 @@ ChildResult run_command(const std::vector<std::string>& argv, const ChildOptions
   args.push_back(nullptr);
   static const bool subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;  // end_orphans
   (void)subreaper;
+  const std::vector<pid_t> ours = our_children();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return {};
   // Signals held from the fork until the child's group is registered: one
@@ -187,7 +188,7 @@ ChildResult run_command(const std::vector<std::string>& argv, const ChildOptions
     return {};
   }
   ChildResult r = supervise(pid, fds[0], o, &group);
-  end_orphans(pid);
+  end_orphans(ours);
   if (r.exit_code == 127 && r.output.empty()) r.started = false;
   return r;
 }

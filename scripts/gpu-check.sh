@@ -205,7 +205,7 @@ run_step() {
   [ "$cap" -le "$left" ] || cap="$left"
   current="$name"
   # -k 15: longer than the 5 s ddp_scaling.py gives its ranks after TERM.
-  run_job timeout -k 15 "$cap" bash scripts/gpu-check-steps.sh "$name" > "$GC_RES/logs/$name.log" 2>&1 || rc=$?
+  run_job timeout -k 15 "$cap" "${ENDS_WITH_US[@]}" bash scripts/gpu-check-steps.sh "$name" > "$GC_RES/logs/$name.log" 2>&1 || rc=$?
   current=""
   local took=$(( $(elapsed) - t0 ))
   case "$rc" in

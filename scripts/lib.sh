@@ -126,7 +126,7 @@ hold_build_lock() {
   wait="$(setting CUDABENCH_BUILD_LOCK_SECONDS)" || return 2
   mkdir -p "$dir" && exec 8<>"$lock" || { echo "build: $dir: cannot make its lock file $lock" >&2; return 3; }
   if ! flock -n 8; then
-    echo "build: waiting for another build or run of $dir (held by $(lock_holders "$lock" 8>&-))" >&2
+    echo "build: waiting for another build or run of $dir (held by $(lock_holders "$lock"))" >&2
     flock -w "$wait" 8 || {
       echo "build: $dir: another build still held it after $wait s: stop it, or build elsewhere" >&2
       exec 8>&-; return 3
@@ -134,19 +134,19 @@ hold_build_lock() {
   fi
 }
 
-# Who holds the file `lock` open now, from /proc (not who wrote it last, who
-# may have ended): "pid N (its command)", at most 3, this shell left out.
+# Who holds the flock on the file `lock` now, from /proc/locks (not who
+# wrote it last, who may have ended, nor who waits for it): "pid N (its
+# command)", at most 3.
 lock_holders() {
-  local lock="$1" fd pid seen=" $$ $BASHPID " out=()
-  while IFS= read -r fd; do
-    pid="${fd#/proc/}"; pid="${pid%%/*}"
-    case "$seen" in *" $pid "*) continue ;; esac
-    seen+="$pid "
-    out+=("pid $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-60 | sed 's/ *$//'))")
-    [ "${#out[@]}" -lt 3 ] || break
-  done < <(find /proc/[0-9]*/fd -maxdepth 1 -lname "$lock" 2>/dev/null)
+  local id pid cmd out=()
+  id="$(stat -L -c '%Hd %Ld %i' -- "$1" 2>/dev/null)" && id="$(printf '%02x:%02x:%s' $id)" || id=""
+  while read -r pid; do
+    cmd="$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | cut -c1-60 | sed 's/ *$//')"
+    out+=("pid $pid (${cmd:-ended: a process it started holds the lock})")
+  done < <([ -n "$id" ] && awk -v id="$id" '$2 == "FLOCK" && $6 == id {print $5}' /proc/locks 2>/dev/null | sort -un | head -3)
   [ "${#out[@]}" -gt 0 ] || out=("a process this user cannot see")
-  printf '%s' "${out[0]}"; printf ', %s' "${out[@]:1}"; echo
+  local IFS=';'
+  echo "${out[*]}" | sed 's/;/, /g'
 }
 
 configure_and_build_locked() {

@@ -87,7 +87,9 @@ with_token() {
   if [ -z "$token" ]; then "$@"; return; fi
   header="$(printf 'x-access-token:%s' "$token" | base64 -w0)"
   echo "::add-mask::$header"  # the runner hides it in every log line
-  GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0="http.${GITHUB_SERVER_URL:-https://github.com}/.extraheader" \
+  # Only the repository's own git configuration besides it: no user's or system's (hooks, helpers, insteadOf).
+  GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_COUNT=1 \
+    GIT_CONFIG_KEY_0="http.${GITHUB_SERVER_URL:-https://github.com}/.extraheader" \
     GIT_CONFIG_VALUE_0="AUTHORIZATION: basic $header" "$@"
 }
 
@@ -154,6 +156,10 @@ mode_machine() {
 mode_history() {
   local given="${CUDABENCH_ENTRIES:-}" ws dir args=() rc=0
   [ -n "${CUDABENCH_HISTORY_BRANCH:-}" ] || bad "history-branch: empty"
+  # A self-hosted runner keeps what a pull request's job wrote (its home's
+  # git and pip configuration, caches): the token never goes there.
+  [ "${RUNNER_ENVIRONMENT:-}" = github-hosted ] \
+    || bad "mode history holds the write token: run its job on a GitHub-hosted runner (runs-on: ubuntu-latest), not on '${RUNNER_ENVIRONMENT:-an unknown runner}'"
   ws="$(realpath -e -- "$GITHUB_WORKSPACE")" || bad "GITHUB_WORKSPACE: '$GITHUB_WORKSPACE' is no folder"
   case "$given" in /*) ;; *) given="$ws/$given" ;; esac
   if [ -z "${CUDABENCH_ENTRIES:-}" ] || [ ! -e "$given" ] || [ -z "$(ls -A "$given" 2>/dev/null)" ]; then
@@ -177,12 +183,13 @@ mode_history() {
 # HISTORY_PY, the history job's Python: a venv made for this job in its own
 # temporary folder from scripts/requirements.txt (pinned), never the
 # runner's cache, which a pull request's gate on a shared runner can write.
-# pip's cache is read only on a GitHub-hosted runner (a fresh machine).
+# pip's cache is read only on a GitHub-hosted runner (a fresh machine), and
+# no pip configuration at all (--isolated).
 history_python() {
   local v="$work/history-venv" cache=(--no-cache-dir)
   [ "${RUNNER_ENVIRONMENT:-}" != github-hosted ] || cache=()
   { timeout 120 python3 -I -m venv "$v" &&
-    timeout 900 "$v/bin/python" -I -m pip install -q "${cache[@]}" -r "$CUDABENCH_ROOT/scripts/requirements.txt"; } \
+    timeout 900 "$v/bin/python" -I -m pip install -q --isolated "${cache[@]}" -r "$CUDABENCH_ROOT/scripts/requirements.txt"; } \
     || { say "could not make the history's venv in $v"; finish 3; }
   export CUDABENCH_VENV="$v"
   HISTORY_PY="$v/bin/python"

@@ -272,6 +272,13 @@ def test_a_bad_input_ends_the_job_with_exit_2_and_one_line_naming_it(tmp_path):
         r = run(users_copy(ws, "stack.yml", "gate", **inputs), "gate", "push", ws)
         assert r.exit_code == 2 and r.steps[-1]["outputs"].get("verdict") == "bad-input", r.log[-2000:]
         assert f"cudabench action: {said}" in r.log, r.log[-2000:]
+    # Mode history holds the write token: never on a self-hosted runner (one that says it is not GitHub's).
+    r = ar.run_job(os.path.join(CI, "machine.yml"), "history", "schedule", payload("schedule", ws), workspace=str(ws),
+                   runner_labels={"ubuntu-latest"}, env=dict(runner_env(), RUNNER_ENVIRONMENT="self-hosted"),
+                   actions={"actions/checkout": checkout, "cudabench/cudabench": ROOT,
+                            "actions/download-artifact": lambda i, c: {}},
+                   needs_results={"track": {"result": "success", "outputs": {}}}, timeout=300)
+    assert r.exit_code == 2 and "mode history holds the write token: run its job on a GitHub-hosted runner" in r.log
     # Mode code needs a fork of cudabench: this repository is not one.
     r = run(users_copy(ws, "code.yml", "gate"), "gate", "push", ws)
     assert r.exit_code == 2 and "has no scripts/regress.sh: mode stack compares two stacks" in r.log, r.log[-2000:]
