@@ -127,7 +127,8 @@ def test_no_report_lands_on_a_file_the_reference_keeps(tmp_path):
     before = state(refs)
     b = variant(tmp_path, "b", 1.01)
     for args in (["--reference", refs, "--markdown", kept], ["--reference", refs, "--markdown", str(link)],
-                 [kept, "--plot", os.path.dirname(kept)], [kept, "--markdown", os.path.join(os.path.dirname(kept), "..", "..", "reference.json")]):
+                 [kept, "--plot", os.path.dirname(kept)], [kept, "--markdown", os.path.join(os.path.dirname(kept), "..", "..", "reference.json")],
+                 ["--reference", refs, "--markdown", os.path.join(refs, "other-kind", "machines", "m", "r.md")]):
         r = run(b, *args)
         flag, out = args[-2:]
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and f"{flag} " in r.stderr, (out, r.stderr)
@@ -165,3 +166,18 @@ def test_a_run_of_another_kind_put_among_the_machines_is_named_and_nothing_chang
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert f"{stray}: a run of nvidia-h200 among the machines of cpu-" in r.stderr, r.stderr
     assert state(refs) == before
+
+
+def test_a_machine_half_copied_when_its_writer_was_killed_never_joins(tmp_path):
+    """--add-machine fills a hidden folder, then renames it into place: one
+    killed while it copied (SIGKILL: no cleanup) leaves that folder, which is
+    never read as a machine and goes at the next add."""
+    refs = str(tmp_path / "refs")
+    assert run(variant(tmp_path, "a", 1.0), "--add-machine", "--machine", "vm-a", "--reference", refs).returncode == 0
+    (root,) = glob.glob(f"{refs}/*/machines")
+    os.mkdir(os.path.join(root, ".adding-killed"))
+    with open(os.path.join(root, ".adding-killed", "half.json"), "w") as out:
+        out.write(open(variant(tmp_path, "half", 1.5)).read())
+    r = run(variant(tmp_path, "b", 1.01), "--add-machine", "--machine", "vm-b", "--reference", refs)
+    assert r.returncode == 0, r.stderr
+    assert sorted(machines(refs)) == ["vm-a", "vm-b"] and sorted(os.listdir(root)) == ["vm-a", "vm-b"]

@@ -159,7 +159,7 @@ def check_outputs(a, inputs):
     outputs = [("--markdown", a.markdown)] + [("--plot", os.path.join(a.plot, n)) for n in plots.OUTPUTS if a.plot]
     refuse_inputs_as_outputs(outputs, inputs)
     for flag, out in outputs:
-        keeper = kept_by(out) if out else ""
+        keeper = kept_by(out, (REFERENCES, a.reference or REFERENCES)) if out else ""
         if keeper:
             raise BadInput(f"{flag} {out}: inside the reference {keeper}, which keeps its machines' runs: "
                            f"write it elsewhere")

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -42,6 +43,7 @@ FAR = 2.0
 FAR_ROWS = 0.1
 OUTLIER_OK = "--outlier-ok"
 LOCK_SECONDS = 120  # how long a second --add-machine waits for the first
+STAGING = ".adding-"  # a machine's folder while it is filled (hidden: never read as a machine)
 OUTLIER_MARK = "OUTLIER"  # a file in the machine's folder: kept with its runs, read by remake
 
 
@@ -117,13 +119,14 @@ def admit(files, paths, machines, outlier_ok):
     return outlier
 
 
-def kept_by(path):
-    """The reference folder (REFERENCES, or a hardware's folder of
+def kept_by(path, roots=(REFERENCES,)):
+    """The reference folder (one of `roots`, or a hardware's folder of
     reference.json and machines/ anywhere) that `path` would land in,
     through links too; "" when none."""
     real = os.path.realpath(path)
-    if (real + os.sep).startswith(os.path.realpath(REFERENCES) + os.sep):
-        return REFERENCES
+    for root in roots:
+        if (real + os.sep).startswith(os.path.realpath(root).rstrip(os.sep) + os.sep):
+            return root
     folder = os.path.dirname(real)
     while folder != os.path.dirname(folder):
         if os.path.isfile(os.path.join(folder, "reference.json")) and os.path.isdir(os.path.join(folder, "machines")):
@@ -179,18 +182,22 @@ def add_machine(paths, name=None, folder=None, outlier_ok=False):
                            f"{os.path.join(hwdir, 'machines', name)}): give this one a name of its own")
         outlier = admit(files, paths, load_machines(path)[1] if kept and os.path.isfile(path) else [], outlier_ok)
         new, notes = new_runs(paths, docs, files, kept)
-        target = new_folder(hwdir, name, str(docs[0].get("context", {}).get("date", ""))[:10] or "undated")
+        target = free_name(hwdir, name, str(docs[0].get("context", {}).get("date", ""))[:10] or "undated")
+        # Made whole in a hidden folder, then renamed into place: even a SIGKILL leaves no half machine.
+        staging, placed = tempfile.mkdtemp(prefix=STAGING, dir=os.path.dirname(target)), False
         try:
             for i, p in enumerate(new):
                 base = os.path.basename(p)
-                shutil.copyfile(p, os.path.join(target, base if not os.path.exists(os.path.join(target, base))
-                                                else f"{i}-{base}"))
+                shutil.copyfile(p, os.path.join(staging, base if not os.path.exists(os.path.join(staging, base))
+                                                 else f"{i}-{base}"))
             if outlier:
-                write_whole(os.path.join(target, OUTLIER_MARK), "added with --outlier-ok: its rows lay far outside "
-                                                                "the machines recorded before it\n")
+                write_whole(os.path.join(staging, OUTLIER_MARK), "added with --outlier-ok: its rows lay far outside "
+                                                                 "the machines recorded before it\n")
+            os.rename(staging, target)
+            placed = True
             notes += remake(hwdir, hw)
         except BaseException:  # a refusal, a full disk, a signal: the folder and reference.json still agree
-            shutil.rmtree(target, ignore_errors=True)
+            shutil.rmtree(target if placed else staging, ignore_errors=True)
             raise
     return path, os.path.basename(target), notes
 
@@ -210,22 +217,19 @@ def new_runs(paths, docs, files, kept):
     return list(new.values()), notes
 
 
-def new_folder(hwdir, name, date):
-    """The new machine's folder, made here and by no one else (mkdir): `name`, or m<N>-<date> with N
+def free_name(hwdir, name, date):
+    """The new machine's folder (not made yet): `name`, or m<N>-<date> with N
     past every m<N> kept, so that a machine removed by hand leaves no name to reuse."""
     root = os.path.join(hwdir, "machines")
     make_folder(root, "--reference")  # a folder that loops, a read-only one: one line, before anything is kept
-    taken = [int(m.group(1)) for m in map(re.compile(r"m(\d+)-").match, os.listdir(root)) if m]
-    n = max(taken + [len(os.listdir(root))]) + 1
-    while True:
-        target = os.path.join(root, name or f"m{n}-{date}")
-        try:
-            os.mkdir(target)
-            return target
-        except FileExistsError:
-            if name:
-                raise BadInput(f"--machine {name}: {target} exists already: give this machine a name of its own")
-            n += 1
+    kept = [m for m in os.listdir(root) if not m.startswith(".")]
+    n = max([int(m.group(1)) for m in map(re.compile(r"m(\d+)-").match, kept) if m] + [len(kept)]) + 1
+    while not name and os.path.lexists(os.path.join(root, f"m{n}-{date}")):
+        n += 1
+    target = os.path.join(root, name or f"m{n}-{date}")
+    if os.path.lexists(target):
+        raise BadInput(f"--machine {name}: {target} exists already: give this machine a name of its own")
+    return target
 
 
 @contextlib.contextmanager
@@ -254,7 +258,9 @@ def checked_machines(hwdir, hw):
     folder with runs, each a plain file of kind `hw` (BadInput naming what is not)."""
     root = os.path.join(hwdir, "machines")
     names = sorted(os.listdir(root)) if os.path.isdir(root) else []
-    for m in names:
+    for m in [m for m in names if m.startswith(STAGING)]:  # a writer killed while it copied: never a machine
+        shutil.rmtree(os.path.join(root, m), ignore_errors=True)
+    for m in [m for m in names if not m.startswith(".")]:
         mdir = os.path.join(root, m)
         if os.path.islink(mdir) or not os.path.isdir(mdir):
             raise BadInput(f"{mdir}: not a machine's folder (a link or a file among the machines of {hw}): "
@@ -290,7 +296,7 @@ def machine_folders(hwdir):
     if not os.path.isdir(root):
         return {}
     return {m: sorted(os.path.join(root, m, f) for f in os.listdir(os.path.join(root, m)) if f.endswith(".json"))
-            for m in sorted(os.listdir(root)) if os.path.isdir(os.path.join(root, m))}
+            for m in sorted(os.listdir(root)) if os.path.isdir(os.path.join(root, m)) and not m.startswith(".")}
 
 
 def remake(hwdir, hw):
