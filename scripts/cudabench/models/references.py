@@ -221,23 +221,29 @@ def free_name(hwdir, name, date):
     """The new machine's folder (not made yet): `name`, or m<N>-<date> with N
     past every m<N> kept, so that a machine removed by hand leaves no name to reuse."""
     root = os.path.join(hwdir, "machines")
-    make_folder(root, "--reference")  # a folder that loops, a read-only one: one line, before anything is kept
-    kept = [m for m in os.listdir(root) if not m.startswith(".")]
+    kept = [m for m in os.listdir(root) if not m.startswith(".")] if os.path.isdir(root) else []
     n = max([int(m.group(1)) for m in map(re.compile(r"m(\d+)-").match, kept) if m] + [len(kept)]) + 1
     while not name and os.path.lexists(os.path.join(root, f"m{n}-{date}")):
         n += 1
     target = os.path.join(root, name or f"m{n}-{date}")
     if os.path.lexists(target):
         raise BadInput(f"--machine {name}: {target} exists already: give this machine a name of its own")
+    make_folder(target, "--reference")  # one line naming it where it cannot be made (a link loop, read-only)
+    os.rmdir(target)  # (filled beside it, then renamed into place)
     return target
 
 
 @contextlib.contextmanager
 def held(folder):
     """The references' folder, locked (flock on the folder) while a machine is added: two writers
-    wait their turn, up to LOCK_SECONDS, then the second fails in one line naming the folder."""
-    make_folder(folder, "--reference")
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    wait their turn, up to LOCK_SECONDS, then the second fails in one line naming the folder. One
+    that cannot be opened is not locked: nothing can be written there either."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:  # a link loop, a read-only parent: nothing can be kept there (free_name says so)
+        yield
+        return
     try:
         deadline = time.monotonic() + LOCK_SECONDS
         while True:
