@@ -1,6 +1,5 @@
 #include "child.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -11,13 +10,14 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "common/atomic_file.h"
+#include "parsers.h"
 
 namespace cudabench::env {
 namespace {
@@ -107,24 +107,18 @@ ChildResult supervise(pid_t pid, int fd, const ChildOptions& o, ChildGroup* grou
 // Our children now, as /proc shows them.
 std::vector<pid_t> our_children() {
   std::vector<pid_t> out;
-  DIR* d = ::opendir("/proc");
-  if (!d) return out;
-  const pid_t self = ::getpid();
-  while (const dirent* e = ::readdir(d)) {
-    char path[64], text[512] = {};
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    std::snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    FILE* f = std::fopen(path, "r");
-    if (!f) continue;
-    const std::size_t n = std::fread(text, 1, sizeof text - 1, f);
-    std::fclose(f);
-    const char* end = std::strrchr(text, ')');  // the command's name may hold anything
-    int ppid = 0;
-    char state = 0;
-    if (n && end && std::sscanf(end + 1, " %c %d", &state, &ppid) == 2 && ppid == self)
-      out.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+  const std::string self = std::to_string(::getpid());
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    const std::string pid = it->path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = read_first_line("/proc/" + pid + "/stat");
+    const auto name_end = stat.rfind(')');  // the command's name may hold anything
+    std::istringstream rest(name_end == std::string::npos ? "" : stat.substr(name_end + 1));
+    std::string state, ppid;
+    if (rest >> state >> ppid && ppid == self) out.push_back(static_cast<pid_t>(std::stol(pid)));
   }
-  ::closedir(d);
   return out;
 }
 
