@@ -55,13 +55,13 @@ import sys
 import time
 
 from ..base.errors import BadInput, ToolError, one_line
-from ..base.processes import ends_with_us, stop_groups
 from ..base.cli import ArgParser, bounded, ensure_venv, output_folder, run_tool
 from ..base.files import make_folder, read_json, refuse_inputs_as_outputs, temporary_folder, write_whole
 from ..base.text import CONTROL, fmt_speed, md_cell, slug, table
 from ..results import entries as history_entries
 from ..results.gbench import load_doc
 from ..results.trend import RECENT, check_entry, load_history, recent_slowdown, trends
+from ..sampling.driver import run_bounded
 
 GIT_SECONDS = 120  # every git call has this deadline
 # git push's words when another writer moved the branch first (the ref's old value no longer matches)
@@ -182,33 +182,18 @@ def write_page(folder, out, title, skipped=None, shown=None):
 
 
 def git(repo, *args, env=None, check=True, deadline=None):
-    """git in `repo`, in a process group of its own: at GIT_SECONDS, at the
-    push's deadline (--seconds) or when this tool is stopped, the group
+    """git in `repo`, bounded (driver.run_bounded): at GIT_SECONDS, at the
+    push's deadline (--seconds) or when this tool is stopped, its group
     (git, receive-pack, a hook and its children) ends with it."""
     seconds = GIT_SECONDS if deadline is None else min(GIT_SECONDS, max(0.1, deadline - time.monotonic()))
-    p = subprocess.Popen(["git", "-C", repo, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})}, start_new_session=True,
-                         preexec_fn=ends_with_us())
-    try:
-        out, err = p.communicate(timeout=seconds)
-    except subprocess.TimeoutExpired:
-        stop_groups([p], 2)
+    cmd = ["git", "-C", repo, *args]
+    rc, out, err = run_bounded(cmd, seconds, {**os.environ, **(env or {})}, with_us=True)
+    if rc is None:
         raise ToolError(f"git {args[0]} still ran after {seconds:.0f} s"
                         + (" (the end of --seconds)" if seconds < GIT_SECONDS else "") + ": stopped, with what it started")
-    except BaseException:
-        stop_groups([p], 2)
-        raise
-    finally:
-        with_pipes_closed(p)
-    if check and p.returncode:
-        raise ToolError(f"git {' '.join(args[:2])} failed: {one_line(err) or p.returncode}")
-    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
-
-
-def with_pipes_closed(p):
-    for f in (p.stdout, p.stderr):
-        if f:
-            f.close()
+    if check and rc:
+        raise ToolError(f"git {' '.join(args[:2])} failed: {one_line(err) or rc}")
+    return subprocess.CompletedProcess(cmd, rc, out, err)
 
 
 def check_target(a):

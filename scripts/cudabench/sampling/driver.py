@@ -15,6 +15,7 @@ import tempfile
 import threading
 
 from ..base.paths import ROOT, SCRIPTS
+from ..base.processes import ends_with_us
 from ..base.settings import setting
 
 SCENARIOS = os.path.join(ROOT, "doctor", "scenarios.json")
@@ -136,13 +137,16 @@ def group_stopped_by_signals(pid):
                 signal.signal(s, h)
 
 
-def run_bounded(cmd, seconds, env=None):
+def run_bounded(cmd, seconds, env=None, with_us=False):
     """(exit code, stdout, stderr) of cmd, the code None when it ran past
     `seconds`. It runs in a session of its own with its output in files, not
     pipes (a pipe stays open while any child of it lives), and its whole
-    group is killed once it ends, its time is up or a signal stops us."""
+    group is killed once it ends, its time is up or a signal stops us.
+    with_us: it also ends if we are killed by SIGKILL (processes.ends_with_us;
+    from the main thread only, where no other thread can hold a lock at the fork)."""
     with tempfile.TemporaryFile("w+", errors="replace") as out, tempfile.TemporaryFile("w+", errors="replace") as err:
-        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True, env=env)
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True, env=env,
+                             preexec_fn=ends_with_us() if with_us else None)
         with group_stopped_by_signals(p.pid):
             try:
                 rc = p.wait(timeout=seconds)
