@@ -266,12 +266,13 @@ def checked_machines(hwdir, hw):
     names = sorted(os.listdir(root)) if os.path.isdir(root) else []
     for m in [m for m in names if m.startswith(STAGING)]:  # a writer killed while it copied: never a machine
         shutil.rmtree(os.path.join(root, m), ignore_errors=True)
+    kept = {}
     for m in [m for m in names if not m.startswith(".")]:
         mdir = os.path.join(root, m)
         if os.path.islink(mdir) or not os.path.isdir(mdir):
             raise BadInput(f"{mdir}: not a machine's folder (a link or a file among the machines of {hw}): "
                            f"replace it with a folder of its runs, or remove it")
-        runs = [os.path.join(mdir, f) for f in os.listdir(mdir) if f.endswith(".json")]
+        runs = sorted(os.path.join(mdir, f) for f in os.listdir(mdir) if f.endswith(".json"))
         if not runs:
             raise BadInput(f"{mdir}: a machine's folder with no runs (emptied by hand?): put its runs back, or "
                            f"remove the folder")
@@ -279,7 +280,8 @@ def checked_machines(hwdir, hw):
             if os.path.islink(p) or not os.path.isfile(p):
                 raise BadInput(f"{p}: a run kept by reference is a plain file, not a link: copy the run in")
             check_kind(read_json(p), p, hw)
-    return machine_folders(hwdir)
+        kept[m] = runs
+    return kept
 
 
 def check_kind(doc, path, hw):
@@ -312,7 +314,7 @@ def remake(hwdir, hw):
     only GPU rows: a GPU machine's CPU rows name its CPU, not the GPU.
     Returns [notes]: the rows left out so."""
     notes, ref = [], {"context": {}, "benchmarks": [], "cudabench_reference": {"hardware": hw, "format": FORMAT, "machines": []}}
-    k = 0
+    k, gpu_kind = 0, not hw.startswith("cpu-")
     for name, runs in machine_folders(hwdir).items():
         docs = [read_json(p) for p in runs]
         for d, p in zip(docs, runs):
@@ -328,14 +330,16 @@ def remake(hwdir, hw):
         for d, p in zip(docs, runs):
             # A process taken beside other load is kept in the run, never in the reference.
             rows = [b for b in unique_rows(d["benchmarks"], p)[0] if b.get("loaded") is not True]
-            cpu = [b for b in rows if not hw.startswith("cpu-") and family_of(str(b.get("name"))).name == "cpu"]
-            rows = [b for b in rows if b not in cpu]
+            kept, cpu = [], []
+            for b in rows:
+                (cpu if gpu_kind and family_of(str(b.get("name"))).name == "cpu" else kept).append(b)
+            rows = kept
             if cpu:
                 notes.append(f"{p}: {len({b.get('name') for b in cpu})} CPU row(s) left out of {hw}'s reference "
                              f"(they name the host's CPU, not the GPU)")
             if not rows:
                 raise BadInput(f"{p}: no row that {hw}'s reference keeps (measured, without other load"
-                               f"{', on the GPU' if not hw.startswith('cpu-') else ''})")
+                               f"{', on the GPU' if gpu_kind else ''})")
             procs = sorted({b.get("repetition_index", 0) for b in rows})
             for b in rows:
                 index = k + procs.index(b.get("repetition_index", 0))
