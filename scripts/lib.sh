@@ -134,19 +134,27 @@ hold_build_lock() {
   fi
 }
 
-# Who holds the flock on the file `lock` now, from /proc/locks (not who
-# wrote it last, who may have ended, nor who waits for it): "pid N (its
-# command)", at most 3.
+# Who holds the flock on the file `lock` now: the processes whose open
+# file carries it (/proc/*/fdinfo: the script that took it, and whatever
+# inherited it), not who wrote the file last, who may have ended, nor who
+# waits for it, nor the `flock` program that took it for its shell.
+# "pid N (its command)", at most 3.
 lock_holders() {
-  local id pid cmd out=()
+  local id f pid cmd out=() seen=" "
   id="$(stat -L -c '%Hd %Ld %i' -- "$1" 2>/dev/null)" && id="$(printf '%02x:%02x:%s' $id)" || id=""
-  while read -r pid; do
+  while IFS= read -r f; do
+    pid="${f#/proc/}"; pid="${pid%%/*}"
+    case "$seen" in *" $pid "*) continue ;; esac
+    seen+="$pid "
     cmd="$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | cut -c1-60 | sed 's/ *$//')"
-    out+=("pid $pid (${cmd:-ended: a process it started holds the lock})")
-  done < <([ -n "$id" ] && awk -v id="$id" '$2 == "FLOCK" && $6 == id {print $5}' /proc/locks 2>/dev/null | sort -un | head -3)
+    out+=("pid $pid (${cmd:-gone})")
+    [ "${#out[@]}" -lt 3 ] || break
+  done < <([ -n "$id" ] && grep -lE "^lock:[[:space:]]+[0-9]+: FLOCK +ADVISORY +(READ|WRITE) +[0-9]+ +$id " \
+             /proc/[0-9]*/fdinfo/* 2>/dev/null)
   [ "${#out[@]}" -gt 0 ] || out=("a process this user cannot see")
-  local IFS=';'
-  echo "${out[*]}" | sed 's/;/, /g'
+  local said="${out[0]}" more
+  for more in "${out[@]:1}"; do said+=", $more"; done
+  echo "$said"
 }
 
 configure_and_build_locked() {

@@ -338,3 +338,29 @@ def test_a_build_lock_held_past_its_deadline_is_one_line_and_status_3(tmp_path):
     lines = r.stderr.splitlines()
     assert (r.returncode, r.stdout, len(lines)) == (3, "", 2), r
     assert "another build still held it after 1 s" in lines[1]
+
+
+def test_the_build_locks_wait_names_the_script_that_holds_it_not_a_waiter_or_flock(tmp_path):
+    """As run-bench.sh holds it: a script takes the lock with the flock
+    program (which ends at once) and keeps it shared; another script waits.
+    A third is told who holds it: the first script, by its pid."""
+    d = tmp_path / "build"
+    lib = f". {SCRIPTS}/lib.sh"
+    holder = subprocess.Popen(["bash", "-c", f"{lib}; hold_build_lock {d} && flock -s 8 && echo held && sleep 30"],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    waiter = None
+    try:
+        assert holder.stdout.readline() == "held\n"
+        waiter = subprocess.Popen(["bash", "-c", f"{lib}; hold_build_lock {d}"], stderr=subprocess.DEVNULL,
+                                  start_new_session=True, env=dict(os.environ, CUDABENCH_BUILD_LOCK_SECONDS="20"))
+        time.sleep(0.5)
+        r = subprocess.run(["bash", "-c", f"{lib}; hold_build_lock {d}"], capture_output=True, text=True, timeout=30,
+                           env=dict(os.environ, CUDABENCH_BUILD_LOCK_SECONDS="1"))
+    finally:
+        for p in (holder, waiter):
+            if p:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    first = r.stderr.splitlines()[0]
+    assert f"(held by pid {holder.pid} (bash -c {lib}; " in first, first  # (and its sleep, which inherited it)
+    assert f"pid {waiter.pid} " not in first and "(gone)" not in first, first
