@@ -182,14 +182,13 @@ mode_history() {
 
 # HISTORY_PY, the history job's Python: a venv made for this job in its own
 # temporary folder from scripts/requirements.txt (pinned), never the
-# runner's cache, which a pull request's gate on a shared runner can write.
-# pip's cache is read only on a GitHub-hosted runner (a fresh machine), and
-# no pip configuration at all (--isolated).
+# runner's cache, which a pull request's gate on a shared runner can write
+# (mode_history runs only on a fresh GitHub-hosted runner), with no pip
+# configuration at all (--isolated).
 history_python() {
-  local v="$work/history-venv" cache=(--no-cache-dir)
-  [ "${RUNNER_ENVIRONMENT:-}" != github-hosted ] || cache=()
+  local v="$work/history-venv"
   { timeout 120 python3 -I -m venv "$v" &&
-    timeout 900 "$v/bin/python" -I -m pip install -q --isolated "${cache[@]}" -r "$CUDABENCH_ROOT/scripts/requirements.txt"; } \
+    timeout 900 "$v/bin/python" -I -m pip install -q --isolated -r "$CUDABENCH_ROOT/scripts/requirements.txt"; } \
     || { say "could not make the history's venv in $v"; finish 3; }
   export CUDABENCH_VENV="$v"
   HISTORY_PY="$v/bin/python"
