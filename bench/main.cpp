@@ -18,7 +18,8 @@
 #include "bench_support.h"
 #include "common/atomic_file.h"
 #include "common/cli.h"
-#include "common/stall_watchdog.h"
+#include "process/ending.h"
+#include "process/stall_watchdog.h"
 #include "common/standard_output.h"
 #include "doctor/doctor.h"
 #include "doctor/explain.h"
@@ -232,6 +233,7 @@ int run(int argc, char** argv, StandardOutput* out) {
 
 int main(int argc, char** argv) {
   auto& out = cudabench::StandardOutput::install();
+  cudabench::process::arm_ending_handlers();  // an output file in progress is removed on a signal
   int rc = cudabench::kExitFailed;
   try {
     rc = run(argc, argv, &out);

@@ -1,22 +1,16 @@
 // Output files are written whole or not at all: a temporary file beside the
 // target, written and fsync'd, then rename(2), which replaces the target in
 // one step. The temporary file is removed on every failure (a full disk, a
-// rename that fails) and, through a handler for every catchable signal that
-// ends a process (SIGINT, SIGTERM, SIGHUP, SIGQUIT; SIGUSR1, which Slurm's
-// --signal sends; SIGALRM, SIGXCPU of `ulimit -t`...), when the process is
-// stopped while writing it; the handler also kills the process groups of
-// the children running then (ChildGroup), and ends the process by the same
-// signal, so the caller sees the usual status.
+// rename that fails) and, when the program is stopped while writing it, by
+// the handler of the ending signals (process/ending.h: remove_temps below).
 #pragma once
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <cstdint>
@@ -25,11 +19,6 @@
 #include <string>
 
 namespace cudabench {
-
-// Every catchable signal that ends a process: the handler below takes them,
-// the load guard's too, and run_command holds them across a fork.
-inline constexpr int kEndingSignals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,   SIGUSR1,
-                                         SIGUSR2, SIGALRM, SIGXCPU, SIGVTALRM, SIGPROF};
 
 namespace detail {
 // Temporary files in progress, as fixed buffers: the signal handler may only
@@ -43,48 +32,18 @@ struct TempSlot {
 };
 inline TempSlot g_temps[kTempSlots];
 
-// Child process groups running now (ChildGroup): a process that ends, by
-// a signal or by _exit, ends them too, whatever group they are in.
-constexpr int kChildSlots = 16;
-inline std::atomic<int> g_child_groups[kChildSlots];
-
-// Async-signal-safe, for a process that is ending (a signal, or _exit):
-// its temporary files removed and its children's groups killed.
-inline void clean_up_before_exit() {
+// Async-signal-safe: the temporary files in progress removed, for a
+// process that is ending (process/ending.h calls it).
+inline void remove_temps() {
   for (auto& s : g_temps)
     if (s.armed.load()) ::unlink(s.path);
-  for (auto& g : g_child_groups)
-    if (const int pgid = g.load(); pgid > 0) ::kill(-pgid, SIGKILL);
-}
-
-extern "C" inline void clean_up_and_reraise(int sig) {
-  clean_up_before_exit();
-  std::signal(sig, SIG_DFL);
-  std::raise(sig);
-}
-
-inline void install_handlers_once() {
-  static const bool installed = [] {
-    for (int sig : kEndingSignals) {
-      struct sigaction old {};
-      ::sigaction(sig, nullptr, &old);
-      if (old.sa_handler != SIG_DFL) continue;  // someone else handles it (or ignores it)
-      struct sigaction sa {};
-      sa.sa_handler = clean_up_and_reraise;
-      sigemptyset(&sa.sa_mask);
-      ::sigaction(sig, &sa, nullptr);
-    }
-    return true;
-  }();
-  (void)installed;
 }
 }  // namespace detail
 
-// A temporary file the signal handler removes until it is released.
+// A temporary file the ending handler (process/ending.h) removes until it is released.
 class TrackedTemp {
  public:
   explicit TrackedTemp(const std::string& path) {
-    detail::install_handlers_once();
     if (path.size() >= detail::kTempPathMax) return;
     for (auto& s : detail::g_temps) {
       bool expected = false;
@@ -106,45 +65,6 @@ class TrackedTemp {
  private:
   detail::TempSlot* slot_ = nullptr;
 };
-
-// A child's process group, killed by the handler above while this lives:
-// Ctrl-C or TERM to bench must not leave a user's interpreter (in a group
-// of its own, which the terminal's signal misses) running.
-class ChildGroup {
- public:
-  explicit ChildGroup(int pgid) {
-    detail::install_handlers_once();
-    if (pgid <= 0) return;
-    for (auto& g : detail::g_child_groups) {
-      int expected = 0;
-      if (g.compare_exchange_strong(expected, pgid)) {
-        slot_ = &g;
-        return;
-      }
-    }
-  }
-  ~ChildGroup() { release(); }
-  // The group is no longer ours to kill (its leader is about to be reaped).
-  void release() {
-    if (slot_) slot_->store(0);
-    slot_ = nullptr;
-  }
-  ChildGroup(const ChildGroup&) = delete;
-  ChildGroup& operator=(const ChildGroup&) = delete;
-
- private:
-  std::atomic<int>* slot_ = nullptr;
-};
-
-// Whether child `pid` has ended, left unreaped: until it is reaped, its
-// zombie keeps its group's number from any other process, so the group can
-// still be killed safely. ECHILD (reaped elsewhere) counts as ended. Raw
-// calls only: the load guard uses it before the C library is set up.
-inline bool ended_unreaped(pid_t pid) {
-  siginfo_t info{};
-  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return errno == ECHILD;
-  return info.si_pid == pid;
-}
 
 // The file `path` names, through any symlinks (a chain, or a link to a file
 // not made yet): outputs are written there, so a link stays a link and its

@@ -12,6 +12,7 @@
 
 #include "elf.h"
 #include "env_types.h"
+#include "process/driver_check.h"
 
 namespace cudabench::env {
 
@@ -21,23 +22,12 @@ namespace cudabench::env {
 DriverInfo probe_driver(const std::string& root = "/");
 // The same without loading libcuda or NVML: /proc, /dev, CUDA_VISIBLE_DEVICES.
 DriverInfo probe_driver_files(const std::string& root = "/");
-// What the driver probe ran into in cudabench-driver-check, run before
-// the program loaded anything (load_guard.cpp): empty when libcuda and
-// NVML answered in time.
-struct DriverProbeFailure {
-  std::string call;  // the last call it made: "cuInit", "dlopen libcuda.so.1", "nvmlInit_v2"
-  std::string text;  // "libcuda hung in cuInit for 15 s", "libcuda crashed in cuInit (SIGSEGV)"
-  bool failed() const { return !text.empty(); }
-};
-// The load guard's finding (CUDABENCH_LIBCUDA_WITHHELD): the driver hung or
-// crashed in the check, and a stub stands in for libcuda in this process.
-DriverProbeFailure withheld_driver();
-// The deadline of a driver probe: $CUDABENCH_PROBE_SECONDS (common/settings.json).
-int probe_seconds();
-// Called before each call into libcuda or NVML: in cudabench-driver-check
-// it says "calling NAME" on `fd` (trace_probe_calls); elsewhere nothing.
-void probe_calling(const char* call);
-void trace_probe_calls(int fd);
+// The driver check's hooks (process/driver_check.h), as the probes call them.
+using process::DriverProbeFailure;
+using process::probe_calling;
+using process::probe_seconds;
+using process::trace_probe_calls;
+using process::withheld_driver;
 // What the machine shows of the driver outside libcuda and NVML: kernel
 // modules (nvidia, nouveau) and their files, Secure Boot, device nodes, the
 // NVIDIA PCI functions and the driver bound to each, a running fabric

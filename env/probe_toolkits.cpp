@@ -16,7 +16,7 @@
 #include <set>
 #include <sstream>
 
-#include "child.h"
+#include "process/child.h"
 #include "files.h"
 #include "parsers.h"
 #include "probe.h"
@@ -28,9 +28,9 @@ namespace fs = std::filesystem;
 namespace cudabench::env {
 
 std::string command_output(const std::vector<std::string>& argv, int seconds) {
-  ChildOptions o;
+  process::ChildOptions o;
   o.seconds = seconds;
-  return run_command(argv, o).output;
+  return process::run_command(argv, o).output;
 }
 namespace {
 

@@ -6,6 +6,25 @@ fi
 # This folder, whatever the caller's CUDABENCH_ROOT and current folder.
 LIB_SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
+# The signals that end a script cleanly (process/ending_signals.txt, the
+# one list; C++ and the Python tools read it too).
+read -ra ENDING_SIGNALS < <(grep -v '^#' "$LIB_SCRIPTS/../process/ending_signals.txt")
+
+# on_ending_signals FUNC [ARGS...]: on each ending signal, FUNC ARGS... NAME
+# (the signal's name: `exit_status_of NAME` is the status it stands for).
+on_ending_signals() {
+  local sig
+  for sig in "${ENDING_SIGNALS[@]}"; do
+    # shellcheck disable=SC2064
+    trap "$* $sig" "$sig"
+  done
+}
+
+# 128 + the signal's number: a script ended by signal NAME exits with it.
+exit_status_of() {
+  echo $((128 + $(kill -l "$1")))
+}
+
 # HOME, when it is unset (cron, env -i), is this user's home from passwd:
 # the cache (~/.cache/cudabench) and CMake's defaults are made from it.
 if [ -z "${HOME:-}" ] && HOME="$(getent passwd "$(id -u)" 2>/dev/null | cut -d: -f6)" && [ -n "$HOME" ]; then
@@ -266,13 +285,13 @@ probe() {
   out="$(mktemp)" && err="$(mktemp)" || return 3
   timeout -k 2 "$secs" "$@" >"$out" 2>"$err" <&0 &
   pid=$!
-  traps="$(trap -p INT TERM HUP)"
-  for sig in INT TERM HUP; do
-    trap "kill -KILL -- -$pid 2>/dev/null; rm -f '$out' '$err'; trap - INT TERM HUP; $traps
+  traps="$(trap -p "${ENDING_SIGNALS[@]}")"
+  for sig in "${ENDING_SIGNALS[@]}"; do
+    trap "kill -KILL -- -$pid 2>/dev/null; rm -f '$out' '$err'; trap - ${ENDING_SIGNALS[*]}; $traps
           kill -$sig \$BASHPID" "$sig"
   done
   wait "$pid" 2>/dev/null || rc=$?  # no "Killed" line: the status says it
-  trap - INT TERM HUP; eval "$traps"
+  trap - "${ENDING_SIGNALS[@]}"; eval "$traps"
   kill -KILL -- "-$pid" 2>/dev/null || true
   cat "$out"; cat "$err" >&2
   rm -f "$out" "$err"
@@ -389,28 +408,24 @@ run_job() {
   return "$rc"
 }
 
-# stop_jobs_on_signal [HOOK]: on INT, TERM or HUP, stop the running job,
+# stop_jobs_on_signal [HOOK]: on an ending signal, stop the running job,
 # run HOOK with the signal's name (gpu-check.sh records and snapshots
 # there), then end this script by that signal.
 stop_jobs_on_signal() {
-  local sig
-  for sig in INT TERM HUP; do
-    # shellcheck disable=SC2064
-    trap "stop_job_and_exit $sig ${1:-}" "$sig"
-  done
+  on_ending_signals stop_job_and_exit "${1:--}"
 }
 
 # Stops the running job's whole group (TERM, then KILL after 15 s: longer
 # than ab.py's own 10 s for its bench runs and ddp_scaling.py's 5 s for its
 # ranks), runs the hook, then ends this script by the same signal.
 stop_job_and_exit() {
-  local sig="$1" hook="${2:-}" waited=0
+  local hook="$1" sig="$2" waited=0
   if [ -n "$JOB_PGID" ]; then
     kill -TERM -- "-$JOB_PGID" 2>/dev/null || true
     while kill -0 -- "-$JOB_PGID" 2>/dev/null && [ "$waited" -lt 150 ]; do sleep 0.1; waited=$((waited + 1)); done
     kill -KILL -- "-$JOB_PGID" 2>/dev/null || true
   fi
-  [ -z "$hook" ] || "$hook" "$sig"
+  [ "$hook" = - ] || "$hook" "$sig"
   trap - "$sig"
   kill -"$sig" $$
 }

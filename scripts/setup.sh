@@ -51,9 +51,8 @@ failed_setup() {
   [ "$rc" -eq 0 ] || exit 3
 }
 trap failed_setup EXIT
-trap 'exit_as=130; exit 130' INT
-trap 'exit_as=143; exit 143' TERM
-trap 'exit_as=129; exit 129' HUP
+stopped() { exit_as="$(exit_status_of "$1")"; exit "$exit_as"; }
+on_ending_signals stopped
 CACHE="$(cache_dir)" || { exit_as=2; exit 2; }
 say() { echo "setup: $*" >&2; }
 

@@ -20,7 +20,7 @@
 #include <regex>
 
 #include "common/atomic_file.h"
-#include "common/stall_watchdog.h"
+#include "process/stall_watchdog.h"
 #include "common/cli.h"
 #include "data/idx_reader.h"
 #include "distributed.h"

@@ -63,11 +63,9 @@ die() { echo "fleet: $2" >&2; exit "$1"; }
 array_job="" collect_job=""
 on_signal() {  # jobs already submitted go on: say which
   [ -z "$array_job" ] || echo "fleet: stopped; the jobs go on (scancel $array_job $collect_job to stop them)" >&2
-  exit "$1"
+  exit "$(exit_status_of "$1")"
 }
-trap 'on_signal 130' INT
-trap 'on_signal 143' TERM
-trap 'on_signal 129' HUP
+on_ending_signals on_signal
 
 case "${1:-}" in
   submit) shift ;;
@@ -75,7 +73,7 @@ case "${1:-}" in
     shift
     [ $# -ge 1 ] || die 2 "collect needs the run folder (RESULTS/<run-id>)"
     py="$(project_python)"; [ -x "$py" ] || py=python3
-    exec "$py" "$here/fleet.py" report "$@" ;;
+    exec "$py" "$here/../fleet.py" report "$@" ;;
   fingerprint) fleet_environment; echo "fingerprint $(fleet_fingerprint)"; exit 0 ;;
 esac
 

@@ -8,7 +8,7 @@ import signal
 import sys
 
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL, BadInput, ToolError, one_line
-from .processes import Terminated, raise_interrupted, raise_terminated
+from .processes import ENDING_SIGNALS, Terminated, raise_interrupted, raise_terminated
 from .settings import check_all
 from .text import visible
 
@@ -131,8 +131,8 @@ def run_tool(tool, body):
     No traceback reaches the terminal; CUDABENCH_DEBUG=1 prints it after the line.
     The numeric settings every tool reads (common/settings.json) are checked
     first, before any work."""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) == signal.SIG_DFL:
+    for sig in ENDING_SIGNALS:  # ^C is Python's own, below
+        if sig != signal.SIGINT and signal.getsignal(sig) == signal.SIG_DFL:
             signal.signal(sig, raise_terminated)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, raise_interrupted)

@@ -211,8 +211,8 @@ def write_json(path, doc):
 @contextlib.contextmanager
 def temporary_folder(prefix):
     """A new folder under $TMPDIR for the tool's work, removed on any exit:
-    success, bad input, a failure, a signal (base/processes raises SIGTERM
-    and SIGHUP as Terminated, SIGINT as KeyboardInterrupt, so this runs).
+    success, bad input, a failure, a signal (base/processes raises each
+    ending signal as an exception, so this runs).
     Kept only when the ToolError that ends the run names a file in it (a
     log to read): that message is the last line, so it names the folder.
     Every temporary folder of the tools is made here."""

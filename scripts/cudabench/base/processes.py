@@ -1,5 +1,6 @@
 """Child processes and signals: process groups stopped with a deadline,
-SIGTERM and SIGHUP raised as an exception so that `finally` blocks run,
+the ending signals (process/ending_signals.txt) raised as an exception so
+that `finally` blocks run,
 who this process's ancestors are, and how much of the machine others took
 while a child ran (LoadMeter)."""
 import contextlib
@@ -9,10 +10,23 @@ import signal
 import subprocess
 import time
 
+from .paths import ROOT
+
+
+def ending_signals():
+    """The signals that end a tool cleanly: process/ending_signals.txt, the
+    one list (C++ and scripts/lib.sh read it too)."""
+    with open(os.path.join(ROOT, "process", "ending_signals.txt")) as f:
+        names = " ".join(line for line in f if not line.startswith("#")).split()
+    return tuple(getattr(signal, "SIG" + n) for n in names)
+
+
+ENDING_SIGNALS = ending_signals()
+
 
 class Terminated(BaseException):
-    """SIGTERM or SIGHUP, raised where the program is, so that `finally`
-    blocks remove temporary files before it exits."""
+    """An ending signal other than ^C, raised where the program is, so that
+    `finally` blocks remove temporary files before it exits."""
 
     def __init__(self, signum):
         super().__init__(signum)
@@ -25,7 +39,7 @@ def raise_terminated(signum, _frame):
 
 
 def raise_interrupted(_signum, _frame):
-    """SIGINT as Python raises it (KeyboardInterrupt), the later ones ignored as raise_terminated does."""
+    """^C as Python raises it (KeyboardInterrupt), the later signals ignored as raise_terminated does."""
     ignore_further_signals()
     raise KeyboardInterrupt
 
@@ -35,7 +49,7 @@ def ignore_further_signals():
     launcher sends the whole group) must not cut short what the first
     started: the children's groups stopped, the temporary folders removed.
     The tool ends by the first signal right after (base/cli.run_tool)."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for sig in ENDING_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
 
 

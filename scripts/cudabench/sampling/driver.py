@@ -15,7 +15,7 @@ import tempfile
 import threading
 
 from ..base.paths import ROOT, SCRIPTS
-from ..base.processes import ends_with_us
+from ..base.processes import ENDING_SIGNALS, ends_with_us
 from ..base.settings import setting
 
 SCENARIOS = os.path.join(ROOT, "doctor", "scenarios.json")
@@ -113,7 +113,7 @@ def kill_group(pid):
 
 @contextlib.contextmanager
 def group_stopped_by_signals(pid):
-    """While in it, SIGINT, SIGTERM or SIGHUP to this process kills the group
+    """While in it, an ending signal to this process kills the group
     `pid` first; then the handler that was there (or the signal's default)
     takes the signal: a stopped tool leaves no probe running."""
     if threading.current_thread() is not threading.main_thread():
@@ -127,7 +127,7 @@ def group_stopped_by_signals(pid):
             signal.signal(s, h)
         os.kill(os.getpid(), signum)
 
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for s in ENDING_SIGNALS:
         before[s] = signal.signal(s, stop)
     try:
         yield

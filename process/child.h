@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace cudabench::env {
+namespace cudabench::process {
 
 struct ChildOptions {
   double seconds = 15;                 // the deadline, from the start
@@ -34,4 +34,4 @@ ChildResult run_command(const std::vector<std::string>& argv, const ChildOptions
 // "SIGSEGV" for 11; "signal N" when unnamed.
 std::string signal_name(int sig);
 
-}  // namespace cudabench::env
+}  // namespace cudabench::process

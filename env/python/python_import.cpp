@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "child.h"
-#include "probe.h"
+#include "process/child.h"
+#include "env/probe.h"
 
 namespace cudabench::env {
 namespace {
@@ -57,13 +57,13 @@ std::string kept(const std::string& line) {
 PythonImport import_one(const std::string& interpreter, const std::string& package, int seconds) {
   PythonImport r;
   r.package = package;
-  ChildOptions o;
+  process::ChildOptions o;
   o.seconds = seconds;
   o.max_output = 1 << 20;
   o.keep_tail = true;  // the answer is the last line
   o.merge_stderr = true;
   o.cwd = "/";
-  const ChildResult c = run_command({interpreter, "-c", kScript, package}, o);
+  const process::ChildResult c = process::run_command({interpreter, "-c", kScript, package}, o);
   nlohmann::json answer;
   std::istringstream lines(c.output);
   std::size_t dropped = 0;  // the last 20 lines are kept: a traceback names its error last
@@ -100,7 +100,7 @@ PythonImport import_one(const std::string& interpreter, const std::string& packa
   } else if (c.timed_out) {
     r.error = "import " + package + " hung: no answer in " + std::to_string(seconds) + " s";
   } else if (c.signal) {
-    r.error = "import " + package + " crashed (" + signal_name(c.signal) + ")";
+    r.error = "import " + package + " crashed (" + process::signal_name(c.signal) + ")";
   } else {
     r.error = "import " + package + " gave no answer (exit " + std::to_string(c.exit_code) + ")";
   }

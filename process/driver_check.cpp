@@ -1,17 +1,13 @@
-// The driver check's two ends. cudabench-driver-check (driver_check_main.cpp)
-// makes every call the probe makes, saying "calling NAME" before each;
-// load_guard.cpp runs it before bench or train loads any library, and when
-// it hung or crashed starts the program again with the driver withheld,
-// saying why in CUDABENCH_LIBCUDA_WITHHELD, which withheld_driver() reads.
+// The driver check's hooks (driver_check.h).
 #include <unistd.h>
 
 #include <cstdlib>
 #include <string>
 
 #include "common/settings.h"
-#include "probe.h"
+#include "process/driver_check.h"
 
-namespace cudabench::env {
+namespace cudabench::process {
 namespace {
 int g_trace_fd = -1;  // the check's stdout, in cudabench-driver-check only
 }  // namespace
@@ -48,4 +44,4 @@ DriverProbeFailure withheld_driver() {
   return f;
 }
 
-}  // namespace cudabench::env
+}  // namespace cudabench::process

@@ -1,4 +1,4 @@
-#include "child.h"
+#include "process/child.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -12,14 +12,14 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
 #include <vector>
 
-#include "common/atomic_file.h"
-#include "parsers.h"
+#include "process/ending.h"
 
-namespace cudabench::env {
+namespace cudabench::process {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -33,7 +33,9 @@ constexpr auto kOutputGrace = std::chrono::milliseconds(200);
 // inherited across exec; a handler of ours must not run in the child).
 void child_defaults() {
   ::setpgid(0, 0);
-  for (int sig : {SIGPIPE, SIGXFSZ, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) ::signal(sig, SIG_DFL);
+  ::signal(SIGPIPE, SIG_DFL);
+  ::signal(SIGXFSZ, SIG_DFL);
+  for (int sig : kEndingSignals) ::signal(sig, SIG_DFL);
 }
 
 void keep(std::string* out, const char* buf, std::size_t n, const ChildOptions& o) {
@@ -113,7 +115,8 @@ std::vector<pid_t> our_children() {
        it.increment(ec)) {
     const std::string pid = it->path().filename().string();
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    const std::string stat = read_first_line("/proc/" + pid + "/stat");
+    std::string stat;
+    std::getline(std::ifstream("/proc/" + pid + "/stat"), stat);
     const auto name_end = stat.rfind(')');  // the command's name may hold anything
     std::istringstream rest(name_end == std::string::npos ? "" : stat.substr(name_end + 1));
     std::string state, ppid;
@@ -192,4 +195,4 @@ std::string signal_name(int sig) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
 }
 
-}  // namespace cudabench::env
+}  // namespace cudabench::process

@@ -19,8 +19,8 @@
 
 #include "common/settings.h"
 #include "common/utf8.h"
-#include "files.h"
-#include "parsers.h"
+#include "env/files.h"
+#include "env/parsers.h"
 #include "python_scan.h"
 
 namespace cudabench::env {

@@ -6,8 +6,8 @@
 #include <map>
 #include <sstream>
 
-#include "files.h"
-#include "parsers.h"
+#include "env/files.h"
+#include "env/parsers.h"
 #include "python_scan.h"
 
 namespace cudabench::env {

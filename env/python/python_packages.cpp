@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <map>
 
-#include "files.h"
-#include "parsers.h"
+#include "env/files.h"
+#include "env/parsers.h"
 #include "python_scan.h"
 
 namespace cudabench::env {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "probe.h"
+#include "env/probe.h"
 
 namespace cudabench::env {
 

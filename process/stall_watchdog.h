@@ -15,8 +15,8 @@
 #include <string>
 #include <thread>
 
-#include "atomic_file.h"
-#include "cli.h"
+#include "common/cli.h"
+#include "process/ending.h"
 
 namespace cudabench {
 
@@ -57,7 +57,7 @@ class StallWatchdog {
                                " s" + (last_.empty() ? " (none yet)" : " since " + last_) +
                                ": stopped; a GPU that stopped answering? see the Xid lines of dmesg and "
                                "`timeout 30 nvidia-smi -q`; " + kept_ + "\n";
-      detail::clean_up_before_exit();
+      process::clean_up_before_exit();
       (void)!::write(2, line.data(), line.size());
       ::_exit(3);  // the stuck thread cannot be joined, nor static state torn down under it
     }

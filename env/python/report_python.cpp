@@ -3,8 +3,8 @@
 // loaded from, what --import saw, and the doctor's verdicts on it. The JSON
 // holds the same facts under "python" (docs/doctor.md lists the keys).
 #include "common/utf8.h"
-#include "parsers.h"
-#include "report.h"
+#include "env/parsers.h"
+#include "env/report.h"
 
 namespace cudabench::env {
 namespace {

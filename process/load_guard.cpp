@@ -28,9 +28,8 @@
 #include <cstring>
 #include <ctime>
 
-#include "common/atomic_file.h"
 #include "common/settings.h"
-#include "probe.h"
+#include "process/ending.h"
 
 namespace {
 
@@ -64,7 +63,7 @@ const char* last_call(char* out) {
 // during a check stuck in cuInit) ends the check too, then this process by
 // the same signal.
 volatile sig_atomic_t g_check_group = 0;
-using cudabench::kEndingSignals;
+using cudabench::process::kEndingSignals;
 constexpr int kEnding = sizeof kEndingSignals / sizeof kEndingSignals[0];
 
 extern "C" void end_check_and_reraise(int sig) {
@@ -116,7 +115,7 @@ void run_check(const char* check, char** envp, int seconds, char* why, size_t si
       if (n > 0) used += static_cast<size_t>(n);
       if (used >= sizeof out - 1) used = 0;  // a chatty library: keep the latest
     }
-    ended = cudabench::ended_unreaped(pid);
+    ended = cudabench::process::ended_unreaped(pid);
   }
   for (ssize_t n; ended && used < sizeof out - 1 && (n = read(fds[0], out + used, sizeof out - 1 - used)) > 0;)
     used += static_cast<size_t>(n);  // its last words, written before it ended
