@@ -1,8 +1,2 @@
 #!/usr/bin/env python3
-"""The context_keys command (cudabench/commands/context_keys.py), run as scripts/context_keys.py."""
-import sys
-
-from cudabench.commands import context_keys
-
-if __name__ == "__main__":
-    sys.exit(context_keys.entry())
+from cudabench.commands import run; run(__file__)  # = scripts/tool.py context_keys

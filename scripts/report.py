@@ -1,8 +1,2 @@
 #!/usr/bin/env python3
-"""The report command (cudabench/commands/report.py), run as scripts/report.py."""
-import sys
-
-from cudabench.commands import report
-
-if __name__ == "__main__":
-    sys.exit(report.entry())
+from cudabench.commands import run; run(__file__)  # = scripts/tool.py report

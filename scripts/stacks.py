@@ -1,8 +1,2 @@
 #!/usr/bin/env python3
-"""The stacks command (cudabench/commands/stacks.py), run as scripts/stacks.py."""
-import sys
-
-from cudabench.commands import stacks
-
-if __name__ == "__main__":
-    sys.exit(stacks.entry())
+from cudabench.commands import run; run(__file__)  # = scripts/tool.py stacks

@@ -2,7 +2,7 @@
 # The collect job of a fleet run (scripts/fleet/fleet.sh submits it with
 # --dependency=afterok on the array job): merges RESULTS/<run-id>/<node>/*
 # and writes fleet.json, fleet.md and fleet-<group>.png there
-# (scripts/fleet/fleet.py report). Its exit code is the report's: 0 no
+# (scripts/fleet.py report). Its exit code is the report's: 0 no
 # machine off, 1 a machine off, 3 an incomplete run (0 with --report-only).
 #   scripts/fleet/collect.sh    with CUDABENCH_ROOT and CUDABENCH_FLEET_RUN from fleet.sh
 set -uo pipefail
@@ -15,4 +15,4 @@ py="$(project_python)"
 args=(report "$CUDABENCH_FLEET_RUN" --threshold "${CUDABENCH_FLEET_THRESHOLD:-0.10}")
 [ "${CUDABENCH_FLEET_REPORT_ONLY:-0}" = 1 ] && args+=(--report-only)
 [ "${CUDABENCH_FLEET_NO_PLOTS:-0}" = 1 ] && args+=(--no-plots)
-exec "$py" "$CUDABENCH_ROOT/scripts/fleet/fleet.py" "${args[@]}"
+exec "$py" "$CUDABENCH_ROOT/scripts/fleet.py" "${args[@]}"

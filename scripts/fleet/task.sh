@@ -51,7 +51,7 @@ name_for() {
 }
 # A status file for a unit that ran nothing: why, in one line.
 record_failure() {  # unit, why
-  "$py" "$CUDABENCH_ROOT/scripts/fleet/fleet.py" merge --host "$host" --unit "$1" --task "$task" \
+  "$py" "$CUDABENCH_ROOT/scripts/fleet.py" merge --host "$host" --unit "$1" --task "$task" \
     --status-out "$out/$(name_for "$1").status.json" --started "$started" --error "$2" || exit 3
 }
 # The unit a failure before the units are known is filed under.
@@ -147,7 +147,7 @@ for p in $(seq "${CUDABENCH_FLEET_PROCESSES:-3}"); do
   done
 done
 for k in "${!units[@]}"; do
-  "$py" "$CUDABENCH_ROOT/scripts/fleet/fleet.py" merge --host "$host" --unit "${units[$k]}" --task "$task" \
+  "$py" "$CUDABENCH_ROOT/scripts/fleet.py" merge --host "$host" --unit "${units[$k]}" --task "$task" \
     --device "${devices[$k]}" --build "$build" --fingerprint "$fingerprint" --started "$started" \
     --env "$out/${names[$k]}.env.json" --processes "$out/processes/${names[$k]}.list" \
     --out "$out/${names[$k]}.json" --status-out "$out/${names[$k]}.status.json" || exit 3

@@ -8,8 +8,9 @@ driver probe, the sampler that runs bench processes) and models (row
 families and the facts that explain them, references, the reports) <-
 commands (one module, or one folder, per tool). A module may import its own
 layer and those below, never above; no command imports another command;
-and no import cycle is allowed, not even one hidden in a function. scripts/<tool>.py are entry points of a few
-lines; nothing edits sys.path; no module is over 500 lines and no
+and no import cycle is allowed, not even one hidden in a function. scripts/tool.py COMMAND runs
+any command of the registry (commands/__init__.py), and scripts/<command>.py
+is one line that does the same; nothing edits sys.path; no module is over 500 lines and no
 function over 80.
 """
 import ast
@@ -22,7 +23,6 @@ PACKAGE = os.path.join(SCRIPTS, "cudabench")
 LAYERS = {"base": 0, "results": 1, "sampling": 2, "models": 2, "commands": 3}
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 80
-MAX_ENTRY_LINES = 10
 PATH_EDIT = re.compile(r"sys\.path\.(insert|append|extend)\(|sys\.path\s*\+?=")
 
 
@@ -87,6 +87,17 @@ def test_no_command_imports_another_command():
     assert command_of("cudabench.commands.fleet.merge") == "fleet" != command_of("cudabench.commands.ab")
 
 
+def test_no_command_runs_another_through_the_registry():
+    # run_command/run are for the entry points; a command asking another's
+    # program for its work would bring back the made-up argument lists.
+    bad = []
+    for m, p in modules().items():
+        if command_of(m) and m != "cudabench.commands":
+            text = open(p).read()
+            bad += [f"{m}: {w}" for w in ("run_command(", "import_module(", "commands import run") if w in text]
+    assert not bad, "\n".join(bad)
+
+
 def test_no_import_cycle():
     graph = {m: imports(m, p) for m, p in modules().items()}
     state, cycles = {}, []
@@ -135,14 +146,30 @@ def test_nothing_edits_sys_path():
     assert not edits, f"sys.path edited in {edits}: import from the package (tests/pytest.ini sets the path)"
 
 
-def test_entry_points_are_thin_and_run_their_command():
-    entries = [n for n in os.listdir(SCRIPTS) if n.endswith(".py")]
+def registry():
+    tree = ast.parse(open(os.path.join(PACKAGE, "commands", "__init__.py")).read())
+    found = [n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "COMMANDS"]
+    return set(ast.literal_eval(found[0]))
+
+
+def test_the_registry_names_every_command_and_each_shortcut_is_one_line():
     commands = {m.split(".")[2] for m in modules() if m.startswith("cudabench.commands.")}
-    assert set(n[:-3] for n in entries) == commands, "one scripts/<tool>.py per command module"
-    for n in entries:
-        text = open(os.path.join(SCRIPTS, n)).read()
-        assert len(text.splitlines()) <= MAX_ENTRY_LINES, n
-        assert f"from cudabench.commands import {n[:-3]}\n" in text and f"{n[:-3]}.entry()" in text, n
+    assert registry() == commands, "commands/__init__.py's COMMANDS: one row per command module"
+    shortcuts = {n[:-3] for n in os.listdir(SCRIPTS) if n.endswith(".py")} - {"tool"}
+    assert shortcuts == commands, "one scripts/<command>.py per command, and scripts/tool.py"
+    for n in shortcuts:
+        lines = open(os.path.join(SCRIPTS, n + ".py")).read().splitlines()
+        assert lines[0] == "#!/usr/bin/env python3" and len(lines) == 2, n
+        assert lines[1].startswith("from cudabench.commands import run; run(__file__)"), n
+    assert not [f for f in os.listdir(os.path.join(SCRIPTS, "fleet")) if f.endswith(".py")], "no copy or link of a shortcut"
+
+
+def test_every_command_has_an_entry():
+    for name in registry():
+        path = os.path.join(PACKAGE, "commands", name + ".py")
+        path = path if os.path.exists(path) else os.path.join(PACKAGE, "commands", name, "__init__.py")
+        tree = ast.parse(open(path).read())
+        assert any(isinstance(n, ast.FunctionDef) and n.name == "entry" for n in tree.body), name
 
 
 def test_tests_import_no_other_test():

@@ -154,5 +154,5 @@ def main(argv=None):
 
 
 def entry():
-    """The program, as scripts/fleet/fleet.py runs it: its exit code."""
+    """The program, as scripts/fleet.py runs it: its exit code."""
     return main()
