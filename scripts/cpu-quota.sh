@@ -53,7 +53,8 @@ fi
 # Join the cgroup in a child shell, so this shell can leave it and remove it.
 child=""
 trap 'rmdir "$cg" 2>/dev/null || true' EXIT
-trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null || true' INT TERM
+pass_on() { [ -z "$child" ] || kill -TERM "$child" 2>/dev/null || true; }  # it ends, then so do we
+on_ending_signals pass_on
 bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' cpu-quota "$cg" "$@" &
 child=$!
 rc=0

@@ -202,25 +202,14 @@ configure_and_build_locked() {
   cmake --build "$dir" ${CUDABENCH_BUILD_TARGET:+--target "$CUDABENCH_BUILD_TARGET"} 8>&- || return 3
 }
 
-# progress_seconds: CUDABENCH_PROGRESS_SECONDS (default 10) in whole
-# seconds, or one line naming it and status 2, as the Python tools refuse
-# it (cudabench/base/progress.py). The scripts that show progress check it
-# before they start: PROGRESS_EVERY="$(progress_seconds)" || exit 2.
-progress_seconds() {
-  local v
-  v="$(setting CUDABENCH_PROGRESS_SECONDS)" || return 2
-  echo "${v%%.*}"
-}
-
 # setting NAME: a numeric setting's value (common/settings.json, parsed as
 # bench, train and the Python tools parse it: cudabench/base/settings.py),
 # or one line naming it and status 2. Without NAME, every setting checked.
 setting() {
   local out
-  if ! command -v python3 >/dev/null; then  # before setup.sh: the table's default, if unset
+  if ! command -v python3 >/dev/null; then  # before setup.sh: a script that needs none starts
     [ -n "${1:-}" ] || return 0
-    if [ -z "${!1:-}" ]; then sed -n "s/^ *\"$1\": {.*\"default\": \([0-9.]*\).*/\1/p" "$LIB_SCRIPTS/../common/settings.json"; return 0; fi
-    echo "${0##*/}: $1 is set, and reading it needs python3, which is not on PATH" >&2; return 3
+    echo "${0##*/}: reading $1 needs python3, which is not on PATH" >&2; return 3
   fi
   out="$(PYTHONPATH="$LIB_SCRIPTS" python3 -m cudabench.base.settings "$@")" || {
     echo "${0##*/}: $out" >&2; return 2
@@ -228,35 +217,22 @@ setting() {
   [ -z "$out" ] || echo "$out"
 }
 
-# say_progress WHAT DONE ALL UNIT START: what is done, what is left and an
-# estimate of the time left (from the time per step since START, in
-# $SECONDS), on stderr: on a terminal one line redrawn, in a log one line
-# every PROGRESS_EVERY seconds (progress_seconds) and at the end. The
-# Python tools print the same lines (cudabench/base/progress.py).
-PROGRESS_SHOWN=0
-say_progress() {
-  local what="$1" done="$2" all="$3" unit="$4" start="$5" every="${PROGRESS_EVERY:-10}" eta
-  if [ "$done" -gt 0 ]; then eta="about $(( (SECONDS - start) * (all - done) / done )) s left"; else eta=estimating; fi
-  local line="$what: $done/$all $unit done, $((SECONDS - start)) s so far, $eta"
-  if [ -t 2 ]; then
-    printf '\r%s\033[K' "$line" >&2
-    [ "$done" -lt "$all" ] || echo >&2
-  elif (( SECONDS - PROGRESS_SHOWN >= every || done >= all )); then
-    echo "$line" >&2
-    PROGRESS_SHOWN=$SECONDS
-  fi
+# Progress lines, in the one form (cudabench/base/progress.py prints them):
+# progress_reader TOOL UNIT [--ninja] reads "DONE ALL [WHAT]" lines (or
+# ninja's output) on its input. A script's loop opens one reader on fd
+# PROGRESS_FD (start_progress TOOL UNIT) and says each step to it
+# (say_progress DONE ALL [WHAT]); build_progress TOOL < a build's output.
+progress_reader() {
+  PYTHONPATH="$LIB_SCRIPTS" python3 -m cudabench.base.progress "$@"
 }
-
-# build_progress WHAT < build output: the build's progress (ninja's
-# "[done/all]" lines) through say_progress; the build's own output is
-# dropped (a failure names its command).
+start_progress() {
+  exec {PROGRESS_FD}> >(progress_reader "$1" "$2")
+}
+say_progress() {
+  echo "$*" >&"$PROGRESS_FD"
+}
 build_progress() {
-  local line start=$SECONDS
-  PROGRESS_SHOWN=$SECONDS
-  while IFS= read -r line; do
-    [[ "$line" =~ ^\[([0-9]+)/([0-9]+)\] ]] && say_progress "$1" "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}" "build steps" "$start"
-  done
-  return 0
+  progress_reader "$1" "build steps" --ninja
 }
 
 # The stack's venv python (scripts/setup.sh makes it).
@@ -266,9 +242,9 @@ project_python() {
 }
 
 # The deadline of each probe of the driver and each nvidia-smi call, in
-# seconds: CUDABENCH_PROBE_SECONDS (checked by script_start), else 15.
+# seconds: CUDABENCH_PROBE_SECONDS (checked by script_start).
 probe_seconds() {
-  setting CUDABENCH_PROBE_SECONDS 2>/dev/null || echo 15
+  setting CUDABENCH_PROBE_SECONDS
 }
 
 # probe SECONDS COMMAND...: a program asked something (nvidia-smi, nvcc
@@ -305,15 +281,19 @@ probe() {
 # nothing (status 1): each process then checks, and withholds the driver.
 check_driver_once() {
   local out
+  local secs
   unset CUDABENCH_DRIVER_CHECKED
-  out="$(probe "$(probe_seconds)" "$1/cudabench-driver-check" 2>/dev/null)" || return 1
+  secs="$(probe_seconds)" || return 1
+  out="$(probe "$secs" "$1/cudabench-driver-check" 2>/dev/null)" || return 1
   [[ "$out" == *"calling nothing: done" ]] || return 1
   export CUDABENCH_DRIVER_CHECKED=ok
 }
 
 # nvidia-smi ARGS... within that deadline (probe).
 nvidia_smi() {
-  probe "$(probe_seconds)" nvidia-smi "$@"
+  local secs
+  secs="$(probe_seconds)" || return 3
+  probe "$secs" nvidia-smi "$@"
 }
 
 # A name for this kind of machine: the GPU's (nvidia-smi, within its

@@ -40,7 +40,6 @@ while [ $# -gt 0 ]; do
     *) echo "matrix: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-PROGRESS_EVERY="$(progress_seconds)" || exit 2
 rounds="$(setting CUDABENCH_MATRIX_ROUNDS)" || exit 2
 if [ "${#stacks[@]}" -eq 0 ]; then  # the default pair
   bash scripts/setup.sh
@@ -93,17 +92,16 @@ done
 
 # ---- interleaved rounds: every stack once per round, in turn, so that slow
 # drift of a shared machine falls on all of them alike ----
-started=$SECONDS PROGRESS_SHOWN=$SECONDS
+start_progress matrix "bench runs"
 for r in $(seq 1 "$rounds"); do
   for i in "${!names[@]}"; do
-    say_progress "matrix: round $r/$rounds, ${names[$i]} next" $(( (r - 1) * ${#names[@]} + i )) \
-      $(( rounds * ${#names[@]} )) "bench runs" "$started"
+    say_progress $(( (r - 1) * ${#names[@]} + i )) $(( rounds * ${#names[@]} )) "round $r/$rounds, ${names[$i]} next"
     run_job "${dirs[$i]}/bench" --benchmark_filter="$filter" --benchmark_min_time="${CUDABENCH_MIN_TIME:-0.1}" \
       --benchmark_out="$tmp/${names[$i]}.$r.json" --benchmark_out_format=json "${bench_args[@]}" \
       >/dev/null 2>>"$tmp/${names[$i]}.log" || { rc=$?; cat "$tmp/${names[$i]}.log" >&2; exit "$rc"; }
   done
 done
-say_progress "matrix: the rounds" $(( rounds * ${#names[@]} )) $(( rounds * ${#names[@]} )) "bench runs" "$started"
+say_progress $(( rounds * ${#names[@]} )) $(( rounds * ${#names[@]} )) "the rounds"
 files=()
 for name in "${names[@]}"; do
   "$py" scripts/matrix.py merge "$out/$name.json" $(seq -f "$tmp/$name.%g.json" 1 "$rounds")

@@ -59,7 +59,6 @@ while [ $# -gt 0 ]; do
     *) echo "regress: unknown argument '$1' (--report-only, --base REV, --rows REGEX, --seconds S, --fail-undecided, --calibrate, --help)" >&2; exit 2 ;;
   esac
 done
-PROGRESS_EVERY="$(progress_seconds)" || exit 2
 py="$(project_python)"
 machine="$(machine_label)" || exit $?
 floors="results/baselines/$machine.floors.json"

@@ -77,3 +77,56 @@ def test_no_function_is_over_80_lines():
                     if fn.length > MAX_LINES and (rel, fn.name) not in TABLES:
                         long.append(f"{rel}:{fn.start_line} {fn.name}: {fn.length} lines")
     assert not long, f"functions over {MAX_LINES} lines (split them by what they decide):\n" + "\n".join(long)
+
+
+# ---- each contract written once: what is data is read from its one file ----
+CODE_ROOMS = list(LEVEL) + ["scripts", "fuzz", "action.yml"]
+CODE = SOURCES + (".py", ".sh", ".yml", ".txt", ".in")
+
+
+def code_files():
+    """(relative path, text) of every source, script and workflow but the tests'."""
+    for top in CODE_ROOMS:
+        path = os.path.join(ROOT, top)
+        walk = os.walk(path) if os.path.isdir(path) else [(ROOT, [], [top])]
+        for folder, _, names in walk:
+            for n in sorted(names):
+                if n.endswith(CODE) or n == "CMakeLists.txt":
+                    p = os.path.join(folder, n)
+                    yield os.path.relpath(p, ROOT), open(p, errors="replace").read()
+
+
+def ending_signal_names():
+    with open(os.path.join(ROOT, "process", "ending_signals.txt")) as f:
+        return " ".join(line for line in f if not line.startswith("#")).split()
+
+
+def test_the_ending_signals_are_listed_in_one_file():
+    # C++ (CMake makes kEndingSignals), the Python tools and lib.sh read
+    # process/ending_signals.txt; a file naming three of them is a copy.
+    names = ending_signal_names()
+    assert {"INT", "TERM", "HUP"} <= set(names)
+    named = re.compile(r"\b(?:SIG)?(%s)\b" % "|".join(names))
+    copies = [f"{p}: {sorted(set(named.findall(t)))}" for p, t in code_files()
+              if p != os.path.join("process", "ending_signals.txt") and len(set(named.findall(t))) >= 3]
+    assert not copies, "files that list the ending signals themselves (read process/ending_signals.txt):\n" + "\n".join(copies)
+
+
+def test_the_progress_line_has_one_form():
+    # "<tool>: 3/8 <unit> done, 40 s so far, about 1m05s left": base/progress.py
+    # prints it; lib.sh's say_progress and build_progress go through it.
+    form = re.compile(r"done, .{0,40}so far")
+    copies = [p for p, t in code_files() if form.search(t)]
+    assert copies == [os.path.join("scripts", "cudabench", "base", "progress.py")], copies
+
+
+def test_the_settings_table_is_read_in_one_place_per_language():
+    # common/settings.json: CMake makes C++'s table of it, base/settings.py
+    # reads it for the Python tools, and lib.sh asks base/settings.py.
+    import json
+    table = json.load(open(os.path.join(ROOT, "common", "settings.json")))
+    readers = sorted(p for p, t in code_files() if re.search(r"\"settings\.json\"|\}/settings\.json|common/settings\.json\"", t))
+    assert readers == [os.path.join("common", "CMakeLists.txt"), os.path.join("scripts", "cudabench", "base", "settings.py")], readers
+    texts = [(n, row["expected"]) for n, row in table.items()]
+    copies = [f"{p}: {n}" for p, t in code_files() for n, e in texts if e in t]
+    assert not copies, "a setting's rule written again outside common/settings.json:\n" + "\n".join(copies)

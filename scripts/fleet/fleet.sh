@@ -119,7 +119,6 @@ done
 
 # ---- check everything before anything is built or submitted ----
 command -v python3 >/dev/null || die 3 "the fleet mode needs python3, which is not on PATH"
-PROGRESS_EVERY="$(progress_seconds)" || exit 2
 count_ok() { [[ "$2" =~ ^[1-9][0-9]{0,3}$ ]] || die 2 "$1 $2: expected a whole number from 1 to 9999"; }
 [ -z "$tasks" ] || count_ok --tasks "$tasks"
 count_ok --processes "$processes"
@@ -272,10 +271,11 @@ echo "fleet: run $run_id: array job $array_job ($tasks tasks, $what), collect jo
 field() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" | head -n1; }
 # scontrol forgets a job MinJobAge after it ends ("Invalid job id"); any
 # other failure (slurmctld busy) is retried for 5 minutes.
-state="" failures=0 err="$(mktemp)" started=$SECONDS PROGRESS_SHOWN=$SECONDS
+state="" failures=0 err="$(mktemp)"
+start_progress "fleet: run $run_id" "array tasks"
 while :; do
   ended="$(scontrol show job -o "$array_job" 2>/dev/null | grep -cE 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED) ' || true)"
-  say_progress "fleet: run $run_id" "${ended:-0}" "$tasks" "array tasks" "$started"
+  say_progress "${ended:-0}" "$tasks"
   line="$(scontrol show job -o "$collect_job" 2>"$err" | grep -m1 'JobState=' || true)"
   state="$(echo " $line" | field JobState)"
   case "$state" in

@@ -650,18 +650,19 @@ def test_a_bad_progress_interval_is_exit_2_naming_it_before_any_work(cmd, tmp_pa
 
 def test_the_scripts_progress_lines_count_steps_and_estimate(tmp_path):
     """lib.sh's say_progress and build_progress, which regress.sh's builds,
-    the matrix's rounds and the fleet's --wait print through: every step in
-    a log at PROGRESS_EVERY=0, only the last at the default interval;
+    the matrix's rounds and the fleet's --wait print through, print the
+    Python tools' one form (base/progress.py): every step in a log at
+    CUDABENCH_PROGRESS_SECONDS=0, only the last at the default interval;
     "estimating" before the first step is done; ninja's other lines dropped."""
     def sh(body, every):
-        return subprocess.run(["bash", "-c", f". {SCRIPTS}/lib.sh\nPROGRESS_EVERY={every}\n{body}"],
-                              capture_output=True, text=True, timeout=60)
+        return subprocess.run(["bash", "-c", f". {SCRIPTS}/lib.sh\n{body}"], capture_output=True, text=True,
+                              timeout=60, env={**os.environ, "CUDABENCH_PROGRESS_SECONDS": str(every)})
     build = "printf '[1/3] cc a\\nwarning: x\\n[2/3] cc b\\n[3/3] link\\n' | build_progress 'regress: building'"
     r = sh(build, 0)
     assert r.stderr.splitlines() == [f"regress: building: {i}/3 build steps done, 0 s so far, about 0 s left"
                                      for i in (1, 2, 3)], r.stderr
     assert sh(build, 10).stderr.splitlines() == ["regress: building: 3/3 build steps done, 0 s so far, about 0 s left"]
-    r = sh('SECONDS=0; say_progress "matrix: round 1/2" 0 4 "bench runs" 0; SECONDS=30; '
-           'say_progress "matrix: round 2/2" 3 4 "bench runs" 0', 0)
-    assert r.stderr.splitlines() == ["matrix: round 1/2: 0/4 bench runs done, 0 s so far, estimating",
-                                     "matrix: round 2/2: 3/4 bench runs done, 30 s so far, about 10 s left"], r.stderr
+    r = sh('start_progress matrix "bench runs"; say_progress 0 4 "round 1/2"; say_progress 3 4 round 2/2; '
+           'exec {PROGRESS_FD}>&-; wait', 0)
+    assert r.stderr.splitlines() == ["matrix: 0/4 bench runs done, 0 s so far, estimating; round 1/2",
+                                     "matrix: 3/4 bench runs done, 0 s so far, about 0 s left; round 2/2"], r.stderr

@@ -1,16 +1,22 @@
 """Progress on long work: what is done, what is left, and an estimate of
 the time left. On a terminal, one line redrawn in place; in a log (stderr
 not a terminal), one line every CUDABENCH_PROGRESS_SECONDS (default 10)
-and at the end, so a CI log shows the run moving without a flood."""
+and at the end, so a CI log shows the run moving without a flood. The one
+form of a progress line: the scripts print theirs through follow() below
+(python3 -m cudabench.base.progress, lib.sh's progress_reader)."""
+import re
+import signal
 import sys
 import time
+
+from .processes import ENDING_SIGNALS
 
 from .settings import setting
 from .text import visible
 
 
 def log_interval():
-    """CUDABENCH_PROGRESS_SECONDS: seconds between progress lines in a log (0: every step)."""
+    """CUDABENCH_PROGRESS_SECONDS (common/settings.json; 0: every step)."""
     return float(setting("CUDABENCH_PROGRESS_SECONDS"))
 
 
@@ -85,3 +91,28 @@ class Progress:
         if self.open:
             print(file=self.stream, flush=True)
             self.open = False
+
+
+STEP = re.compile(r"(\d+) (\d+) ?(.*)")  # a script's "DONE ALL [WHAT]"
+NINJA = re.compile(r"\[(\d+)/(\d+)\]")  # ninja's "[DONE/ALL] what it runs"
+
+
+def follow(tool, unit, lines, ninja=False):
+    """The progress of the steps read from `lines`: "DONE ALL [WHAT]" each,
+    or with `ninja` its "[DONE/ALL] ..." lines (its other lines dropped)."""
+    shown = None
+    for line in lines:
+        m = (NINJA if ninja else STEP).match(line)
+        if not m:
+            continue
+        shown = shown or Progress(tool, int(m[2]), unit)
+        shown.total = int(m[2])
+        shown.step(int(m[1]), "" if ninja else m[3].strip())
+    if shown:
+        shown.end()
+
+
+if __name__ == "__main__":  # python3 -m cudabench.base.progress TOOL UNIT [--ninja] < steps
+    for sig in ENDING_SIGNALS:  # it ends when the script that writes to it does (end of input)
+        signal.signal(sig, signal.SIG_IGN)
+    follow(sys.argv[1], sys.argv[2], sys.stdin, "--ninja" in sys.argv[3:])
