@@ -123,10 +123,8 @@ count_ok() { [[ "$2" =~ ^[1-9][0-9]{0,3}$ ]] || die 2 "$1 $2: expected a whole n
 [ -z "$tasks" ] || count_ok --tasks "$tasks"
 count_ok --processes "$processes"
 count_ok --repetitions "$reps"
-python3 -c 'import math, sys; x = float(sys.argv[1]); sys.exit(0 if math.isfinite(x) and 0 < x <= 60 else 1)' "$min_time" 2>/dev/null \
-  || die 2 "--min-time $min_time: expected seconds in (0, 60], e.g. 0.1"
-python3 -c 'import math, sys; x = float(sys.argv[1]); sys.exit(0 if math.isfinite(x) and 0 < x < 1 else 1)' "$threshold" 2>/dev/null \
-  || die 2 "--threshold $threshold: expected a relative change in (0, 1), e.g. 0.10"
+fleet_step() { python3 "$CUDABENCH_ROOT/scripts/fleet.py" "$@"; }  # fleet.py's small steps (slurm.py)
+fleet_step check-submit --min-time "$min_time" --threshold "$threshold" || exit
 if [ -z "$run_id" ]; then
   run_id="$(date -u +%Y%m%d-%H%M%S)-$(git -C "$CUDABENCH_ROOT" rev-parse --short HEAD 2>/dev/null || echo norev)"
 fi
@@ -162,17 +160,9 @@ mapfile -t nodes < <(echo "$sinfo_out" | cut -d'|' -f1 | sed '/^$/d' | sort -u)
 expected_nodes=()
 # {node: GPUs} from the nodes' gres (gpu:8, gpu:h200:8(S:0-1)): what the
 # report checks each node's GPU results against.
-FLEET_GPUS="$(echo "$sinfo_out" | sort -u | python3 -c 'import json, re, sys
-out = {}
-for line in sys.stdin:
-    node, gres = line.split("|")[:2]
-    for g in gres.split(","):
-        m = re.match(r"gpu(?::[^:(]+)?:(\d+)", g.strip())
-        if m:
-            out[node] = out.get(node, 0) + int(m.group(1))
-print(json.dumps(out))')"
+FLEET_GPUS="$(echo "$sinfo_out" | sort -u | fleet_step gres)" || die 3 "cannot read the nodes' gres"
 if [ "$per_gpu" = 1 ]; then
-  gpus="$(echo "$FLEET_GPUS" | python3 -c 'import json, sys; print(sum(json.load(sys.stdin).values()))')"
+  gpus="$(echo "$sinfo_out" | sort -u | fleet_step gres --total)" || die 3 "cannot read the nodes' gres"
   [ "$gpus" -gt 0 ] || [ -n "$tasks" ] || die 2 "--per-gpu: no node${partition:+ of partition $partition} lists a gpu gres (see docs/fleet.md: gres.conf)"
   tasks="${tasks:-$gpus}"
 else
@@ -200,25 +190,7 @@ fi
 
 mkdir -p "$run/logs" || die 2 "--results $results: cannot create $run"
 write_run_json() {  # the run's parameters, for the collect; with the job ids once known
-  python3 - "$run/run.json" "$@" <<'EOF' || die 3 "cannot write $run/run.json"
-import json, os, sys
-path, array_job, collect_job = sys.argv[1], sys.argv[2], sys.argv[3]
-e = os.environ
-doc = {"run_id": e["FLEET_RUN_ID"], "mode": e["CUDABENCH_FLEET_MODE"], "tasks": int(e["FLEET_TASKS"]),
-       "expected_nodes": [n for n in e["FLEET_EXPECTED"].split("\n") if n],
-       "skipped_nodes": [n for n in e["FLEET_SKIPPED"].split("\n") if n],
-       "expected_gpus": json.loads(e["FLEET_GPUS"]),
-       "submitted": e["FLEET_SUBMITTED"], "submit_host": e["FLEET_SUBMIT_HOST"], "source": e["FLEET_SOURCE"],
-       "partition": e.get("FLEET_PARTITION") or None, "build": e.get("CUDABENCH_FLEET_BUILD") or None,
-       "builds": e["CUDABENCH_FLEET_BUILDS"], "cpu_filter": e["CUDABENCH_FLEET_CPU_FILTER"],
-       "gpu_filter": e["CUDABENCH_FLEET_GPU_FILTER"], "processes": int(e["CUDABENCH_FLEET_PROCESSES"]),
-       "repetitions": int(e["CUDABENCH_FLEET_REPS"]), "min_time": float(e["CUDABENCH_FLEET_MIN_TIME"]),
-       "threshold": float(e["CUDABENCH_FLEET_THRESHOLD"]),
-       "array_job": array_job or None, "collect_job": collect_job or None}
-with open(path + ".tmp", "w") as f:
-    json.dump(doc, f, indent=1)
-os.replace(path + ".tmp", path)
-EOF
+  fleet_step run-json "$run/run.json" "$@" || die 3 "cannot write $run/run.json"
 }
 run="$(cd "$run" && pwd)"
 mode="$([ "$per_gpu" = 1 ] && echo gpu || echo node)"
@@ -298,7 +270,7 @@ case "$state" in
   "")
     # scontrol forgot the job (MinJobAge): the report says how it ended.
     if [ -f "$run/fleet.json" ]; then
-      rc="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("exit_code", 3))' "$run/fleet.json" 2>/dev/null || echo 3)"
+      rc="$(fleet_step exit-code "$run/fleet.json" 2>/dev/null || echo 3)"
       [ "$report_only" = 1 ] && rc=0
       exit "$rc"
     fi

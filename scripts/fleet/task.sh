@@ -74,15 +74,7 @@ check_driver_once "$build" || true
 
 # The GPUs bench can use here (CUDA ordinals, PCI order; none in compute
 # mode Prohibited), and why not when it can use none.
-gpu_facts="$(probe 60 "$bench" --env=json 2>/dev/null | "$py" -c 'import json, sys
-try:
-    e = json.load(sys.stdin)
-except ValueError:
-    print("why bench --env=json gave no report"); sys.exit()
-print("why", e.get("gpu_unusable_reason") or "")
-for g in e.get("gpus", []) if e.get("gpu_usable") else []:
-    if g.get("nvml", {}).get("compute_mode") != 2:
-        print("gpu", g["index"])' 2>/dev/null)"
+gpu_facts="$(probe 60 "$bench" --env=json 2>/dev/null | "$py" "$CUDABENCH_ROOT/scripts/fleet.py" task-gpus "$host" 2>/dev/null)"
 mapfile -t usable < <(echo "$gpu_facts" | sed -n 's/^gpu //p')
 why="$(echo "$gpu_facts" | sed -n 's/^why //p')"
 given="SLURM_JOB_GPUS=${SLURM_JOB_GPUS:-unset}, CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"
@@ -116,8 +108,7 @@ else
   done
   # GPUs that Slurm gave, or that the node's gres lists, and bench cannot
   # use: said, not skipped in silence.
-  listed="$(CUDABENCH_HOST="$host" "$py" -c 'import json, os
-print(json.loads(os.environ.get("CUDABENCH_FLEET_GPUS") or "{}").get(os.environ["CUDABENCH_HOST"], 0))' 2>/dev/null || echo 0)"
+  listed="$(echo "$gpu_facts" | sed -n 's/^listed //p')"
   if [ "${#slurm_gpus[@]}" -gt "${#usable[@]}" ]; then
     record_failure gpu-unusable "Slurm gave this task ${#slurm_gpus[@]} GPU(s) ($given); bench can use ${#usable[@]}${why:+: $why}"
   elif [ "${listed:-0}" -gt "${#usable[@]}" ]; then

@@ -21,7 +21,7 @@ import pytest
 from conftest import ROOT
 
 
-FLEET = os.path.join(ROOT, "scripts", "fleet", "fleet.py")
+FLEET = os.path.join(ROOT, "scripts", "fleet.py")
 from cudabench.commands.fleet import analysis, causes
 from cudabench.models.families import bears_on
 

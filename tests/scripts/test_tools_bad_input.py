@@ -433,7 +433,7 @@ def test_fleet_merge_reads_only_the_end_of_a_regular_stderr_file(tmp_path):
     os.mkfifo(fifo)
     plist = tmp_path / "processes.tsv"
     plist.write_text(f"1\tnone.json\t/dev/zero\n1\tnone.json\t{fifo}\n")
-    r = subprocess.run([PY, os.path.join(SCRIPTS, "fleet", "fleet.py"), "merge", "--host", "h", "--unit", "cpu",
+    r = subprocess.run([PY, os.path.join(SCRIPTS, "fleet.py"), "merge", "--host", "h", "--unit", "cpu",
                         "--status-out", str(tmp_path / "st.json"), "--processes", str(plist)],
                        capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -587,7 +587,7 @@ def test_fleet_report_in_a_read_only_run_folder_is_exit_2_before_any_work(tmp_pa
     with tmpfs(tmp_path / "fs", "1m") as fs:
         run = fleet_run(fs, b'{"host": "n1", "unit": "cpu"}')
         subprocess.run(["mount", "-o", "remount,ro", fs], check=True, timeout=60)
-        r = subprocess.run([PY, os.path.join(SCRIPTS, "fleet", "fleet.py"), "report", run], capture_output=True,
+        r = subprocess.run([PY, os.path.join(SCRIPTS, "fleet.py"), "report", run], capture_output=True,
                            text=True, timeout=120)
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip() == f"fleet: output {run}/fleet.json: cannot write: Read-only file system"

@@ -3,6 +3,7 @@
 
     fleet.py merge --host H --unit U --status-out FILE [--out FILE] [--processes LIST] [--env FILE] ...
     fleet.py report RUN_DIR [--threshold 0.10] [--report-only] [--no-plots]
+    fleet.py check-submit|gres|run-json|task-gpus|exit-code ...   (fleet.sh's and task.sh's small steps)
 
 merge: one unit's bench processes (LIST: a line "<exit code> TAB <json> TAB
 <stderr>" per process) into one Google Benchmark JSON, one entry per
@@ -63,6 +64,7 @@ from ...base.errors import ToolError, one_line
 from ...base.files import check_writable, refuse_inputs_as_outputs, write_whole
 from ...base.cli import ArgParser, bounded, run_tool
 from .merge import cmd_merge
+from .slurm import cmd_slurm
 from .machines import load_run
 from .analysis import analyse, grouped_verdicts
 from .render import plot_groups, plot_name, render, to_json
@@ -149,8 +151,27 @@ def main(argv=None):
                    help="relative change that counts (default 0.10)")
     r.add_argument("--report-only", action="store_true", help="exit 0 whatever the findings")
     r.add_argument("--no-plots", action="store_true", help="no PNG (no matplotlib needed)")
+    add_slurm_steps(sub)
     a = ap.parse_args(argv)
-    return run_tool("fleet", lambda: cmd_merge(a) if a.cmd == "merge" else cmd_report(a))
+    steps = {"merge": cmd_merge, "report": cmd_report}
+    return run_tool("fleet", lambda: steps.get(a.cmd, cmd_slurm)(a))
+
+
+def add_slurm_steps(sub):
+    """fleet.sh's and task.sh's small steps (slurm.py)."""
+    c = sub.add_parser("check-submit", help="fleet.sh's numbers checked (2 and one line when one is off)")
+    c.add_argument("--min-time", required=True)
+    c.add_argument("--threshold", required=True)
+    g = sub.add_parser("gres", help="sinfo's '%%N|%%G|%%t' lines on stdin: {node: GPUs} as JSON")
+    g.add_argument("--total", action="store_true", help="the sum instead")
+    j = sub.add_parser("run-json", help="the run's parameters (fleet.sh's environment) written whole to PATH")
+    j.add_argument("path")
+    j.add_argument("array_job", nargs="?", default="")
+    j.add_argument("collect_job", nargs="?", default="")
+    t = sub.add_parser("task-gpus", help="bench --env=json on stdin: why, gpu N and listed N lines")
+    t.add_argument("host")
+    x = sub.add_parser("exit-code", help="the report's exit code from fleet.json (3 when unreadable)")
+    x.add_argument("fleet_json")
 
 
 def entry():
