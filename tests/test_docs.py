@@ -53,13 +53,13 @@ def test_every_setting_the_docs_name_is_read_by_the_code():
 
 
 def test_the_docs_list_the_gpu_checks_steps_and_a_first_run_proves_the_headline():
-    script = read(os.path.join(ROOT, "scripts", "gpu-check.sh"))
-    table = re.search(r"^STEPS=\(\n(.*?)^\)", script, flags=re.M | re.S)[1]
-    steps = [tuple(row.strip().strip('"').split()[:4]) for row in table.splitlines()]
+    planner = read(os.path.join(ROOT, "scripts", "cudabench", "commands", "gpu_check.py"))
+    table = re.search(r'^STEPS = """\n(.*?)^"""', planner, flags=re.M | re.S)[1]
+    steps = [tuple(row.split()[:4]) for row in table.splitlines()]
     budget = json.loads(read(os.path.join(ROOT, "common", "settings.json")))["CUDABENCH_GPU_CHECK_BUDGET"]["default"]
     doc = read(os.path.join(ROOT, "docs", "gpu-check.md"))
     listed = re.findall(r"^\| ([a-z-]+) \| (\d+) \| (\d+) \| `([a-z,-]+)` \|", doc, flags=re.M)
-    assert listed == steps, "docs/gpu-check.md's table of steps and STEPS in scripts/gpu-check.sh differ"
+    assert listed == steps, "docs/gpu-check.md's table of steps and STEPS in cudabench/commands/gpu_check.py differ"
     assert f"within a {budget} s\nbudget" in doc and f"within\na {budget} s budget" in read(DOCS[0])
     total = sum(int(est) for _, est, _, _ in steps)
     # Within the budget, less the 20 s kept for the end, with a reserve.

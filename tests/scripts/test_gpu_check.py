@@ -32,10 +32,10 @@ SANITIZER_STEPS = {"memcheck", "sanitize"}
 
 
 def planned():
-    """{step: (estimate, cap)} from STEPS in the script."""
-    table = re.search(r"^STEPS=\(\n(.*?)^\)", open(SCRIPT).read(), flags=re.M | re.S)[1]
-    return {name: (int(est), int(cap)) for name, est, cap, _ in
-            (row.strip().strip('"').split() for row in table.splitlines())}
+    """{step: (estimate, cap)} from STEPS in the planner."""
+    text = open(os.path.join(ROOT, "scripts", "cudabench", "commands", "gpu_check.py")).read()
+    table = re.search(r'^STEPS = """\n(.*?)^"""', text, flags=re.M | re.S)[1]
+    return {name: (int(est), int(cap)) for name, est, cap, _ in (row.split() for row in table.splitlines())}
 
 pytestmark = pytest.mark.skipif(not os.path.isfile(os.path.join(BUILD, "CMakeCache.txt")),
                                 reason=f"{BUILD} is not a configured build")

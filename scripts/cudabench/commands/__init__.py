@@ -11,7 +11,7 @@ from ..base.cli import run_tool
 from ..base.errors import BadInput
 
 # Every command, by the name its module has and its users type.
-COMMANDS = ("ab", "compare", "context_keys", "ddp_scaling", "driver_probe", "expect_rows", "fleet",
+COMMANDS = ("ab", "compare", "context_keys", "ddp_scaling", "driver_probe", "expect_rows", "fleet", "gpu_check",
             "gpu_summary", "history", "interface_listing", "matrix", "report", "samples", "stacks",
             "train_mnist")
 HERE = os.path.dirname(os.path.abspath(__file__))
