@@ -395,16 +395,13 @@ stop_jobs_on_signal() {
   on_ending_signals stop_job_and_exit "${1:--}"
 }
 
-# Stops the running job's whole group (TERM, then KILL after 15 s: longer
-# than ab.py's own 10 s for its bench runs and ddp_scaling.py's 5 s for its
-# ranks), runs the hook, then ends this script by the same signal.
+# Stops the running job's whole group (base/processes.py's stop_group: TERM,
+# then KILL after 15 s, longer than ab.py's own 10 s for its bench runs and
+# ddp_scaling.py's 5 s for its ranks), runs the hook, then ends this script
+# by the same signal.
 stop_job_and_exit() {
-  local hook="$1" sig="$2" waited=0
-  if [ -n "$JOB_PGID" ]; then
-    kill -TERM -- "-$JOB_PGID" 2>/dev/null || true
-    while kill -0 -- "-$JOB_PGID" 2>/dev/null && [ "$waited" -lt 150 ]; do sleep 0.1; waited=$((waited + 1)); done
-    kill -KILL -- "-$JOB_PGID" 2>/dev/null || true
-  fi
+  local hook="$1" sig="$2"
+  [ -z "$JOB_PGID" ] || PYTHONPATH="$LIB_SCRIPTS" python3 -m cudabench.base.processes stop-group "$JOB_PGID" 15
   [ "$hook" = - ] || "$hook" "$sig"
   trap - "$sig"
   kill -"$sig" $$

@@ -107,6 +107,22 @@ def stop_groups(procs, grace):
             pass
 
 
+def stop_group(pgid, grace):
+    """SIGTERM the process group `pgid`, wait up to `grace` seconds for it to
+    be gone, then SIGKILL what is left: for a group that is not our child's
+    (lib.sh's stop_job_and_exit runs `python3 -m cudabench.base.processes
+    stop-group PGID SECONDS` for its job)."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            os.killpg(pgid, 0)  # OSError once the group is gone
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:  # the group is gone
+        pass
+
+
 def ended_unreaped(p, timeout):
     """Wait up to `timeout` for p to end, leaving it unreaped (os.waitid
     with WNOWAIT): until it is reaped no other process can take the number
@@ -236,3 +252,9 @@ class LoadMeter:
         took = [(name, pid, round(cpu - self.first.get(pid, 0.0), 2)) for pid, (name, cpu) in self.last.items()
                 if pid not in self.ours]
         return sorted((t for t in took if t[2] > 0), key=lambda t: -t[2])[:most]
+
+
+if __name__ == "__main__":  # python3 -m cudabench.base.processes stop-group PGID SECONDS
+    import sys
+    if sys.argv[1:2] == ["stop-group"]:
+        stop_group(int(sys.argv[2]), float(sys.argv[3]))
