@@ -4,7 +4,7 @@
 // cover its GPUs, for torch), and for every newer build, the oldest driver
 // that runs it; as a command for the environment it goes into (pip through
 // its own interpreter, conda or pixi where they installed the package).
-// torch's builds are the set-up's table (scripts/stacks.json: "stacks",
+// torch's builds are the set-up's table (doctor/stacks.json: "stacks",
 // then "older"); the others are builds(), below.
 #include <algorithm>
 #include <filesystem>

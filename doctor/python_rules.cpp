@@ -1,7 +1,7 @@
 // The doctor on the user's own Python: for the torch, jax, tensorflow or
 // cupy that each environment imports, can it use this machine's GPUs, and
 // if not, why (with the evidence) and the one fix, naming the build that
-// fits from the table the set-up uses (scripts/stacks.json).
+// fits from the table the set-up uses (doctor/stacks.json).
 #include <algorithm>
 #include <filesystem>
 

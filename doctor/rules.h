@@ -24,7 +24,7 @@ std::vector<Verdict> evaluate(const Report& r);
 // The verdicts on one of the user's Python environments (python_rules.cpp).
 std::vector<Verdict> python_env_verdicts(const env::PythonEnv& e, const Report& r);
 // The PyTorch builds the set-up installs and the doctor recommends
-// (scripts/stacks.json, compiled in), newest first.
+// (doctor/stacks.json, compiled in), newest first.
 struct TorchBuild {
   std::string torch, cuda;
   int driver_cuda;            // the oldest driver CUDA that runs it

@@ -1,6 +1,6 @@
 """Which stack this machine gets: the CUDA toolkit that builds the kernels
 and the LibTorch the set-up installs, chosen to fit the NVIDIA driver.
-The table, scripts/stacks.json, is the only place the choices are written down.
+The table, doctor/stacks.json, is the only place the choices are written down.
 
     stacks.py plan [--stack CUDA:TORCH]    the stack, as key=value lines
     stacks.py matrix                       the matrix's default stacks, one CUDA:TORCH a line
@@ -42,15 +42,15 @@ from collections import namedtuple
 
 from ..sampling import driver
 from ..base.cli import run_tool
-from ..base.paths import SCRIPTS
+from ..base.paths import ROOT
 
-# The table: scripts/stacks.json (bench's doctor reads the same file for
+# The table: doctor/stacks.json (bench's doctor reads the same file for
 # the builds it recommends). torch: the PyPI version. cuda: the CUDA it is
 # built with. driver_cuda: the oldest driver CUDA that runs it
 # (cuDriverGetVersion's number); oldest_driver: the oldest Linux driver that
 # gives that CUDA; sass, ptx: the GPU architectures its kernels cover.
 Stack = namedtuple("Stack", "torch cuda driver_cuda oldest_driver sass ptx")
-with open(os.path.join(SCRIPTS, "stacks.json")) as _f:
+with open(os.path.join(ROOT, "doctor", "stacks.json")) as _f:
     STACKS = tuple(Stack(*(s[k] for k in Stack._fields)) for s in json.load(_f)["stacks"])  # newest first
 # The oldest CUDA whose PyPI wheels carry nvcc, and the cuda-toolkit extras
 # that give nvcc, the runtime and the libraries LibTorch's CMake config wants.
