@@ -62,7 +62,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 cd "$CUDABENCH_ROOT"
-budget="$(setting CUDABENCH_GPU_CHECK_BUDGET)" || exit 2  # common/settings.json
+budget="$(setting CUDABENCH_GPU_CHECK_BUDGET)" || exit  # 2 a bad value, 3 no python3
 if [ -z "$res" ]; then
   machine="$(machine_label)" || exit $?
   res="$CUDABENCH_ROOT/results/gpu-check/$machine"

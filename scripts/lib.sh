@@ -8,7 +8,10 @@ LIB_SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 # The signals that end a script cleanly (process/ending_signals.txt, the
 # one list; C++ and the Python tools read it too).
-read -ra ENDING_SIGNALS < <(grep -v '^#' "$LIB_SCRIPTS/../process/ending_signals.txt")
+ENDING_SIGNALS=()
+read -ra ENDING_SIGNALS < <(grep -v '^#' "$LIB_SCRIPTS/../process/ending_signals.txt" 2>/dev/null) || true
+[ "${#ENDING_SIGNALS[@]}" -gt 0 ] || {
+  echo "${0##*/}: $LIB_SCRIPTS/../process/ending_signals.txt is missing: a whole cudabench checkout has it" >&2; exit 3; }
 
 # on_ending_signals FUNC [ARGS...]: on each ending signal, FUNC ARGS... NAME
 # (the signal's name: `exit_status_of NAME` is the status it stands for).
@@ -142,7 +145,7 @@ configure_and_build_source() {
 # closes it; the build's own programs do not inherit it.
 hold_build_lock() {
   local dir="$1" lock="$1/.build.lock" wait
-  wait="$(setting CUDABENCH_BUILD_LOCK_SECONDS)" || return 2
+  wait="$(setting CUDABENCH_BUILD_LOCK_SECONDS)" || return
   mkdir -p "$dir" && exec 8<>"$lock" || { echo "build: $dir: cannot make its lock file $lock" >&2; return 3; }
   if ! flock -n 8; then
     echo "build: waiting for another build or run of $dir (held by $(lock_holders "$lock"))" >&2

@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
     *) echo "matrix: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-rounds="$(setting CUDABENCH_MATRIX_ROUNDS)" || exit 2
+rounds="$(setting CUDABENCH_MATRIX_ROUNDS)" || exit  # 2 a bad value, 3 no python3
 if [ "${#stacks[@]}" -eq 0 ]; then  # the default pair
   bash scripts/setup.sh
   chosen="$(python3 scripts/stacks.py matrix)" || exit $(( $? == 2 ? 2 : 3 ))

@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 machine="$(machine_label)" || exit $?  # checked before anything is installed
-processes="$(setting CUDABENCH_PROCESSES)" || exit 2
+processes="$(setting CUDABENCH_PROCESSES)" || exit  # 2 a bad value, 3 no python3
 bash "$CUDABENCH_ROOT/scripts/setup.sh"
 build="$CUDABENCH_ROOT/build"
 # Only the two programs: the tests are scripts/test.sh's. The build stays

@@ -1,10 +1,13 @@
 """The house rules a reader relies on, checked on the sources.
 
-Rooms depend one way, from the bottom up: common <- kernels, data <- env <-
-doctor <- models <- train <- bench (tests/ and fuzz/ may use any). An include that
+Rooms depend one way, from the bottom up: common <- kernels, data, process
+<- env <- doctor <- models <- train <- bench (tests/ and fuzz/ may use any);
+process control (signals, child groups, the load guard) is below env/. An include that
 crosses rooms names its room ("env/probe.h"), so both the reader and this
 test know where it points. No function is over 80 lines but the data
-tables listed below (lizard measures them).
+tables listed below (lizard measures them). And each contract that is data
+lives in one file the others read: the ending signals, the settings, the
+progress line's form.
 """
 import os
 import re
@@ -130,3 +133,14 @@ def test_the_settings_table_is_read_in_one_place_per_language():
     texts = [(n, row["expected"]) for n, row in table.items()]
     copies = [f"{p}: {n}" for p, t in code_files() for n, e in texts if e in t]
     assert not copies, "a setting's rule written again outside common/settings.json:\n" + "\n".join(copies)
+
+
+def test_process_control_lives_in_its_room():
+    # Signal handlers, process groups and killing them are process/'s; the
+    # rest of the C++ calls it (standard_output.h only ignores SIGPIPE and
+    # SIGXFSZ for its writes).
+    control = re.compile(r"\bsigaction\s*\(|\bsignal\s*\(SIG[A-Z]+, *[a-z]|\bsetpgid\s*\(|\bkill\s*\(\s*-")
+    outside = [os.path.relpath(p, ROOT) for room, p in source_files(LEVEL)
+               if room != "process" and control.search(open(p, errors="replace").read())]
+    assert not outside, "process control outside process/:\n" + "\n".join(outside)
+    assert {"ending.h", "child.cpp", "load_guard.cpp"} <= set(os.listdir(os.path.join(ROOT, "process")))

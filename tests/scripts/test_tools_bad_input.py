@@ -595,7 +595,7 @@ def test_fleet_report_in_a_read_only_run_folder_is_exit_2_before_any_work(tmp_pa
 
 def test_regress_in_a_read_only_checkout_is_exit_2_naming_it(tmp_path):
     with tmpfs(tmp_path / "fs", "16m") as fs:
-        for d in ("scripts", "common"):
+        for d in ("scripts", "common", "process", "doctor"):
             shutil.copytree(os.path.join(ROOT, d), os.path.join(fs, d), ignore=shutil.ignore_patterns("__pycache__"))
         subprocess.run(["mount", "-o", "remount,ro", fs], check=True, timeout=60)
         r = subprocess.run(["bash", os.path.join(fs, "scripts", "regress.sh")], capture_output=True, text=True,

@@ -7,8 +7,8 @@ import importlib
 import os
 import sys
 
-from ..base.cli import run_tool
-from ..base.errors import BadInput
+from ..base.cli import run_tool, say_error
+from ..base.errors import EXIT_TOOL, BadInput, one_line
 
 # Every command, by the name its module has and its users type.
 COMMANDS = ("ab", "compare", "context_keys", "ddp_scaling", "driver_probe", "expect_rows", "fleet", "gpu_check",
@@ -35,7 +35,12 @@ def usage():
 def run_command(name, argv):
     """Run the command `name` with `argv` as its arguments: its exit code."""
     sys.argv = [name] + list(argv)
-    return importlib.import_module(f"{__name__}.{name}").entry()
+    try:
+        module = importlib.import_module(f"{__name__}.{name}")
+    except Exception as e:  # noqa: BLE001 (a broken checkout: one line, never a traceback)
+        say_error(name, f"cannot start: {type(e).__name__}: {one_line(e)}")
+        return EXIT_TOOL
+    return module.entry()
 
 
 def run(path):
