@@ -1,5 +1,5 @@
-"""The fleet mode's two Python steps: merge (in each array task) and report
-(the collect job).
+"""The fleet mode's Python steps: merge (in each array task), report (the
+collect job), and fleet.sh's small steps around Slurm (slurm.py).
 
     fleet.py merge --host H --unit U --status-out FILE [--out FILE] [--processes LIST] [--env FILE] ...
     fleet.py report RUN_DIR [--threshold 0.10] [--report-only] [--no-plots]
