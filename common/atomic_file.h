@@ -129,7 +129,7 @@ inline std::string in_use_here(const std::string& path) {
   if (::stat(path.c_str(), &out) != 0 || !S_ISREG(out.st_mode)) return "";
   auto same = [&](const char* p) { return ::stat(p, &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino; };
   if (same("/proc/self/exe")) return "the running program";
-  // The parts beside it that it runs or preloads (env/load_guard.cpp): replaced,
+  // The parts beside it that it runs or preloads (process/load_guard.cpp): replaced,
   // the next run's driver check would silently stop.
   char exe[4096];
   const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);

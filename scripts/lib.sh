@@ -9,7 +9,7 @@ LIB_SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # The signals that end a script cleanly (process/ending_signals.txt, the
 # one list; C++ and the Python tools read it too).
 ENDING_SIGNALS=()
-read -ra ENDING_SIGNALS < <(grep -v '^#' "$LIB_SCRIPTS/../process/ending_signals.txt" 2>/dev/null) || true
+read -ra ENDING_SIGNALS < <(grep -v '^#' "$LIB_SCRIPTS/../process/ending_signals.txt" 2>/dev/null | tr '\n' ' ') || true
 [ "${#ENDING_SIGNALS[@]}" -gt 0 ] || {
   echo "${0##*/}: $LIB_SCRIPTS/../process/ending_signals.txt is missing: a whole cudabench checkout has it" >&2; exit 3; }
 
@@ -222,17 +222,28 @@ setting() {
 
 # Progress lines, in the one form (cudabench/base/progress.py prints them):
 # progress_reader TOOL UNIT [--ninja] reads "DONE ALL [WHAT]" lines (or
-# ninja's output) on its input. A script's loop opens one reader on fd
-# PROGRESS_FD (start_progress TOOL UNIT) and says each step to it
-# (say_progress DONE ALL [WHAT]); build_progress TOOL < a build's output.
+# ninja's output) on its input. A script's loop opens one reader on fd 7
+# (start_progress TOOL UNIT), says each step to it (say_progress DONE ALL
+# [WHAT]) and ends it (stop_progress: its last line is out before the
+# script's next, within 2 s); build_progress TOOL < a build's output.
 progress_reader() {
   PYTHONPATH="$LIB_SCRIPTS" python3 -m cudabench.base.progress "$@"
 }
+PROGRESS_PID=""
 start_progress() {
-  exec {PROGRESS_FD}> >(progress_reader "$1" "$2")
+  exec 7> >(progress_reader "$1" "$2")
+  PROGRESS_PID=$!
 }
 say_progress() {
-  echo "$*" >&"$PROGRESS_FD"
+  echo "$*" >&7
+}
+stop_progress() {
+  local waited=0
+  exec 7>&-
+  while [ -n "$PROGRESS_PID" ] && kill -0 "$PROGRESS_PID" 2>/dev/null && [ "$waited" -lt 20 ]; do
+    sleep 0.1; waited=$((waited + 1))
+  done
+  PROGRESS_PID=""
 }
 build_progress() {
   progress_reader "$1" "build steps" --ninja
@@ -279,7 +290,7 @@ probe() {
 
 # check_driver_once BUILD: cudabench-driver-check of BUILD, within the
 # probe's deadline, once for every bench and train process this script
-# starts after it: CUDABENCH_DRIVER_CHECKED=ok exported (env/load_guard.cpp),
+# starts after it: CUDABENCH_DRIVER_CHECKED=ok exported (process/load_guard.cpp),
 # not a GPU initialisation apiece. A check that does not finish exports
 # nothing (status 1): each process then checks, and withholds the driver.
 check_driver_once() {
@@ -377,12 +388,13 @@ run_job() {
   local rc=0
   set -m
   # No terminal input (a background group reading it would stop) and not
-  # the caller's locks (fd 9; fd 8, the build's: a daemon it starts must not keep them).
+  # the caller's locks (fd 9; fd 8, the build's: a daemon it starts must not
+  # keep them) nor its progress reader's pipe (fd 7, which must see its end).
   # Nor may a program outlive this script, even one ended by SIGKILL, which
   # no trap sees: it gets the parent-death signal (Linux's PR_SET_PDEATHSIG).
   # (A function, a build, takes the build lock itself: it is never free under it.)
-  if declare -F "$1" >/dev/null; then "$@" </dev/null 9>&- 8>&- &
-  else "${ENDS_WITH_US[@]}" "$@" </dev/null 9>&- 8>&- &
+  if declare -F "$1" >/dev/null; then "$@" </dev/null 9>&- 8>&- 7>&- &
+  else "${ENDS_WITH_US[@]}" "$@" </dev/null 9>&- 8>&- 7>&- &
   fi
   JOB_PGID=$!
   set +m
@@ -404,7 +416,7 @@ stop_jobs_on_signal() {
 # by the same signal.
 stop_job_and_exit() {
   local hook="$1" sig="$2"
-  [ -z "$JOB_PGID" ] || PYTHONPATH="$LIB_SCRIPTS" python3 -m cudabench.base.processes stop-group "$JOB_PGID" 15
+  [ -z "$JOB_PGID" ] || PYTHONPATH="$LIB_SCRIPTS" python3 -m cudabench.base.processes stop-group "$JOB_PGID" 15 || true
   [ "$hook" = - ] || "$hook" "$sig"
   trap - "$sig"
   kill -"$sig" $$

@@ -102,6 +102,7 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 say_progress $(( rounds * ${#names[@]} )) $(( rounds * ${#names[@]} )) "the rounds"
+stop_progress
 files=()
 for name in "${names[@]}"; do
   "$py" scripts/matrix.py merge "$out/$name.json" $(seq -f "$tmp/$name.%g.json" 1 "$rounds")

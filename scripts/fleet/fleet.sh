@@ -260,6 +260,7 @@ while :; do
   esac
   sleep 2
 done
+stop_progress
 rm -f "$err"
 if [ -f "$run/logs/collect.out" ]; then cat "$run/logs/collect.out"; fi
 case "$state" in

@@ -663,6 +663,6 @@ def test_the_scripts_progress_lines_count_steps_and_estimate(tmp_path):
                                      for i in (1, 2, 3)], r.stderr
     assert sh(build, 10).stderr.splitlines() == ["regress: building: 3/3 build steps done, 0 s so far, about 0 s left"]
     r = sh('start_progress matrix "bench runs"; say_progress 0 4 "round 1/2"; say_progress 3 4 round 2/2; '
-           'exec {PROGRESS_FD}>&-; wait', 0)
+           'stop_progress', 0)
     assert r.stderr.splitlines() == ["matrix: 0/4 bench runs done, 0 s so far, estimating; round 1/2",
                                      "matrix: 3/4 bench runs done, 0 s so far, about 0 s left; round 2/2"], r.stderr

@@ -7,11 +7,13 @@
 #include <string>
 
 #include "common/cli.h"
+#include "process/ending.h"
 #include "train/train_options.h"
 #include "train/train_run.h"
 
 int main(int argc, char** argv) {
   using namespace cudabench;
+  process::arm_ending_handlers();  // as train's main: an output in progress is removed on a signal
   models::TrainOptions options;
   if (auto rc = models::parse_train_options(argc, argv, &options)) return *rc;
   models::TrainHooks hooks;

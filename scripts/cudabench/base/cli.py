@@ -8,7 +8,7 @@ import signal
 import sys
 
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_TOOL, BadInput, ToolError, one_line
-from .processes import ENDING_SIGNALS, Terminated, raise_interrupted, raise_terminated
+from .processes import Terminated, ending_signals, raise_interrupted, raise_terminated
 from .settings import check_all
 from .text import visible
 
@@ -124,6 +124,16 @@ def say_error(tool, message):
     print(f"{tool}: {visible(str(message).strip())}", file=sys.stderr)
 
 
+def end_by_exception():
+    """Each ending signal still at its default raised where the program is
+    (^C as Python's KeyboardInterrupt), so that `finally` blocks run."""
+    for sig in ending_signals():
+        if sig != signal.SIGINT and signal.getsignal(sig) == signal.SIG_DFL:
+            signal.signal(sig, raise_terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, raise_interrupted)
+
+
 def run_tool(tool, body):
     """Run body() and map every failure to its own exit code, in one line:
     2 bad input, 3 the tool could not run (never 1, which means slower),
@@ -131,16 +141,12 @@ def run_tool(tool, body):
     No traceback reaches the terminal; CUDABENCH_DEBUG=1 prints it after the line.
     The numeric settings every tool reads (common/settings.json) are checked
     first, before any work."""
-    for sig in ENDING_SIGNALS:  # ^C is Python's own, below
-        if sig != signal.SIGINT and signal.getsignal(sig) == signal.SIG_DFL:
-            signal.signal(sig, raise_terminated)
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, raise_interrupted)
     if not isinstance(sys.stdout, _CheckedStdout):
         sys.stdout = _CheckedStdout(sys.stdout)
     if sys.stderr is not None and not isinstance(sys.stderr, _VisibleStderr):
         sys.stderr = _VisibleStderr(sys.stderr)
     try:
+        end_by_exception()
         check_all()
         rc = body()
         sys.stdout.flush()

@@ -4,6 +4,7 @@ that `finally` blocks run,
 who this process's ancestors are, and how much of the machine others took
 while a child ran (LoadMeter)."""
 import contextlib
+import functools
 import os
 import resource
 import signal
@@ -13,15 +14,14 @@ import time
 from .paths import ROOT
 
 
+@functools.lru_cache(maxsize=None)
 def ending_signals():
     """The signals that end a tool cleanly: process/ending_signals.txt, the
-    one list (C++ and scripts/lib.sh read it too)."""
+    one list (C++ and scripts/lib.sh read it too). Read when first needed,
+    inside run_tool: a checkout without it is one line, not a traceback."""
     with open(os.path.join(ROOT, "process", "ending_signals.txt")) as f:
         names = " ".join(line for line in f if not line.startswith("#")).split()
     return tuple(getattr(signal, "SIG" + n) for n in names)
-
-
-ENDING_SIGNALS = ending_signals()
 
 
 class Terminated(BaseException):
@@ -49,7 +49,7 @@ def ignore_further_signals():
     launcher sends the whole group) must not cut short what the first
     started: the children's groups stopped, the temporary folders removed.
     The tool ends by the first signal right after (base/cli.run_tool)."""
-    for sig in ENDING_SIGNALS:
+    for sig in ending_signals():
         signal.signal(sig, signal.SIG_IGN)
 
 
@@ -256,5 +256,6 @@ class LoadMeter:
 
 if __name__ == "__main__":  # python3 -m cudabench.base.processes stop-group PGID SECONDS
     import sys
+    ignore_further_signals()  # a second ^C or TERM must not cut the stop short
     if sys.argv[1:2] == ["stop-group"]:
         stop_group(int(sys.argv[2]), float(sys.argv[3]))

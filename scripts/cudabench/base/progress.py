@@ -4,12 +4,12 @@ not a terminal), one line every CUDABENCH_PROGRESS_SECONDS (default 10)
 and at the end, so a CI log shows the run moving without a flood. The one
 form of a progress line: the scripts print theirs through follow() below
 (python3 -m cudabench.base.progress, lib.sh's progress_reader)."""
+import io
 import re
-import signal
 import sys
 import time
 
-from .processes import ENDING_SIGNALS
+from .processes import ignore_further_signals
 
 from .settings import setting
 from .text import visible
@@ -108,11 +108,12 @@ def follow(tool, unit, lines, ninja=False):
         shown = shown or Progress(tool, int(m[2]), unit)
         shown.total = int(m[2])
         shown.step(int(m[1]), "" if ninja else m[3].strip())
+        if int(m[1]) >= shown.total:
+            shown.end()  # a terminal's line ends with the work: the script's next line starts afresh
     if shown:
         shown.end()
 
 
 if __name__ == "__main__":  # python3 -m cudabench.base.progress TOOL UNIT [--ninja] < steps
-    for sig in ENDING_SIGNALS:  # it ends when the script that writes to it does (end of input)
-        signal.signal(sig, signal.SIG_IGN)
-    follow(sys.argv[1], sys.argv[2], sys.stdin, "--ninja" in sys.argv[3:])
+    ignore_further_signals()  # it ends when the script that writes to it does (end of input)
+    follow(sys.argv[1], sys.argv[2], io.TextIOWrapper(sys.stdin.buffer, errors="replace"), "--ninja" in sys.argv[3:])

@@ -9,6 +9,7 @@ import sys
 
 from ..base.cli import run_tool, say_error
 from ..base.errors import EXIT_TOOL, BadInput, one_line
+from ..base.paths import SCRIPTS
 
 # Every command, by the name its module has and its users type.
 COMMANDS = ("ab", "compare", "context_keys", "ddp_scaling", "driver_probe", "expect_rows", "fleet", "gpu_check",
@@ -34,7 +35,7 @@ def usage():
 
 def run_command(name, argv):
     """Run the command `name` with `argv` as its arguments: its exit code."""
-    sys.argv = [name] + list(argv)
+    sys.argv = [os.path.join(SCRIPTS, name + ".py")] + list(argv)  # what ensure_venv runs again
     try:
         module = importlib.import_module(f"{__name__}.{name}")
     except Exception as e:  # noqa: BLE001 (a broken checkout: one line, never a traceback)
@@ -45,7 +46,7 @@ def run_command(name, argv):
 
 def run(path):
     """A shortcut's body: scripts/<command>.py runs that command and exits with its code."""
-    sys.exit(run_command(os.path.basename(path).removesuffix(".py"), sys.argv[1:]))
+    sys.exit(run_command(os.path.basename(path)[:-len(".py")], sys.argv[1:]))
 
 
 def main(argv):

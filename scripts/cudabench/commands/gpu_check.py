@@ -52,8 +52,33 @@ flush-ab        45   90  gpu
 KEPT = 20  # seconds kept at the end of the budget: a step's 15 s kill grace and the last snapshot
 KILL_GRACE = 15  # timeout -k: longer than the 5 s ddp_scaling.py gives its ranks after TERM
 RANK = (0, 4, 5, 3, 1)  # the run's status is the worst so far, in this order
-# A step's grandchild ends with its timeout too (lib.sh's run_job does the same).
-ENDS_WITH_US = ["setpriv", "--pdeathsig", "KILL", "--"] if shutil.which("setpriv") else []
+
+
+def ends_with_us_prefix():
+    """setpriv's parent-death signal for a step under timeout, where this
+    setpriv has it (lib.sh's run_job does the same): the step ends with its timeout."""
+    try:
+        ok = subprocess.run(["setpriv", "--pdeathsig", "KILL", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    return ["setpriv", "--pdeathsig", "KILL", "--"] if ok else []
+
+
+def status_of(rc):
+    """A child's exit code as a shell gives it: 128+N for signal N (Popen says -N)."""
+    return 128 - rc if rc < 0 else rc
+
+
+def run_in_group(cmd, stdout=None, stderr=None, cwd=None):
+    """cmd in a process group of its own (timeout leads it), killed whole if
+    this process is stopped while it runs: nothing it started outlives it."""
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, cwd=cwd,
+                         preexec_fn=own_group_ending_with_us())
+    try:
+        return status_of(p.wait())
+    except BaseException:
+        stop_groups([p], KILL_GRACE)
+        raise
 
 
 def plan_steps(last, dry_run, quick):
@@ -88,6 +113,7 @@ class Run:
     def __init__(self, a):
         self.a, self.res, self.status, self.current = a, a.results, 0, ""
         self.dry = os.environ.get("GC_DRY_RUN") == "1"
+        self.ends_with_us = ends_with_us_prefix()
 
     def elapsed(self):
         return int(time.time()) - self.a.started
@@ -100,30 +126,43 @@ class Run:
             self.status = code
 
     def record(self, name, result, seconds, detail=""):
-        """steps.txt: name, result, seconds, detail; one line per step."""
-        with open(os.path.join(self.res, "steps.txt"), "a") as f:
-            f.write(f"{name:<10} {result:<9} {seconds:4d} s  {detail}\n")
+        """steps.txt: name, result, seconds, detail; one line per step (a
+        full disk costs the line, not the run)."""
+        try:
+            with open(os.path.join(self.res, "steps.txt"), "a") as f:
+                f.write(f"{name:<10} {result:<9} {seconds:4d} s  {detail}\n")
+        except OSError as e:
+            self.log(f"steps.txt: cannot write: {e.strerror}")
         self.log(f"{name}: {result}" + (f" ({detail})" if detail else ""))
 
     def snapshot(self):
         """summary.txt and gpu-check.tar.gz in the output folder, each written
-        whole within 20 s (a stuck disk must not hold the run past its call)."""
-        dest, tmp = self.a.dest, os.path.join(self.a.dest, "summary.txt.tmp")
+        whole within 20 s (a stuck disk must not hold the run past its call);
+        one that cannot be made is said, and the run goes on."""
+        try:
+            self.write_summary()
+            self.write_tarball()
+        except OSError as e:
+            self.log(f"snapshot: {e.filename or ''}: {e.strerror}")
+
+    def write_summary(self):
+        tmp = os.path.join(self.a.dest, "summary.txt.tmp")
         with open(tmp, "w") as out, open(os.path.join(self.res, "logs", "summary.err"), "w") as err:
-            rc = subprocess.run(["timeout", "-k", "5", "20", sys.executable, os.path.join(SCRIPTS, "gpu_summary.py"),
-                                 self.res], stdout=out, stderr=err).returncode
+            rc = run_in_group(["timeout", "-k", "5", "20", sys.executable, os.path.join(SCRIPTS, "gpu_summary.py"),
+                          self.res], stdout=out, stderr=err)
         if rc:
             with open(tmp, "a") as out:
                 out.write(f"(summary failed, exit {rc}: see logs/summary.err; 124: its 20 s deadline)\n")
-        os.replace(tmp, os.path.join(dest, "summary.txt"))
-        # Never the tarball or the summary: the output folder may be the
-        # results folder, so the archive is made beside it, then moved in.
+        os.replace(tmp, os.path.join(self.a.dest, "summary.txt"))
+
+    def write_tarball(self):
+        """Never the tarball or the summary: the output folder may be the
+        results folder, so the archive is made beside it, then moved in."""
         tar = self.res + ".tar.gz.tmp"
-        rc = subprocess.run(["timeout", "-k", "5", "20", "tar", "czf", tar, "--exclude=gpu-check.tar.gz*",
-                             "--exclude=summary.txt*", "-C", os.path.dirname(self.res),
-                             os.path.basename(self.res)]).returncode
-        if rc <= 1:
-            os.replace(tar, os.path.join(dest, "gpu-check.tar.gz"))
+        rc = run_in_group(["timeout", "-k", "5", "20", "tar", "czf", tar, "--exclude=gpu-check.tar.gz*",
+                      "--exclude=summary.txt*", "-C", os.path.dirname(self.res), os.path.basename(self.res)])
+        if rc <= 1 and os.path.exists(tar):
+            os.replace(tar, os.path.join(self.a.dest, "gpu-check.tar.gz"))
         elif os.path.exists(tar):
             os.remove(tar)
 
@@ -154,15 +193,8 @@ class Run:
         log = os.path.join(self.res, "logs", name + ".log")
         self.current = name
         with open(log, "w") as out:
-            step = subprocess.Popen(["timeout", "-k", str(KILL_GRACE), str(cap), *ENDS_WITH_US, "bash",
-                                     os.path.join(SCRIPTS, "gpu-check-steps.sh"), name], cwd=ROOT,
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    preexec_fn=own_group_ending_with_us())
-            try:
-                rc = step.wait()
-            except BaseException:
-                stop_groups([step], KILL_GRACE)
-                raise
+            rc = run_in_group(["timeout", "-k", str(KILL_GRACE), str(cap), *self.ends_with_us, "bash",
+                          os.path.join(SCRIPTS, "gpu-check-steps.sh"), name], out, subprocess.STDOUT, ROOT)
         self.current = ""
         self.judge(name, rc, self.elapsed() - t0, cap, log)
 
@@ -207,7 +239,10 @@ def read_have(path):
     if not os.path.isfile(path):
         return {}
     show = '. "$1" && for v in ${!HAVE_*} ${!WHY_*}; do printf "%s=%s\\0" "$v" "${!v}"; done'
-    out = subprocess.run(["bash", "-c", show, "have", path], capture_output=True, text=True, timeout=20).stdout
+    try:
+        out = subprocess.run(["bash", "-c", show, "have", path], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
     return dict(item.split("=", 1) for item in out.split("\0") if "=" in item)
 
 

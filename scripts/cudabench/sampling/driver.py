@@ -15,7 +15,7 @@ import tempfile
 import threading
 
 from ..base.paths import ROOT, SCRIPTS
-from ..base.processes import ENDING_SIGNALS, ends_with_us
+from ..base.processes import ending_signals, ends_with_us
 from ..base.settings import setting
 
 SCENARIOS = os.path.join(ROOT, "doctor", "scenarios.json")
@@ -127,7 +127,7 @@ def group_stopped_by_signals(pid):
             signal.signal(s, h)
         os.kill(os.getpid(), signum)
 
-    for s in ENDING_SIGNALS:
+    for s in ending_signals():
         before[s] = signal.signal(s, stop)
     try:
         yield
@@ -165,7 +165,7 @@ def run_bounded(cmd, seconds, env=None, with_us=False):
 
 # What an orchestrator (samples.py's runs, gpu-check.sh) passes down once the
 # driver check passed, so that the bench and train processes it starts skip
-# their own (env/load_guard.cpp).
+# their own (process/load_guard.cpp).
 DRIVER_CHECKED = "CUDABENCH_DRIVER_CHECKED"
 
 
