@@ -20,7 +20,8 @@ import sys
 import time
 
 from ..base.cli import ArgParser, run_tool
-from ..base.errors import BadInput
+from ..base.errors import BadInput, ToolError
+from ..base.files import write_whole
 from ..base.processes import Terminated, ends_with_us, stop_groups
 from ..base.paths import ROOT, SCRIPTS
 from ..sampling.driver import DRIVER_CHECKED, driver_checked
@@ -140,20 +141,20 @@ class Run:
         whole within 20 s (a stuck disk must not hold the run past its call);
         one that cannot be made is said, and the run goes on."""
         try:
-            self.write_summary()
+            write_whole(os.path.join(self.a.dest, "summary.txt"), self.write_summary)
             self.write_tarball()
+        except ToolError as e:
+            self.log(f"snapshot: {e}")
         except OSError as e:
             self.log(f"snapshot: {e.filename or ''}: {e.strerror}")
 
-    def write_summary(self):
-        tmp = os.path.join(self.a.dest, "summary.txt.tmp")
-        with open(tmp, "w") as out, open(os.path.join(self.res, "logs", "summary.err"), "w") as err:
+    def write_summary(self, path):
+        with open(path, "w") as out, open(os.path.join(self.res, "logs", "summary.err"), "w") as err:
             rc = run_in_group(["timeout", "-k", "5", "20", sys.executable, os.path.join(SCRIPTS, "gpu_summary.py"),
-                          self.res], stdout=out, stderr=err)
+                               self.res], stdout=out, stderr=err)
         if rc:
-            with open(tmp, "a") as out:
+            with open(path, "a") as out:
                 out.write(f"(summary failed, exit {rc}: see logs/summary.err; 124: its 20 s deadline)\n")
-        os.replace(tmp, os.path.join(self.a.dest, "summary.txt"))
 
     def write_tarball(self):
         """Never the tarball or the summary: the output folder may be the
