@@ -10,7 +10,6 @@ import sys
 import time
 
 from .processes import ignore_further_signals
-
 from .settings import setting
 from .text import visible
 

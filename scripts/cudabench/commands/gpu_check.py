@@ -70,6 +70,18 @@ def status_of(rc):
     return 128 - rc if rc < 0 else rc
 
 
+def own_group_ending_with_us():
+    """A preexec_fn: the step in a process group of its own (stopped whole),
+    killed if this process ends (base/processes.ends_with_us)."""
+    arm = ends_with_us()
+
+    def pre():
+        os.setpgid(0, 0)
+        if arm:
+            arm()
+    return pre
+
+
 def run_in_group(cmd, stdout=None, stderr=None, cwd=None):
     """cmd in a process group of its own (timeout leads it), killed whole if
     this process is stopped while it runs: nothing it started outlives it."""
@@ -221,18 +233,6 @@ class Run:
         if rc not in (0, 4):
             shown = [line for line in text if line.startswith("MISSING")] or text[-6:]
             print("\n".join(f"    | {line}" for line in shown), file=sys.stderr, flush=True)
-
-
-def own_group_ending_with_us():
-    """A preexec_fn: the step in a process group of its own (stopped whole),
-    killed if this process ends (base/processes.ends_with_us)."""
-    arm = ends_with_us()
-
-    def pre():
-        os.setpgid(0, 0)
-        if arm:
-            arm()
-    return pre
 
 
 def read_have(path):
